@@ -1,0 +1,215 @@
+"""The actor run loop shared by the writer and every walker.
+
+Lifecycle (pykka's): take the singleton lock (heartbeating as ``standby``
+while another process holds it), ``on_start()``, then the first ``running``
+heartbeat, which the supervisor takes as READY. Then: poll the actor's
+sockets with a timeout -> dispatch -> ``on_tick()`` when its cadence is due
+-> heartbeat when due -> stop on SIGTERM/SIGINT. ``on_stop()`` last.
+
+Errors: a MemtreeError inside a call handler becomes an error reply and the
+actor lives (the subclass decides); anything unexpected is logged with its
+traceback and the process exits 1 so the supervisor restarts it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Callable
+
+import zmq
+
+from memtree import protocol
+from memtree.config import Config
+from memtree.logs import configure_logging
+from memtree.paths import StorePaths
+
+log = logging.getLogger(__name__)
+
+ENV_NAME = "MEMTREE_ACTOR_NAME"
+ENV_PROJECT_ROOT = "MEMTREE_PROJECT_ROOT"
+ENV_PROJECT_HASH = "MEMTREE_PROJECT_HASH"
+ENV_STORE_DIR = "MEMTREE_STORE_DIR"
+ENV_RUN_DIR = "MEMTREE_RUN_DIR"
+ENV_SUP_HB = "MEMTREE_SUP_HB"  # the supervisor's heartbeat endpoint
+ENV_CONFIG = "MEMTREE_CONFIG_JSON"  # the merged config, resolved once by the supervisor
+
+
+class ActorContext:
+    """What the supervisor hands every child through its environment."""
+
+    def __init__(self, name: str, paths: StorePaths, config: Config, hb_endpoint: str | None):
+        self.name = name
+        self.paths = paths
+        self.config = config
+        self.hb_endpoint = hb_endpoint
+
+    @classmethod
+    def from_env(cls, default_name: str) -> "ActorContext":
+        env = os.environ
+        paths = StorePaths(env[ENV_PROJECT_ROOT], env[ENV_PROJECT_HASH], env[ENV_STORE_DIR], env[ENV_RUN_DIR])
+        config = Config.from_json(env.get(ENV_CONFIG) or "{}")
+        return cls(env.get(ENV_NAME, default_name), paths, config, env.get(ENV_SUP_HB))
+
+    def child_env(self) -> dict[str, str]:
+        """The environment variables that recreate this context in a child."""
+        p = self.paths
+        env = {
+            ENV_NAME: self.name, ENV_PROJECT_ROOT: p.project_root, ENV_PROJECT_HASH: p.project_hash,
+            ENV_STORE_DIR: p.store_dir, ENV_RUN_DIR: p.run_dir, ENV_CONFIG: self.config.to_json(),
+        }
+        if self.hb_endpoint:
+            env[ENV_SUP_HB] = self.hb_endpoint
+        return env
+
+
+class SingletonLock:
+    """An exclusive flock on ``<run_dir>/<name>.lock``; the kernel drops it when we die."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def try_acquire(self) -> bool:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+        return True
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Actor:
+    name = "actor"
+    singleton = True
+    tick_interval_s: float | None = None  # None: no periodic on_tick
+
+    def __init__(self, ctx: ActorContext):
+        self.ctx = ctx
+        self.config = ctx.config
+        self.paths = ctx.paths
+        self.zctx = zmq.Context.instance()
+        self.poller = zmq.Poller()
+        self._readers: dict[zmq.Socket, Callable[[zmq.Socket], None]] = {}
+        self._stopping = False
+        self.backlog = 0  # reported in heartbeats; subclasses keep it current
+        self.info: dict = {}  # extra status for `memtree ctl status`
+
+    # -- hooks for subclasses ---------------------------------------------------
+    def on_start(self) -> None: ...
+
+    def on_tick(self) -> None: ...
+
+    def on_stop(self) -> None: ...
+
+    # -- helpers ----------------------------------------------------------------
+    def socket(self, kind: int, **opts) -> zmq.Socket:
+        sock = self.zctx.socket(kind)
+        sock.setsockopt(zmq.LINGER, opts.pop("linger", 0))
+        for k, v in opts.items():
+            sock.setsockopt(getattr(zmq, k.upper()), v)
+        return sock
+
+    def add_reader(self, sock: zmq.Socket, handler: Callable[[zmq.Socket], None]) -> None:
+        self._readers[sock] = handler
+        self.poller.register(sock, zmq.POLLIN)
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    # -- the loop ---------------------------------------------------------------
+    def _heartbeat(self, state: str) -> None:
+        if self._hb is None:
+            return
+        msg = protocol.Heartbeat(name=self.ctx.name, pid=os.getpid(), state=state, backlog=self.backlog, info=self.info)
+        try:
+            self._hb.send(protocol.encode_cast(msg, src=self.ctx.name), zmq.NOBLOCK)
+        except zmq.Again:
+            pass  # supervisor gone or slow; it will notice by itself
+
+    def _wait_for_lock(self) -> SingletonLock | None:
+        lock = SingletonLock(self.paths.lock_file(self.name))
+        period = self.config.supervisor.heartbeatMs / 1000
+        announced = False
+        while not self._stopping:
+            if lock.try_acquire():
+                return lock
+            if not announced:
+                log.info("%s: standby, another process holds %s", self.ctx.name, lock.path)
+                announced = True
+            self._heartbeat("standby")
+            deadline = time.monotonic() + period
+            while time.monotonic() < deadline and not self._stopping:
+                time.sleep(min(0.05, period))
+                if lock.try_acquire():
+                    return lock
+        lock.close()
+        return None
+
+    def run(self) -> int:
+        self._hb = None
+        if self.ctx.hb_endpoint:
+            self._hb = self.socket(zmq.PUSH, sndhwm=16)
+            self._hb.connect(self.ctx.hb_endpoint)
+        lock = self._wait_for_lock() if self.singleton else None
+        if self._stopping:
+            return 0
+        self.on_start()
+        log.info("%s: running pid=%d", self.ctx.name, os.getpid())
+        hb_period = self.config.supervisor.heartbeatMs / 1000
+        next_hb = 0.0
+        next_tick = time.monotonic() + (self.tick_interval_s or 0)
+        try:
+            while not self._stopping:
+                now = time.monotonic()
+                if now >= next_hb:
+                    self._heartbeat("running")
+                    next_hb = now + hb_period
+                if self.tick_interval_s is not None and now >= next_tick:
+                    self.on_tick()
+                    next_tick = time.monotonic() + self.tick_interval_s
+                wake = min(next_hb, next_tick if self.tick_interval_s is not None else next_hb)
+                timeout_ms = max(0, int((wake - time.monotonic()) * 1000))
+                # Capped so a stop request is noticed promptly.
+                for sock, _ in self.poller.poll(min(timeout_ms, 250)):
+                    self._readers[sock](sock)
+                    if self._stopping:
+                        break
+        finally:
+            self.on_stop()
+            if lock is not None:
+                lock.close()
+        log.info("%s: stopped", self.ctx.name)
+        return 0
+
+
+def run_actor(cls: type[Actor], argv: list[str] | None = None) -> int:
+    ctx = ActorContext.from_env(cls.name)
+    configure_logging(ctx.name)
+    actor = cls(ctx)
+    signal.signal(signal.SIGTERM, lambda *_: actor.stop())
+    signal.signal(signal.SIGINT, lambda *_: actor.stop())
+    try:
+        code = actor.run()
+    except Exception:
+        log.critical("%s: crashed", ctx.name, exc_info=True)
+        code = 1
+    finally:
+        zmq.Context.instance().destroy(linger=0)
+    return code
+
+
+def main_for(cls: type[Actor]) -> None:
+    sys.exit(run_actor(cls, sys.argv[1:]))

@@ -1,0 +1,52 @@
+"""Built-in defaults. Their types are the schema: a file value must match them."""
+
+from __future__ import annotations
+
+
+def defaults() -> dict:
+    return {
+        "embeddingModel": "local",
+        "summarizerModel": "extractive",
+        "retention": {
+            "staleHours": 24,  # stale chunks are pruned after this
+            "supersededDays": 7,  # superseded chunks are pruned after this
+            "prunedDays": 30,  # pruned rows are deleted (audit kept) after this
+        },
+        "walkers": {
+            "filterIntervalMs": 2000,  # safety sweep besides the event trigger
+            "stalenessIntervalMs": 30000,
+            "prunerIntervalMs": 300000,
+            "embeddingIdleMs": 5000,
+            "embeddingBatchSize": 32,
+            "dedupeIntervalMs": 60000,
+            "summarizerSubtreeThreshold": 25,
+        },
+        "capture": {
+            "maxBytes": 100000,  # content over this is truncated, original size kept
+            "filterMinSize": 50,  # smaller captures are dropped by the filter walker
+            "bash": True,  # false: never store Bash output for this project
+            "hookTimeoutMs": 100,  # hook waits this long for the writer's ack, then spools
+            "dedupeWindowS": 3600,  # same tool output within this window is stored once
+        },
+        "bash": {"deny": [], "timeoutS": 60, "maxOutputBytes": 1000000},
+        "path": {"deny": []},
+        "supervisor": {
+            "heartbeatMs": 1000,
+            "missedHeartbeats": 3,  # this many missed beats: SIGKILL, counted as a crash
+            "maxRestarts": 5,  # more than this within restartPeriodS: FATAL
+            "restartPeriodS": 60,
+            "backoffInitialMs": 100,
+            "backoffMaxMs": 5000,
+            "stableAfterS": 10,  # backoff resets after this long RUNNING
+            "shutdownTimeoutS": 5,
+            "startTimeoutS": 30,  # READY must arrive within this
+        },
+        "writer": {"callTimeoutMs": 5000, "spoolDrainMs": 2000, "batchMax": 512},
+        # name -> {"module": "memtree.actors.walkers.x", "enabled": bool}; merged
+        # over the built-in actor table, so a walker can be disabled or added.
+        "actors": {},
+    }
+
+
+# Sections whose keys are free-form (validated by the consumer, not here).
+OPEN_SECTIONS = frozenset({"actors"})

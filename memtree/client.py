@@ -1,0 +1,73 @@
+"""Request/reply over DEALER -> ROUTER with request ids and a deadline.
+
+Never REQ: it wedges when its peer dies. On a timeout the socket is closed
+with linger 0 and replaced (the zguide's Lazy Pirate), so a request that
+timed out is never delivered later to a restarted peer.
+"""
+
+from __future__ import annotations
+
+import time
+
+import zmq
+
+from memtree import protocol
+from memtree.errors import CallTimeout, MemtreeError, Unavailable, from_code
+
+
+class Caller:
+    def __init__(self, endpoint: str, src: str, timeout_ms: int = 5000, ctx: zmq.Context | None = None):
+        self.endpoint = endpoint
+        self.src = src
+        self.timeout_ms = timeout_ms
+        self.ctx = ctx or zmq.Context.instance()
+        self.sock: zmq.Socket | None = None
+
+    def _socket(self) -> zmq.Socket:
+        if self.sock is None:
+            sock = self.ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.IMMEDIATE, 1)  # queue only on a live connection
+            sock.connect(self.endpoint)
+            self.sock = sock
+        return self.sock
+
+    def reset(self) -> None:
+        if self.sock is not None:
+            self.sock.close(linger=0)
+            self.sock = None
+
+    def call(self, rec: protocol.Record, timeout_ms: int | None = None):
+        """Send ``rec`` and return the reply's result; raise MemtreeError on an
+        error reply, Unavailable when no peer is there, CallTimeout on silence."""
+        timeout = (timeout_ms if timeout_ms is not None else self.timeout_ms) / 1000
+        deadline = time.monotonic() + timeout
+        sock = self._socket()
+        rid, frame = protocol.encode_call(rec, src=self.src)
+        while True:  # with IMMEDIATE, send waits until a connection exists
+            if sock.poll(max(0, int((deadline - time.monotonic()) * 1000)), zmq.POLLOUT):
+                sock.send(frame, zmq.NOBLOCK)
+                break
+            self.reset()
+            raise Unavailable(f"nothing is listening on {self.endpoint}")
+        while True:
+            remaining = int((deadline - time.monotonic()) * 1000)
+            if remaining <= 0 or not sock.poll(remaining, zmq.POLLIN):
+                self.reset()
+                raise CallTimeout(f"no reply from {self.endpoint} within {timeout:.1f}s")
+            try:
+                env = protocol.decode(sock.recv())
+            except protocol.ProtocolError:
+                continue  # garbage from the peer; keep waiting for ours
+            if env.kind != "reply" or env.id != rid:
+                continue  # a late reply to an earlier call
+            try:
+                return protocol.reply_result(env)
+            except protocol.ProtocolError as e:
+                raise from_code(e.code, e.message) from None
+
+    def close(self) -> None:
+        self.reset()
+
+
+__all__ = ["Caller", "MemtreeError"]

@@ -1,0 +1,186 @@
+"""Where a project's store lives: project hash, store directory, socket endpoints.
+
+Standard library only, and only cheap imports at module level: the capture
+hook imports this under ``python -I -S`` where every millisecond counts
+(dataclasses alone costs ~35 ms cold), so heavier modules load on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+# IPC socket paths longer than this fail at bind/connect (sun_path is 108 bytes).
+MAX_IPC_PATH = 107
+# The longest socket file name we create ("sup-4194304.ctl.sock" plus slack).
+_LONGEST_SOCK_NAME = 32
+
+
+def memtree_home() -> str:
+    return os.path.abspath(os.path.expanduser(os.environ.get("MEMTREE_HOME") or "~/.memtree"))
+
+
+def _git(cwd: str, *args: str) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def find_git_root(cwd: str) -> str | None:
+    """The nearest ancestor holding ``.git``, found without spawning git."""
+    d = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _hash16(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def compute_project(cwd: str) -> tuple[str, str, bool]:
+    """(project root, project hash, hash is final) as DESIGN.md defines them.
+
+    hash = sha256(git root + ":" + first commit sha)[:16]; outside git, or when
+    git fails (no commits yet), sha256(absolute workspace path)[:16]. Only the
+    first form is final: a repository without commits gets one later.
+    """
+    cwd = os.path.realpath(cwd)
+    root = _git(cwd, "rev-parse", "--show-toplevel")
+    if root:
+        firsts = _git(root, "rev-list", "--max-parents=0", "HEAD")
+        if firsts:
+            first = sorted(firsts.split())[0]
+            return root, _hash16(f"{root}:{first}"), True
+        return root, _hash16(root), False
+    return cwd, _hash16(cwd), False
+
+
+def _cache_path(home: str, root: str) -> str:
+    return os.path.join(home, "roots", _hash16(root))
+
+
+def resolve_project(cwd: str) -> tuple[str, str]:
+    """Like compute_project, cached per git root so the hook need not spawn git
+    (two git calls cost more than the rest of the hook)."""
+    home = memtree_home()
+    root = find_git_root(os.path.realpath(cwd))
+    if root is not None:
+        try:
+            with open(_cache_path(home, root), encoding="utf-8") as f:
+                cached_root, cached_hash = f.read().split("\n")[:2]
+            if cached_root == root and len(cached_hash) == 16:
+                return cached_root, cached_hash
+        except (OSError, ValueError):
+            pass
+    root2, phash, final = compute_project(cwd)
+    if final and root2 == root:
+        remember_project(root2, phash)
+    return root2, phash
+
+
+def remember_project(root: str, phash: str) -> None:
+    home = memtree_home()
+    path = _cache_path(home, root)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(f"{root}\n{phash}\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache miss only costs a git call next time
+
+
+class StorePaths:
+    """Every file and socket of one project's store."""
+
+    __slots__ = ("project_root", "project_hash", "store_dir", "run_dir")
+
+    def __init__(self, project_root: str, project_hash: str, store_dir: str, run_dir: str):
+        self.project_root = project_root
+        self.project_hash = project_hash
+        self.store_dir = store_dir
+        self.run_dir = run_dir
+
+    def __repr__(self) -> str:
+        return f"StorePaths({self.store_dir!r}, run_dir={self.run_dir!r})"
+
+    @property
+    def db(self) -> str:
+        return os.path.join(self.store_dir, "store.db")
+
+    @property
+    def spool(self) -> str:
+        return os.path.join(self.store_dir, "spool.jsonl")
+
+    @property
+    def log_dir(self) -> str:
+        return os.path.join(self.store_dir, "logs")
+
+    def log_file(self, actor: str) -> str:
+        return os.path.join(self.log_dir, f"{actor}.log")
+
+    def lock_file(self, name: str) -> str:
+        return os.path.join(self.run_dir, f"{name}.lock")
+
+    def endpoint(self, name: str) -> str:
+        return endpoint(self.run_dir, name)
+
+
+def endpoint(run_dir: str, name: str) -> str:
+    """The one place a ZeroMQ endpoint is built."""
+    return f"ipc://{run_dir}/{name}.sock"
+
+
+def socket_path(ep: str) -> str:
+    return ep[len("ipc://"):] if ep.startswith("ipc://") else ep
+
+
+def _runtime_base() -> str:
+    import tempfile
+
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if not base or not os.path.isdir(base):
+        base = tempfile.gettempdir()
+    return os.path.join(base, f"memtree-{os.getuid()}")
+
+
+def store_paths(project_root: str, project_hash: str, home: str | None = None) -> StorePaths:
+    home = home or memtree_home()
+    store_dir = os.path.join(home, project_hash)
+    run_dir = os.path.join(store_dir, "run")
+    if len(run_dir) + 1 + _LONGEST_SOCK_NAME + len("ipc://") > MAX_IPC_PATH + len("ipc://"):
+        # Too deep for sun_path: a short per-user runtime dir keyed by the hash.
+        run_dir = os.path.join(_runtime_base(), project_hash)
+    return StorePaths(project_root, project_hash, store_dir, run_dir)
+
+
+def paths_for_cwd(cwd: str) -> StorePaths:
+    root, phash = resolve_project(cwd)
+    return store_paths(root, phash)
+
+
+def _makedir_private(path: str) -> None:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
+def prepare_store(paths: StorePaths) -> None:
+    """Create the store, run and log directories, all 0700."""
+    os.makedirs(os.path.dirname(paths.store_dir), mode=0o700, exist_ok=True)
+    for d in (paths.store_dir, paths.run_dir, paths.log_dir):
+        if d == paths.run_dir and not d.startswith(paths.store_dir):
+            _makedir_private(os.path.dirname(d))
+        _makedir_private(d)

@@ -1,0 +1,275 @@
+"""The wire protocol: the only module that knows what goes on the wire.
+
+Every frame is one JSON map, the envelope::
+
+    {"v": 1, "id": "...", "kind": "call|cast|reply|event", "type": "AddNode",
+     "src": "mcp", "body": {...}}
+
+``decode()`` turns bytes into an ``Envelope`` whose ``body`` is already the
+typed record for ``type``; handlers never see raw dicts. Replies carry
+``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {"code", "message"}}``
+and never a traceback.
+
+Standard library only at import (orjson when present), and no dataclasses or
+enum: the capture hook imports this under ``python -I -S``.
+
+Sockets (names for ``paths.endpoint``):
+- ``write``   writer ROUTER  <- DEALER (front, walkers): calls
+- ``ingest``  writer ROUTER  <- DEALER (hook, ZMTP): Ingest calls, ack after commit
+- ``events``  writer PUB     -> SUB (walkers, front): NodesChanged events
+- ``sup-<pid>.hb``  supervisor PULL <- PUSH (every actor): Heartbeat casts
+- ``sup-<pid>.ctl`` supervisor ROUTER <- DEALER (memtree ctl): Ctl* calls
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+try:  # the hook runs without site-packages; everything else has orjson
+    import orjson as _orjson
+
+    def _dumps(obj) -> bytes:
+        return _orjson.dumps(obj)
+
+    _loads = _orjson.loads
+except ImportError:  # pragma: no cover - exercised by the hook
+    import json as _json
+
+    def _dumps(obj) -> bytes:
+        return _json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+    _loads = _json.loads
+
+PROTOCOL_VERSION = 1
+KINDS = ("call", "cast", "reply", "event")
+
+SOCK_WRITE = "write"
+SOCK_INGEST = "ingest"
+SOCK_EVENTS = "events"
+
+
+def sup_heartbeat_sock(pid: int) -> str:
+    return f"sup-{pid}.hb"
+
+
+def sup_control_sock(pid: int) -> str:
+    return f"sup-{pid}.ctl"
+
+
+class ErrorCode:
+    """Error codes carried in error replies (strings, so logs read well)."""
+
+    BAD_REQUEST = "bad_request"  # malformed frame or wrong field types
+    UNKNOWN_TYPE = "unknown_type"
+    VERSION = "version_mismatch"
+    NOT_FOUND = "not_found"
+    REFUSED = "refused"  # policy said no: denylisted, tombstoned
+    UNAVAILABLE = "unavailable"  # writer down / read-only mode
+    TIMEOUT = "timeout"
+    BUSY = "busy"
+    INTERNAL = "internal"
+
+
+class ProtocolError(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# -- records -------------------------------------------------------------------
+
+_ANY = object()
+_NOTHING = object()
+
+
+class Record:
+    """A small typed message. Subclasses list ``FIELDS`` as (name, types, default).
+
+    ``types`` is a type or tuple of types checked with isinstance at decode;
+    ``_NOTHING`` as default means required.
+    """
+
+    __slots__ = ()
+    TYPE = ""
+    FIELDS: tuple = ()
+
+    def __init__(self, **kw):
+        for name, types, default in self.FIELDS:
+            if name in kw:
+                value = kw.pop(name)
+            elif default is _NOTHING:
+                raise ProtocolError(ErrorCode.BAD_REQUEST, f"{self.TYPE}: missing field {name!r}")
+            else:
+                value = default() if callable(default) else default
+            if types is not _ANY and value is not None and not isinstance(value, types):
+                raise ProtocolError(
+                    ErrorCode.BAD_REQUEST,
+                    f"{self.TYPE}: field {name!r} has type {type(value).__name__}",
+                )
+            object.__setattr__(self, name, value)
+        if kw:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"{self.TYPE}: unknown field(s) {sorted(kw)}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{self.TYPE} is immutable")
+
+    def to_dict(self) -> dict:
+        return {name: getattr(self, name) for name, _, _ in self.FIELDS}
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.to_dict() == self.to_dict()
+
+    def __repr__(self) -> str:
+        return f"{self.TYPE}({self.to_dict()!r})"
+
+
+MESSAGES: dict[str, type] = {}
+
+
+def _rec(type_name: str, *fields: tuple) -> type:
+    """Define and register a record class with (name, types, default) fields."""
+    cls = type(type_name, (Record,), {"__slots__": tuple(f[0] for f in fields), "TYPE": type_name, "FIELDS": fields})
+    MESSAGES[type_name] = cls
+    return cls
+
+
+S, I, L, D, B, F = str, int, list, dict, bool, (int, float)
+REQ = _NOTHING
+
+# writer calls (front, walkers, hook)
+Ping = _rec("Ping")
+AddNode = _rec(
+    "AddNode",
+    ("kind", S, REQ), ("content", S, REQ), ("parent_id", S, None), ("source_uri", S, None),
+    ("metadata", D, dict), ("session_id", S, None), ("status", S, "pending"), ("mtime", I, 0),
+    ("refs", L, list),  # [{"dst": id, "kind": edge kind}] edges from the new node
+)
+Ingest = _rec(
+    "Ingest",  # one Claude Code hook payload, as Claude Code sent it
+    ("payload", D, REQ), ("received_at", I, 0),
+)
+SetStatus = _rec(
+    "SetStatus",
+    ("ids", L, REQ), ("status", S, REQ), ("reason", S, ""), ("expect", L, None),
+)
+AddEdges = _rec("AddEdges", ("edges", L, REQ))  # [{"src", "dst", "kind"}]
+Forget = _rec("Forget", ("node_id", S, REQ), ("reason", S, REQ))
+PutFile = _rec(
+    "PutFile",  # chunks of one file read by the wrapped read tool
+    ("path", S, REQ), ("mtime", I, REQ), ("size", I, 0), ("chunks", L, REQ), ("session_id", S, None),
+)
+PutToolOutput = _rec(
+    "PutToolOutput",  # a wrapped grep/bash result and its per-hit children
+    ("tool", S, REQ), ("content", S, REQ), ("metadata", D, dict), ("children", L, list),
+    ("session_id", S, None), ("source_uri", S, None),
+)
+
+# supervisor
+Heartbeat = _rec(
+    "Heartbeat",
+    ("name", S, REQ), ("pid", I, REQ), ("state", S, "running"), ("backlog", I, 0), ("info", D, dict),
+)
+CtlStatus = _rec("CtlStatus")
+CtlRestart = _rec("CtlRestart", ("name", S, REQ))
+CtlStop = _rec("CtlStop", ("name", S, REQ))
+CtlStart = _rec("CtlStart", ("name", S, REQ))
+CtlShutdown = _rec("CtlShutdown")
+
+# events (writer PUB); topic is the type name
+NodesChanged = _rec("NodesChanged", ("ids", L, REQ), ("status", S, REQ), ("kinds", L, list))
+Stop = _rec("Stop")
+
+
+# -- envelope ------------------------------------------------------------------
+
+
+class Envelope:
+    __slots__ = ("v", "id", "kind", "type", "src", "body")
+
+    def __init__(self, kind: str, type: str, body, id: str = "", src: str = "", v: int = PROTOCOL_VERSION):
+        self.v, self.id, self.kind, self.type, self.src, self.body = v, id, kind, type, src, body
+
+    def __repr__(self) -> str:
+        return f"Envelope({self.kind} {self.type} id={self.id} src={self.src})"
+
+
+_counter = 0
+
+
+def new_id() -> str:
+    global _counter
+    _counter += 1
+    return f"{os.getpid():x}-{time.monotonic_ns():x}-{_counter:x}"
+
+
+def _envelope(kind: str, rec: Record, src: str, id: str | None) -> bytes:
+    return _dumps({"v": PROTOCOL_VERSION, "id": id or "", "kind": kind, "type": rec.TYPE, "src": src, "body": rec.to_dict()})
+
+
+def encode_call(rec: Record, src: str = "", id: str | None = None) -> tuple[str, bytes]:
+    rid = id or new_id()
+    return rid, _envelope("call", rec, src, rid)
+
+
+def encode_cast(rec: Record, src: str = "") -> bytes:
+    return _envelope("cast", rec, src, "")
+
+
+def encode_event(rec: Record, src: str = "") -> bytes:
+    return _envelope("event", rec, src, "")
+
+
+def encode_ok(req_id: str, result=None, src: str = "") -> bytes:
+    return _dumps({"v": PROTOCOL_VERSION, "id": req_id, "kind": "reply", "type": "Reply", "src": src,
+                   "body": {"ok": True, "result": result}})
+
+
+def encode_error(req_id: str, code: str, message: str, src: str = "") -> bytes:
+    return _dumps({"v": PROTOCOL_VERSION, "id": req_id, "kind": "reply", "type": "Reply", "src": src,
+                   "body": {"ok": False, "error": {"code": code, "message": message}}})
+
+
+def decode(frame: bytes) -> Envelope:
+    """Bytes -> Envelope with a typed body (replies keep their {ok, ...} map).
+
+    Raises ProtocolError (with the request id in ``.req_id`` when known) for a
+    malformed frame, an unknown type, a bad field or a version mismatch.
+    """
+    try:
+        obj = _loads(frame)
+    except (ValueError, TypeError) as e:
+        raise ProtocolError(ErrorCode.BAD_REQUEST, f"frame is not JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(ErrorCode.BAD_REQUEST, "frame is not a JSON object")
+    req_id = obj.get("id") if isinstance(obj.get("id"), str) else ""
+    try:
+        v, kind, typ, body = obj.get("v"), obj.get("kind"), obj.get("type"), obj.get("body")
+        if v != PROTOCOL_VERSION:
+            raise ProtocolError(ErrorCode.VERSION, f"protocol version {v!r}, expected {PROTOCOL_VERSION}")
+        if kind not in KINDS:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"unknown envelope kind {kind!r}")
+        if not isinstance(body, dict):
+            raise ProtocolError(ErrorCode.BAD_REQUEST, "body is not a JSON object")
+        src = obj.get("src") if isinstance(obj.get("src"), str) else ""
+        if kind == "reply":
+            if not isinstance(body.get("ok"), bool):
+                raise ProtocolError(ErrorCode.BAD_REQUEST, "reply without ok")
+            return Envelope(kind, "Reply", body, req_id, src)
+        cls = MESSAGES.get(typ) if isinstance(typ, str) else None
+        if cls is None:
+            raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {typ!r}")
+        return Envelope(kind, typ, cls(**body), req_id, src)
+    except ProtocolError as e:
+        e.req_id = req_id
+        raise
+
+
+def reply_result(env: Envelope):
+    """The result of a reply envelope, or raise ProtocolError with its error."""
+    body = env.body
+    if body["ok"]:
+        return body.get("result")
+    err = body.get("error") or {}
+    raise ProtocolError(str(err.get("code", ErrorCode.INTERNAL)), str(err.get("message", "unknown error")))

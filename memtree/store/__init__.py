@@ -1,0 +1,1 @@
+"""The store: schema and migrations, the live predicate, connections, reads."""

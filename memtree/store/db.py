@@ -1,0 +1,49 @@
+"""Connections. Only the writer opens one for writing (tests pin this)."""
+
+from __future__ import annotations
+
+import os
+
+import apsw
+import sqlite_vec
+
+BUSY_TIMEOUT_MS = 5000
+
+
+def _load_vec(conn: apsw.Connection) -> None:
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+
+
+def open_write(path: str) -> apsw.Connection:
+    """The single write connection: busy timeout first, WAL, sqlite-vec, migrations."""
+    from memtree.store.schema import migrate
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    _load_vec(conn)
+    migrate(conn)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.chmod(path + suffix, 0o600)
+    return conn
+
+
+def open_read(path: str) -> apsw.Connection:
+    """A read-only connection (front, walkers). Raises apsw.CantOpenError if
+    the store does not exist yet."""
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    _load_vec(conn)
+    return conn
+
+
+def schema_ready(conn: apsw.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name='nodes'").fetchone()
+    return row is not None

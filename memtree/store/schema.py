@@ -1,0 +1,127 @@
+"""Schema migrations: registered in order, each applied once in its own
+transaction together with its bookkeeping row (sqlite-utils / llm style)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from memtree.ids import now_ms
+from memtree.store.live import INDEXED, sql_list
+
+MIGRATIONS: list[tuple[str, Callable]] = []
+
+
+def migration(fn: Callable) -> Callable:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_initial(db) -> None:
+    idx = sql_list(INDEXED)
+    db.execute(f"""
+    CREATE TABLE nodes(
+        id TEXT PRIMARY KEY,
+        parent_id TEXT,
+        kind TEXT NOT NULL,
+        source_uri TEXT,
+        content TEXT NOT NULL DEFAULT '',
+        content_hash TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending',
+        mtime INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        truncated INTEGER NOT NULL DEFAULT 0,
+        original_bytes INTEGER NOT NULL DEFAULT 0,
+        metadata TEXT NOT NULL DEFAULT '{{}}',
+        session_id TEXT
+    );
+    CREATE INDEX nodes_parent ON nodes(parent_id);
+    CREATE INDEX nodes_status_created ON nodes(status, created_at);
+    CREATE INDEX nodes_hash ON nodes(content_hash);
+    CREATE INDEX nodes_source ON nodes(source_uri);
+    CREATE INDEX nodes_session ON nodes(session_id);
+    CREATE INDEX nodes_kind_created ON nodes(kind, created_at);
+
+    CREATE TABLE edges(
+        src_id TEXT NOT NULL,
+        dst_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (src_id, dst_id, kind)
+    ) WITHOUT ROWID;
+    CREATE INDEX edges_dst ON edges(dst_id);
+
+    -- External-content FTS5 over nodes; only indexed statuses are in it.
+    CREATE VIRTUAL TABLE nodes_fts USING fts5(
+        content, source_uri, content='nodes', content_rowid='rowid',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER nodes_fts_ins AFTER INSERT ON nodes WHEN new.status IN {idx} BEGIN
+        INSERT INTO nodes_fts(rowid, content, source_uri) VALUES (new.rowid, new.content, new.source_uri);
+    END;
+    CREATE TRIGGER nodes_fts_del AFTER DELETE ON nodes WHEN old.status IN {idx} BEGIN
+        INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri)
+        VALUES ('delete', old.rowid, old.content, old.source_uri);
+    END;
+    CREATE TRIGGER nodes_fts_upd_out AFTER UPDATE OF content, source_uri, status ON nodes
+    WHEN old.status IN {idx} AND (new.status NOT IN {idx}
+        OR new.content IS NOT old.content OR new.source_uri IS NOT old.source_uri) BEGIN
+        INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri)
+        VALUES ('delete', old.rowid, old.content, old.source_uri);
+    END;
+    CREATE TRIGGER nodes_fts_upd_in AFTER UPDATE OF content, source_uri, status ON nodes
+    WHEN new.status IN {idx} AND (old.status NOT IN {idx}
+        OR new.content IS NOT old.content OR new.source_uri IS NOT old.source_uri) BEGIN
+        INSERT INTO nodes_fts(rowid, content, source_uri) VALUES (new.rowid, new.content, new.source_uri);
+    END;
+
+    -- Vectors carry their model and dimension, so a model change is detected.
+    CREATE TABLE nodes_vec(
+        node_id TEXT PRIMARY KEY,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        embedding BLOB NOT NULL,
+        embedded_at INTEGER NOT NULL
+    );
+
+    CREATE TABLE audit(
+        seq INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        node_id TEXT,
+        from_status TEXT,
+        to_status TEXT,
+        reason TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '{{}}'
+    );
+    CREATE INDEX audit_node ON audit(node_id);
+
+    CREATE TABLE tombstones(
+        content_hash TEXT PRIMARY KEY,
+        node_id TEXT,
+        reason TEXT NOT NULL,
+        at INTEGER NOT NULL
+    );
+
+    -- Spool entries already committed: a crash mid-drain never applies one twice.
+    CREATE TABLE spool_applied(entry_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
+
+    CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    """)
+
+
+def migrate(db) -> list[str]:
+    """Apply pending migrations; return the names applied now."""
+    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+    done = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
+    applied = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        with db:  # one transaction: the migration and its bookkeeping row
+            fn(db)
+            db.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, now_ms()))
+        applied.append(name)
+    return applied
