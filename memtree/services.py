@@ -1,0 +1,126 @@
+"""Front services: the seam between the MCP front and the tool implementations.
+
+The front builds one ``Services`` per process. A tool is
+``async def tool(svc, **args) -> str``; it reads through ``svc.db()`` (the
+front's read-only connection) and writes through ``await svc.call(rec)`` (a
+writer call over DEALER -> ROUTER). Budgets are not a tool's concern: the
+front's tool wrapper applies ``memtree.budget.enforce`` once to every result.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import apsw
+import zmq
+import zmq.asyncio
+
+from memtree import protocol
+from memtree.config import Config
+from memtree.errors import CallTimeout, MemtreeError, Unavailable, from_code
+from memtree.ids import ulid
+from memtree.paths import StorePaths
+from memtree.store import db as store_db
+
+log = logging.getLogger(__name__)
+
+# How long a call waits for a connection to the writer before saying it is down.
+CONNECT_WAIT_MS = 1500
+WRITER_DOWN = "memtree is read-only right now: the writer is not running (memtree ctl status)"
+
+
+class AsyncCaller:
+    """DEALER calls with a request id and a deadline (the Lazy Pirate of
+    memtree.client, on zmq.asyncio): a timed-out socket is closed with linger
+    0 and replaced, so a late reply never answers a later call."""
+
+    def __init__(self, endpoint: str, src: str, timeout_ms: int, zctx: zmq.asyncio.Context):
+        self.endpoint, self.src, self.timeout_ms, self.zctx = endpoint, src, timeout_ms, zctx
+        self.sock: zmq.asyncio.Socket | None = None
+
+    def _socket(self) -> zmq.asyncio.Socket:
+        if self.sock is None:
+            sock = self.zctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.IMMEDIATE, 1)  # queue only on a live connection
+            sock.connect(self.endpoint)
+            self.sock = sock
+        return self.sock
+
+    def reset(self) -> None:
+        if self.sock is not None:
+            self.sock.close(linger=0)
+            self.sock = None
+
+    async def call(self, rec: protocol.Record, timeout_ms: int | None = None):
+        timeout_ms = self.timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
+        sock = self._socket()
+        rid, frame = protocol.encode_call(rec, src=self.src)
+        if not await sock.poll(min(timeout_ms, CONNECT_WAIT_MS), zmq.POLLOUT):
+            self.reset()
+            raise Unavailable(WRITER_DOWN)
+        await sock.send(frame)
+        while True:
+            remaining = int((deadline - time.monotonic()) * 1000)
+            if remaining <= 0 or not await sock.poll(remaining, zmq.POLLIN):
+                self.reset()
+                raise CallTimeout(f"the writer did not answer within {timeout_ms / 1000:.1f}s; nothing was confirmed")
+            try:
+                env = protocol.decode(await sock.recv())
+            except protocol.ProtocolError:
+                continue  # garbage from the peer; keep waiting for ours
+            if env.kind != "reply" or env.id != rid:
+                continue  # a late reply to an earlier call
+            try:
+                return protocol.reply_result(env)
+            except protocol.ProtocolError as e:
+                raise from_code(e.code, e.message) from None
+
+
+class Services:
+    """What every tool gets: config, paths, the session, writer calls, reads."""
+
+    def __init__(self, config: Config, paths: StorePaths, session_id: str | None = None, src: str = "mcp",
+                 zctx: zmq.asyncio.Context | None = None):
+        self.config = config
+        self.paths = paths
+        self.project_root = paths.project_root
+        # Claude Code does not tell an MCP server its session id; one per front.
+        self.session_id = session_id or os.environ.get("MEMTREE_SESSION_ID") or f"mcp-{ulid()}"
+        self.zctx = zctx or zmq.asyncio.Context()
+        self._caller = AsyncCaller(paths.endpoint(protocol.SOCK_WRITE), src,
+                                   int(config.writer.callTimeoutMs), self.zctx)
+        self._db: apsw.Connection | None = None
+
+    async def call(self, rec: protocol.Record, timeout_ms: int | None = None):
+        """One writer call. Raises Unavailable (writer down), CallTimeout, or
+        the MemtreeError of an error reply."""
+        return await self._caller.call(rec, timeout_ms)
+
+    def db(self) -> apsw.Connection:
+        """The front's read-only connection; Unavailable until the store exists."""
+        if self._db is None:
+            if not os.path.exists(self.paths.db):
+                raise Unavailable("the memtree store does not exist yet (is the writer running? memtree ctl status)")
+            try:
+                conn = store_db.open_read(self.paths.db)
+                ready = store_db.schema_ready(conn)
+            except apsw.Error as e:
+                raise Unavailable(f"the memtree store cannot be opened: {e}") from None
+            if not ready:
+                conn.close()
+                raise Unavailable("the memtree store is not initialised yet (the writer creates it)")
+            self._db = conn
+        return self._db
+
+    def close(self) -> None:
+        self._caller.reset()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+__all__ = ["Services", "AsyncCaller", "WRITER_DOWN", "MemtreeError", "Unavailable", "CallTimeout"]
