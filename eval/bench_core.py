@@ -1,0 +1,215 @@
+"""Core figures (issue 2): boot, note round trip, keyword search, writer throughput.
+
+    .venv/bin/python -m memtree.eval.bench_core [--starts 10] [--notes 10000]
+
+Prints medians and p95s beside baselines measured in the same run:
+- `memtree serve` spawn -> MCP initialize answered (cold starts) beside
+  `python -c "import mcp"`, and the biggest imports of the front;
+- note write round trip over real stdio;
+- keyword search over real stdio at N notes;
+- writer throughput (group commit, concurrent clients) beside a raw apsw
+  batched insert of the same rows into the same schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from memtree.eval.stats import fmt_ms, summary
+
+
+def _memtree() -> list[str]:
+    exe = shutil.which("memtree", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "memtree.cli"]
+
+
+def _env(home: str) -> dict:
+    return {**os.environ, "MEMTREE_HOME": home}
+
+
+def bench_import_mcp(n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import mcp"], check=True)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+async def _one_start(project: str, env: dict) -> float:
+    from mcp import Client, StdioServerParameters
+
+    cmd = _memtree()
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "serve"], cwd=project, env=env)
+    t0 = time.perf_counter()
+    async with Client(params, mode="legacy", read_timeout_seconds=60):
+        took = time.perf_counter() - t0
+    return took
+
+
+def bench_starts(n: int, workdir: str) -> list[float]:
+    import anyio
+
+    out = []
+    for i in range(n):
+        project = os.path.join(workdir, f"boot{i}")
+        os.makedirs(project)
+        out.append(anyio.run(_one_start, project, _env(os.path.join(workdir, "home-boot"))))
+    return out
+
+
+def importtime_front(top: int = 8) -> list[tuple[int, str]]:
+    res = subprocess.run([sys.executable, "-X", "importtime", "-c", "import memtree.actors.mcp_front"],
+                         capture_output=True, text=True)
+    rows = []
+    for line in res.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            raw = parts[2].rstrip()
+            if len(raw) - len(raw.lstrip()) <= 1:  # top-level imports only
+                rows.append((int(parts[1]), raw.strip()))
+    return sorted(rows, reverse=True)[:top]
+
+
+async def _session_figures(project: str, env: dict, notes: int, searches: int, tput_rows: int) -> dict:
+    from mcp import Client, StdioServerParameters
+
+    from memtree import protocol
+    from memtree.client import Caller
+    from memtree.paths import paths_for_cwd
+
+    cmd = _memtree()
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "serve"], cwd=project, env=env)
+    figures: dict = {}
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        rtt = []
+        for i in range(200):
+            t0 = time.perf_counter()
+            await client.call_tool("note", {"text": f"round trip note {i} about the parser and the cache layer"})
+            rtt.append(time.perf_counter() - t0)
+        figures["note_rtt"] = rtt
+
+        os.environ["MEMTREE_HOME"] = env["MEMTREE_HOME"]
+        paths = paths_for_cwd(project)
+        caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=30000)
+        words = ["parser", "cache", "socket", "budget", "walker", "sqlite", "token", "hook", "spool", "graph"]
+        t0 = time.perf_counter()
+        for i in range(notes):
+            w = words[i % 10], words[(i * 7) % 10], words[(i * 3) % 10]
+            caller.call(protocol.AddNode(kind="note", status="live",
+                                         content=f"note {i}: the {w[0]} talks to the {w[1]} through the {w[2]} ({i})"))
+        figures["seed_s"] = time.perf_counter() - t0
+        caller.close()
+
+        lat = []
+        for i in range(searches):
+            q = f"{words[i % 10]} {words[(i * 7) % 10]}"
+            t0 = time.perf_counter()
+            await client.call_tool("search", {"query": q, "mode": "keyword", "limit": 10})
+            lat.append(time.perf_counter() - t0)
+        figures["search"] = lat
+        figures["tput"] = {c: writer_throughput(paths.endpoint(protocol.SOCK_WRITE), tput_rows, c) for c in (1, 8)}
+    return figures
+
+
+def writer_throughput(endpoint: str, rows: int, clients: int) -> float:
+    """Notes/s through the real writer: ``clients`` threads, one DEALER each."""
+    from memtree import protocol
+    from memtree.client import Caller
+
+    per = rows // clients
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        caller = Caller(endpoint, src=f"bench{k}", timeout_ms=60000, ctx=None)
+        try:
+            for i in range(per):
+                caller.call(protocol.AddNode(kind="note", status="live", content=_row(k * per + i)))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            caller.close()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return per * clients / took
+
+
+def raw_apsw_throughput(workdir: str, rows: int) -> float:
+    """Rows/s for one batched apsw transaction into the same schema (FTS triggers included)."""
+    import hashlib
+
+    from memtree.ids import now_ms, ulid
+    from memtree.store.db import open_write
+
+    db = open_write(os.path.join(workdir, "raw.db"))
+    data = []
+    for i in range(rows):
+        content = _row(i)
+        now = now_ms()
+        data.append((ulid(), "note", content, hashlib.sha256(content.encode()).hexdigest(), "live", now, now))
+    t0 = time.perf_counter()
+    with db:
+        db.executemany("INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?)", data)
+    took = time.perf_counter() - t0
+    db.close()
+    return rows / took
+
+
+def _row(i: int) -> str:
+    return f"throughput note {i}: the writer batches concurrent requests into one transaction"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--starts", type=int, default=10)
+    ap.add_argument("--notes", type=int, default=10000)
+    ap.add_argument("--searches", type=int, default=200)
+    ap.add_argument("--throughput-rows", type=int, default=4000)
+    args = ap.parse_args(argv)
+    import anyio
+
+    workdir = tempfile.mkdtemp(prefix="memtree-bench-")
+    try:
+        base = bench_import_mcp(args.starts)
+        starts = bench_starts(args.starts, workdir)
+        print(f"boot: python -c 'import mcp'              {fmt_ms(summary(base))}")
+        print(f"boot: memtree serve -> initialize answered {fmt_ms(summary(starts))}"
+              f"  ratio {summary(starts)['median'] / summary(base)['median']:.2f}x")
+        print("boot: biggest imports of the front (cumulative us):")
+        for us, name in importtime_front():
+            print(f"        {us:>9}  {name}")
+        project = os.path.join(workdir, "session")
+        os.makedirs(project)
+        figs = anyio.run(_session_figures, project, _env(os.path.join(workdir, "home")), args.notes, args.searches,
+                         args.throughput_rows)
+        print(f"note write round trip over stdio           {fmt_ms(summary(figs['note_rtt']))}")
+        print(f"seeded {args.notes} notes through the writer in {figs['seed_s']:.1f}s")
+        print(f"keyword search at {args.notes} notes over stdio   {fmt_ms(summary(figs['search']))}")
+        for clients in (1, 8):
+            print(f"writer throughput, {clients} client(s), group commit: {figs['tput'][clients]:8.0f} notes/s")
+        raw = raw_apsw_throughput(workdir, args.throughput_rows)
+        print(f"raw apsw batched insert (one transaction):     {raw:8.0f} rows/s"
+              f"  (writer at 8 clients = {figs['tput'][8] / raw:.1%} of raw)")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

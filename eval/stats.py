@@ -1,0 +1,15 @@
+"""Small statistics for the benchmarks: medians and p95s, printed in ms."""
+
+from __future__ import annotations
+
+import statistics
+
+
+def summary(samples: list[float]) -> dict:
+    s = sorted(samples)
+    p95 = s[min(len(s) - 1, max(0, round(0.95 * len(s)) - 1))]
+    return {"n": len(s), "median": statistics.median(s), "p95": p95, "min": s[0], "max": s[-1]}
+
+
+def fmt_ms(st: dict) -> str:
+    return f"median {st['median'] * 1000:8.1f} ms  p95 {st['p95'] * 1000:8.1f} ms  (n={st['n']})"
