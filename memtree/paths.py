@@ -148,22 +148,29 @@ def socket_path(ep: str) -> str:
     return ep[len("ipc://"):] if ep.startswith("ipc://") else ep
 
 
-def _runtime_base() -> str:
+def _fits(run_dir: str) -> bool:
+    return len(run_dir) + 1 + _LONGEST_SOCK_NAME <= MAX_IPC_PATH
+
+
+def _runtime_dir(project_hash: str) -> str:
+    """A short per-user directory for sockets, keyed by the project hash."""
     import tempfile
 
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if not base or not os.path.isdir(base):
-        base = tempfile.gettempdir()
-    return os.path.join(base, f"memtree-{os.getuid()}")
+    bases = [os.environ.get("XDG_RUNTIME_DIR"), tempfile.gettempdir(), "/tmp"]
+    for base in bases:
+        if base and os.path.isdir(base):
+            run_dir = os.path.join(base, f"memtree-{os.getuid()}", project_hash)
+            if _fits(run_dir):
+                return run_dir
+    return os.path.join("/tmp", f"memtree-{os.getuid()}", project_hash)
 
 
 def store_paths(project_root: str, project_hash: str, home: str | None = None) -> StorePaths:
     home = home or memtree_home()
     store_dir = os.path.join(home, project_hash)
     run_dir = os.path.join(store_dir, "run")
-    if len(run_dir) + 1 + _LONGEST_SOCK_NAME + len("ipc://") > MAX_IPC_PATH + len("ipc://"):
-        # Too deep for sun_path: a short per-user runtime dir keyed by the hash.
-        run_dir = os.path.join(_runtime_base(), project_hash)
+    if not _fits(run_dir):  # too deep for sun_path
+        run_dir = _runtime_dir(project_hash)
     return StorePaths(project_root, project_hash, store_dir, run_dir)
 
 
