@@ -11,7 +11,7 @@ from typing import Callable
 
 from memtree.config.loader import Config, validate
 from memtree.config.defaults import defaults
-from memtree.paths import StorePaths, prepare_store
+from memtree.paths import StorePaths, prepare_store, store_paths
 
 PYTHON = sys.executable
 # A cold interpreter that imports zmq/apsw/mcp takes 1-3 s on a loaded 2-core box.
@@ -53,10 +53,15 @@ def test_config(overrides: dict | None = None) -> Config:
 
 
 def make_paths(tmp_path) -> StorePaths:
+    """A store under tmp_path/home for a project at tmp_path/project. The hash
+    is unique per test, so runtime socket dirs (used when tmp_path is too deep
+    for a socket path) never collide between tests."""
+    import hashlib
+
     root = str(tmp_path / "project")
     os.makedirs(root, exist_ok=True)
-    store = str(tmp_path / "home" / "0123456789abcdef")
-    paths = StorePaths(root, "0123456789abcdef", store, os.path.join(store, "run"))
+    phash = hashlib.sha256(str(tmp_path).encode()).hexdigest()[:16]
+    paths = store_paths(root, phash, home=str(tmp_path / "home"))
     prepare_store(paths)
     return paths
 

@@ -2,6 +2,7 @@ import hashlib
 import os
 import stat
 import subprocess
+import tempfile
 
 from memtree import paths
 
@@ -76,5 +77,10 @@ def test_deep_store_moves_sockets_to_a_short_runtime_dir(tmp_path, monkeypatch):
     paths.prepare_store(p)
     assert stat.S_IMODE(os.stat(p.run_dir).st_mode) == 0o700
     # a shallow store keeps its sockets inside the store directory (control)
-    monkeypatch.setenv("MEMTREE_HOME", str(tmp_path / "h"))
-    assert paths.store_paths("/proj", "0123456789abcdef").run_dir.startswith(str(tmp_path / "h"))
+    shallow = tempfile.mkdtemp(prefix="h", dir="/tmp")
+    try:
+        monkeypatch.setenv("MEMTREE_HOME", shallow)
+        assert paths.store_paths("/proj", "0123456789abcdef").run_dir == os.path.join(
+            shallow, "0123456789abcdef", "run")
+    finally:
+        os.rmdir(shallow)
