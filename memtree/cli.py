@@ -1,0 +1,100 @@
+"""The ``memtree`` command: a thin dispatcher that imports each subcommand lazily.
+
+``memtree serve`` is what Claude Code launches: nothing heavy may load before
+it has spawned the front, so this module imports only the standard library.
+Errors are one line on stderr: exit 2 for usage/config errors, 1 for runtime.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: memtree COMMAND [ARGS]
+
+commands:
+  serve [--project DIR] [--no-front]   run the actors (Claude Code launches this; --no-front: headless)
+  ctl COMMAND                          control running actors: status [--json] | restart NAME |
+                                       stop NAME | start NAME | shutdown
+  install                              add memtree to a project's Claude Code settings
+  demo                                 a short guided run on a scratch project
+"""
+
+
+def _serve(argv: list[str]) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="memtree serve", description="Run the memtree actors for a project.")
+    p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
+    p.add_argument("--no-front", action="store_true",
+                   help="headless: no MCP server on stdio; runs until SIGTERM or `memtree ctl shutdown`")
+    args = p.parse_args(argv)
+    from memtree.supervisor.main import serve
+
+    return serve(args.project, front=not args.no_front)
+
+
+def _ctl(argv: list[str]) -> int:
+    from memtree.ctl import main
+
+    return main(argv)
+
+
+def _install(argv: list[str]) -> int:
+    from memtree.install import main
+
+    return main(argv)
+
+
+def _demo(argv: list[str]) -> int:
+    from memtree.demo import main
+
+    return main(argv)
+
+
+SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "demo": _demo}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="", file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from memtree import __version__
+
+        print(f"memtree {__version__}")
+        return 0
+    handler = SUBCOMMANDS.get(argv[0])
+    if handler is None:
+        print(f"memtree: unknown command {argv[0]!r}; commands: {', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        return 2
+    try:
+        return handler(argv[1:]) or 0
+    except KeyboardInterrupt:
+        return 130
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("memtree."):
+            print(f"memtree {argv[0]}: not available in this build ({e.name} is missing)", file=sys.stderr)
+            return 1
+        return _internal(argv[0], e)
+    except Exception as e:  # noqa: BLE001 - no traceback reaches the operator
+        from memtree.errors import ConfigError, MemtreeError
+
+        if isinstance(e, MemtreeError):
+            print(f"memtree {argv[0]}: {e.message}", file=sys.stderr)
+            return 2 if isinstance(e, ConfigError) else 1
+        return _internal(argv[0], e)
+
+
+def _internal(cmd: str, e: BaseException) -> int:
+    import os
+
+    if os.environ.get("MEMTREE_DEBUG"):
+        raise e
+    print(f"memtree {cmd}: internal error: {type(e).__name__}: {e} (MEMTREE_DEBUG=1 shows the traceback)",
+          file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""``memtree serve``: spawn the actors, watch them, serve the control socket.
+
+Order matters: the front is spawned before anything heavy is imported
+(Claude Code waits only about 2 s for the MCP initialize), then zmq, the
+heartbeat PULL and control ROUTER, then the writer and the walkers. The
+supervisor never writes to stdout (it belongs to the front: the MCP wire).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from memtree.supervisor import control
+from memtree.supervisor.child import Child, Timing
+from memtree.supervisor.spec import ChildSpec, child_specs
+from memtree.supervisor.states import ALIVE, DOWN
+
+log = logging.getLogger("memtree.supervisor")
+LOOP_S = 0.05  # the longest the loop sleeps: bounds reaction to exits and timers
+
+
+def _pdeathsig():
+    """A preexec hook: the child gets SIGTERM if the supervisor dies, even by SIGKILL."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+    return arm
+
+
+class Launcher:
+    """Spawns one child: env from ActorContext, logs to <store>/logs/<name>.log."""
+
+    def __init__(self, paths, config, hb_endpoint: str):
+        self.paths, self.config, self.hb_endpoint = paths, config, hb_endpoint
+        self.preexec = _pdeathsig() if sys.platform.startswith("linux") else None
+
+    def __call__(self, spec: ChildSpec) -> subprocess.Popen:
+        from memtree.actors.base import ActorContext
+
+        env = dict(os.environ)
+        env.update(ActorContext(spec.name, self.paths, self.config, self.hb_endpoint).child_env())
+        fd = os.open(self.paths.log_file(spec.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            if spec.is_front:  # stdin/stdout are the MCP wire: inherited
+                io = {"stdin": None, "stdout": None, "stderr": fd}
+            else:
+                io = {"stdin": subprocess.DEVNULL, "stdout": fd, "stderr": fd}
+            return subprocess.Popen([sys.executable, "-m", spec.module], env=env, cwd=self.paths.project_root,
+                                    close_fds=True, preexec_fn=self.preexec, **io)
+        finally:
+            os.close(fd)
+
+
+def _stdin_closed(poller: select.poll) -> bool:
+    """Claude Code went away: HUP/RDHUP on fd 0, seen without reading (the front owns the bytes)."""
+    for _, ev in poller.poll(0):
+        if ev & (select.POLLHUP | getattr(select, "POLLRDHUP", 0) | select.POLLERR | select.POLLNVAL):
+            return True
+    return False
+
+
+class Supervisor:
+    def __init__(self, paths, config, specs: list[ChildSpec], launcher: Launcher, watch_stdin: bool):
+        self.paths, self.config = paths, config
+        self.timing = Timing(config.supervisor)
+        self.children = [Child(spec, launcher, self.timing) for spec in specs]
+        self.op_timeout_s = config.supervisor.shutdownTimeoutS + self.timing.start_timeout + 5
+        self.front = next((c for c in self.children if c.spec.is_front), None)
+        self.stdin_poll = None
+        if watch_stdin:
+            self.stdin_poll = select.poll()
+            self.stdin_poll.register(0, getattr(select, "POLLRDHUP", 0))
+        self.shutdown_reason = ""
+        self.sockets = []
+
+    def child(self, name: str) -> Child:
+        from memtree.ctl import resolve_name
+        from memtree.protocol import ErrorCode, ProtocolError
+
+        names = [c.name for c in self.children]
+        resolved = resolve_name(name, names)
+        if resolved is None:
+            raise ProtocolError(ErrorCode.NOT_FOUND, f"unknown actor {name!r}; actors: {', '.join(names)}")
+        return next(c for c in self.children if c.name == resolved)
+
+    def request_shutdown(self, reason: str) -> None:
+        if not self.shutdown_reason:
+            self.shutdown_reason = reason
+            log.info("supervisor: shutting down (%s)", reason)
+
+    # -- sockets ----------------------------------------------------------------
+    def bind(self) -> None:
+        import zmq
+
+        from memtree import protocol
+        from memtree.paths import socket_path
+
+        self.zmq = zmq
+        self.zctx = zmq.Context.instance()
+        pid = os.getpid()
+        self.hb = self._bind(zmq.PULL, protocol.sup_heartbeat_sock(pid))
+        self.ctl = self._bind(zmq.ROUTER, protocol.sup_control_sock(pid))
+        self.poller = zmq.Poller()
+        self.poller.register(self.hb, zmq.POLLIN)
+        self.poller.register(self.ctl, zmq.POLLIN)
+        self._socket_path = socket_path
+
+    def _bind(self, kind: int, name: str):
+        from memtree.paths import endpoint, socket_path
+
+        sock = self.zctx.socket(kind)
+        sock.setsockopt(self.zmq.LINGER, 0)
+        ep = endpoint(self.paths.run_dir, name)
+        sock.bind(ep)
+        os.chmod(socket_path(ep), 0o600)
+        self.sockets.append((sock, socket_path(ep)))
+        return sock
+
+    def close(self) -> None:
+        for sock, path in self.sockets:
+            sock.close(linger=0)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self.sockets = []
+
+    def _drain_heartbeats(self, now: float) -> None:
+        from memtree import protocol
+
+        while True:
+            try:
+                frame = self.hb.recv(self.zmq.NOBLOCK)
+            except self.zmq.Again:
+                return
+            try:
+                hb = protocol.decode(frame).body
+            except protocol.ProtocolError as e:
+                log.warning("supervisor: bad heartbeat frame dropped: %s", e.message)
+                continue
+            if not isinstance(hb, protocol.Heartbeat):
+                continue
+            for c in self.children:
+                if c.name == hb.name and c.pid == hb.pid:
+                    c.on_heartbeat(hb.state, hb.backlog, hb.info, now)
+
+    def _serve_control(self, now: float) -> None:
+        from memtree import protocol
+
+        while True:
+            try:
+                ident, frame = self.ctl.recv_multipart(self.zmq.NOBLOCK)[:2]
+            except self.zmq.Again:
+                return
+            except ValueError:
+                continue  # a frame without identity+payload
+            self._handle_call(ident, frame, now, protocol)
+
+    def _handle_call(self, ident: bytes, frame: bytes, now: float, protocol) -> None:
+        req_id = ""
+
+        def reply(ok: bool, payload) -> None:
+            out = protocol.encode_ok(req_id, payload) if ok else protocol.encode_error(req_id, *payload)
+            try:
+                self.ctl.send_multipart([ident, out], self.zmq.NOBLOCK)
+            except self.zmq.ZMQError:
+                pass  # the operator's client left
+        try:
+            env = protocol.decode(frame)
+            req_id = env.id
+            handler = control.COMMANDS.get(env.type)
+            if handler is None or env.kind != "call":
+                raise protocol.ProtocolError(protocol.ErrorCode.UNKNOWN_TYPE, f"not a control call: {env.type}")
+            result = handler(self, env.body, reply, now)
+        except protocol.ProtocolError as e:
+            req_id = req_id or getattr(e, "req_id", "")
+            reply(False, (e.code, e.message))
+            return
+        except Exception:  # noqa: BLE001 - a bug in a command must not take the supervisor down
+            log.exception("supervisor: control command failed")
+            reply(False, (protocol.ErrorCode.INTERNAL, "internal error; see supervisor.log"))
+            return
+        if result is not control.DEFERRED:
+            reply(True, result)
+
+    # -- the loop ---------------------------------------------------------------
+    def start_children(self, now: float, front_only: bool = False) -> None:
+        for c in self.children:
+            if c.spec.is_front == front_only and c.proc is None:
+                c.start(now)
+
+    def run(self) -> int:
+        self.start_children(time.monotonic())
+        while not self.shutdown_reason:
+            for sock, _ in self.poller.poll(int(LOOP_S * 1000)):
+                now = time.monotonic()
+                if sock is self.hb:
+                    self._drain_heartbeats(now)
+                else:
+                    self._serve_control(now)
+            if self.shutdown_reason:
+                break  # before reaping: children exiting on a group SIGINT are not crashes
+            now = time.monotonic()
+            for c in self.children:
+                c.tick(now)
+                control.advance(c, now)
+            if self.front is not None and self.front.state in DOWN:
+                self.request_shutdown(f"{self.front.name} exited: the session is over")
+            elif self.stdin_poll is not None and _stdin_closed(self.stdin_poll):
+                self.request_shutdown("stdin closed: Claude Code exited")
+        self.stop_all()
+        return 0
+
+    def stop_all(self) -> None:
+        """Reverse start order; each: SIGTERM, wait its shutdown timeout, SIGKILL."""
+        for c in reversed(self.children):
+            control.abandon(c, "the supervisor is shutting down")
+            c.stop(time.monotonic())
+            while c.state in ALIVE:
+                c.tick(time.monotonic())
+                time.sleep(0.01)
+
+    def kill_all(self) -> None:
+        """The last resort on an unexpected error: nothing may outlive us."""
+        for c in self.children:
+            if c.proc is not None and c.proc.poll() is None:
+                c.proc.kill()
+                c.proc.wait()
+
+
+def _configure_logging(paths) -> None:
+    from memtree.logs import FORMAT
+
+    handler = logging.FileHandler(paths.log_file("supervisor"), encoding="utf-8")
+    os.chmod(paths.log_file("supervisor"), 0o600)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    root = logging.getLogger()
+    root.handlers.clear()
+    root.addHandler(handler)
+    root.setLevel(os.environ.get("MEMTREE_LOG_LEVEL", "INFO"))
+
+
+def serve(project: str | None, front: bool) -> int:
+    from memtree.config import ConfigError, load_config
+    from memtree.paths import memtree_home, paths_for_cwd, prepare_store
+
+    if project is not None and not os.path.isdir(project):
+        print(f"memtree serve: --project {project}: not a directory", file=sys.stderr)
+        return 2
+    paths = paths_for_cwd(project or os.getcwd())
+    prepare_store(paths)
+    _configure_logging(paths)
+    try:
+        config = load_config(paths.project_root, memtree_home())
+        specs = child_specs(config, front)
+    except ConfigError as e:
+        log.error("supervisor: %s", e.message)
+        print(f"memtree serve: {e.message}", file=sys.stderr)
+        return 2
+    from memtree.protocol import sup_heartbeat_sock
+
+    hb_endpoint = paths.endpoint(sup_heartbeat_sock(os.getpid()))
+    sup = Supervisor(paths, config, specs, Launcher(paths, config, hb_endpoint), watch_stdin=front)
+    log.info("supervisor: pid=%d project=%s store=%s", os.getpid(), paths.project_root, paths.store_dir)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _f: sup.request_shutdown(signal.Signals(signum).name))
+    try:
+        sup.start_children(time.monotonic(), front_only=True)  # before zmq: Claude Code is waiting
+        sup.bind()
+        return sup.run()
+    except Exception:
+        log.exception("supervisor: crashed")
+        print("memtree serve: internal error; see " + paths.log_file("supervisor"), file=sys.stderr)
+        return 1
+    finally:
+        sup.kill_all()
+        sup.close()
+        log.info("supervisor: exited")

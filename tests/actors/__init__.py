@@ -1,0 +1,1 @@
+"""Tiny actors for supervisor tests, built on actors/base.py."""
