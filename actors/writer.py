@@ -1,0 +1,258 @@
+"""Writer: the only process that writes SQLite. Group commit, reply after commit.
+
+When a socket is readable it drains what is queued on the write and ingest
+ROUTERs (up to writer.batchMax), runs every request in one transaction with
+a SAVEPOINT each (a failing request rolls back alone), commits, and only then
+replies and publishes ``NodesChanged`` events. A request that hits a bug gets
+an ``internal`` error reply and the writer lives: a poison request must not
+crash-loop the only writer. A failure outside one request (commit, a broken
+database) ends the process and the supervisor restarts it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import zmq
+
+from memtree import protocol, spool
+from memtree.actors.base import Actor, main_for
+from memtree.errors import BadRequest, MemtreeError
+from memtree.store import db as store_db
+from memtree.store import captures, mutations
+from memtree.store.mutations import Tx
+
+log = logging.getLogger(__name__)
+
+INTERNAL_MESSAGE = "internal error; see writer log"
+SPOOL_CHUNK = 256  # spool entries per transaction
+
+
+def _add_node(tx, rec):
+    return mutations.add_node(tx, rec)
+
+
+def _ingest(tx, rec):
+    from memtree import ingest
+
+    try:
+        plan = ingest.plan(rec.payload, tx.config)
+    except BadRequest as e:
+        tx.count_kept("ingest_malformed")
+        log.warning("ingest: malformed payload from %s: %s", tx.actor, e.message)
+        raise
+    return captures.apply_plan(tx, plan)
+
+
+def _set_status(tx, rec):
+    return {"changed": mutations.set_status(tx, rec.ids, rec.status, rec.reason, rec.expect)}
+
+
+def _add_edges(tx, rec):
+    return {"added": mutations.add_edges(tx, rec.edges)}
+
+
+HANDLERS = {
+    protocol.Ping: lambda tx, rec: {"pid": os.getpid()},
+    protocol.AddNode: _add_node,
+    protocol.Ingest: _ingest,
+    protocol.SetStatus: _set_status,
+    protocol.AddEdges: _add_edges,
+    protocol.Forget: lambda tx, rec: mutations.forget(tx, rec.node_id, rec.reason),
+    protocol.PutFile: lambda tx, rec: captures.put_file(tx, rec),
+    protocol.PutToolOutput: lambda tx, rec: captures.put_tool_output(tx, rec),
+}
+# The hook's socket takes only what a hook sends.
+INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
+
+
+class Request:
+    __slots__ = ("sock", "route", "env", "reply")
+
+    def __init__(self, sock, route, env):
+        self.sock, self.route, self.env, self.reply = sock, route, env, None
+
+
+class Writer(Actor):
+    name = "writer"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.tick_interval_s = self.config.writer.spoolDrainMs / 1000
+        self.db = None
+        self.stats = {"requests": 0, "batches": 0, "errors": 0, "malformed": 0, "internal": 0}
+        self.info = self.stats
+
+    # -- lifecycle ------------------------------------------------------------------
+    def on_start(self) -> None:
+        self.db = store_db.open_write(self.paths.db)
+        self.write_sock = self._bind(zmq.ROUTER, protocol.SOCK_WRITE)
+        self.ingest_sock = self._bind(zmq.ROUTER, protocol.SOCK_INGEST)
+        self.events = self._bind(zmq.PUB, protocol.SOCK_EVENTS)
+        self.add_reader(self.write_sock, self._on_readable)
+        self.add_reader(self.ingest_sock, self._on_readable)
+        self.drain_spool()
+
+    def on_tick(self) -> None:
+        self.drain_spool()
+
+    def on_stop(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    def _bind(self, kind: int, name: str) -> zmq.Socket:
+        sock = self.socket(kind)
+        ep = self.paths.endpoint(name)
+        path = ep[len("ipc://"):]
+        if os.path.exists(path):  # left by a dead writer; we hold the singleton lock
+            os.unlink(path)
+        sock.bind(ep)
+        os.chmod(path, 0o600)
+        return sock
+
+    # -- group commit -----------------------------------------------------------------
+    def _on_readable(self, _sock) -> None:
+        batch = self._collect()
+        if batch:
+            self._run_batch(batch)
+
+    def _collect(self) -> list[Request]:
+        """Drain both ROUTERs without blocking, decoding as we go."""
+        batch: list[Request] = []
+        limit = self.config.writer.batchMax
+        more = True
+        while more and len(batch) < limit:
+            more = False
+            for sock in (self.write_sock, self.ingest_sock):
+                try:
+                    parts = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    continue
+                more = True
+                req = self._decode(sock, parts)
+                if req is not None:
+                    batch.append(req)
+        return batch
+
+    def _decode(self, sock, parts: list[bytes]) -> Request | None:
+        """A Request, or None after answering a bad frame right away."""
+        route = parts[:-1]
+        if not route:
+            return None  # a ROUTER always gives the peer identity; nothing to answer
+        try:
+            env = protocol.decode(parts[-1])
+            if env.kind != "call":
+                raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, f"expected a call, got {env.kind!r}")
+            allowed = INGEST_SOCKET_TYPES if sock is self.ingest_sock else tuple(HANDLERS)
+            if type(env.body) not in allowed:
+                raise protocol.ProtocolError(protocol.ErrorCode.UNKNOWN_TYPE, f"{env.type} is not a call this socket takes")
+        except protocol.ProtocolError as e:
+            self.stats["malformed"] += 1
+            log.warning("bad frame: %s", e.message)
+            self._send(sock, route, protocol.encode_error(getattr(e, "req_id", ""), e.code, e.message, src=self.name))
+            return None
+        return Request(sock, route, env)
+
+    def _run_batch(self, batch: list[Request]) -> None:
+        db = self.db
+        changed: dict[str, dict[str, str]] = {}
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for req in batch:
+                req.reply = self._run_one(req.env.src, req.env.body, req.env.id, changed)[1]
+            db.execute("COMMIT")
+        except BaseException:
+            if not db.in_transaction:
+                raise
+            db.execute("ROLLBACK")
+            raise  # outside per-request handling: exit, the supervisor restarts us
+        self.stats["batches"] += 1
+        for req in batch:
+            self._send(req.sock, req.route, req.reply)
+        self._publish(changed)
+
+    def _run_one(self, src: str, rec, req_id: str, changed: dict) -> tuple[bool, bytes]:
+        """One request in its own savepoint; returns (succeeded, encoded reply)."""
+        self.stats["requests"] += 1
+        db = self.db
+        tx = Tx(db, self.config, src)
+        db.execute("SAVEPOINT req")
+        try:
+            result = HANDLERS[type(rec)](tx, rec)
+        except MemtreeError as e:
+            db.execute("ROLLBACK TO req")
+            reply, ok = protocol.encode_error(req_id, e.code, e.message, src=self.name), False
+            self.stats["errors"] += 1
+        except Exception:
+            db.execute("ROLLBACK TO req")
+            log.error("%s from %s failed", rec.TYPE, src or "?", exc_info=True)  # no payload content
+            self.stats["internal"] += 1
+            reply, ok = protocol.encode_error(req_id, protocol.ErrorCode.INTERNAL, INTERNAL_MESSAGE, src=self.name), False
+        else:
+            reply, ok = protocol.encode_ok(req_id, result, src=self.name), True
+            for status, ids in tx.changed.items():
+                changed.setdefault(status, {}).update(ids)
+        for sql, params in tx.keep:  # refusal audits and counters survive a rollback
+            db.execute(sql, params)
+        db.execute("RELEASE req")
+        return ok, reply
+
+    def _send(self, sock, route, frame: bytes) -> None:
+        try:
+            sock.send_multipart([*route, frame], zmq.NOBLOCK)
+        except zmq.ZMQError as e:  # the caller is gone or its queue is full: it will time out
+            log.info("reply dropped: %s", e)
+
+    def _publish(self, changed: dict[str, dict[str, str]]) -> None:
+        for status, ids in changed.items():
+            if not ids:
+                continue
+            rec = protocol.NodesChanged(ids=list(ids), status=status, kinds=sorted(set(ids.values())))
+            try:
+                self.events.send_multipart([rec.TYPE.encode(), protocol.encode_event(rec, src=self.name)], zmq.NOBLOCK)
+            except zmq.Again:
+                pass  # a slow subscriber; walkers also sweep on a timer
+
+    # -- spool --------------------------------------------------------------------------
+    def drain_spool(self) -> None:
+        """Apply every spooled capture once: each entry commits with its id in spool_applied."""
+        for path in spool.claim(self.paths.spool):
+            entries = list(spool.read(path))
+            for i in range(0, len(entries), SPOOL_CHUNK):
+                self._apply_spool_chunk(entries[i:i + SPOOL_CHUNK])
+            spool.release(path)
+        self.backlog = spool.pending_count(self.paths.spool)
+
+    def _apply_spool_chunk(self, entries: list) -> None:
+        db = self.db
+        changed: dict[str, dict[str, str]] = {}
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for entry_id, payload in entries:
+                if entry_id is None:
+                    log.warning("spool: skipped a damaged entry (%s)", payload)
+                    mutations.bump_counter(db, "spool_damaged")
+                    continue
+                if captures.is_spool_applied(db, entry_id):
+                    continue
+                ok, _ = self._run_one("spool", protocol.Ingest(payload=payload), entry_id, changed)
+                if not ok:  # refused/malformed/bug: audited or logged; retrying would not help
+                    mutations.bump_counter(db, "spool_failed")
+                captures.mark_spool_applied(db, entry_id, int(time.time() * 1000))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self._publish(changed)
+
+
+def main() -> None:
+    main_for(Writer)
+
+
+if __name__ == "__main__":
+    main()

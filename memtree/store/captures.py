@@ -1,0 +1,213 @@
+"""Write-side SQL for captured content: files read by the wrapped read tool,
+tool outputs (wrapped grep/bash), and hook ingest plans. Built on mutations."""
+
+from __future__ import annotations
+
+import orjson
+
+from memtree import tokens
+from memtree.errors import BadRequest, Refused
+from memtree.store.live import status_clause
+from memtree.store.mutations import (
+    Tx, add_edges, change_status, content_hash, file_root, insert_node, is_tombstoned, prepare_content,
+    session_root,
+)
+
+
+def _chunk_fields(c, i: int) -> tuple[int, int, str | None, str, str]:
+    if not isinstance(c, dict):
+        raise BadRequest(f"chunks[{i}] must be an object")
+    start, end, content = c.get("start"), c.get("end"), c.get("content")
+    symbol, ckind = c.get("symbol"), c.get("kind") or "window"
+    if not isinstance(start, int) or not isinstance(end, int) or start < 1 or end < start:
+        raise BadRequest(f"chunks[{i}]: start and end must be line numbers with 1 <= start <= end")
+    if not isinstance(content, str):
+        raise BadRequest(f"chunks[{i}]: content must be a string")
+    if symbol is not None and not isinstance(symbol, str):
+        raise BadRequest(f"chunks[{i}]: symbol must be a string or null")
+    if not isinstance(ckind, str):
+        raise BadRequest(f"chunks[{i}]: kind must be a string")
+    return start, end, symbol, ckind, content
+
+
+def _file_chunks(tx: Tx, root: str, statuses) -> list[tuple[str, str, dict, int]]:
+    """(id, status, metadata, mtime) of a file root's chunks in the given statuses."""
+    where, params = status_clause("n", statuses)
+    rows = tx.db.execute(
+        f"SELECT n.id, n.status, n.metadata, n.mtime FROM nodes n"
+        f" WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}",
+        [root, *params],
+    ).fetchall()
+    return [(r[0], r[1], orjson.loads(r[2]), r[3]) for r in rows]
+
+
+def _line(meta: dict, key: str) -> int:
+    v = meta.get(key)
+    return v if isinstance(v, int) else 0
+
+
+def _successor(old: dict, new: list[tuple[str, int, int, str | None]]) -> str:
+    """The new chunk that supersedes ``old``: same symbol, else most overlap, else the first."""
+    sym = old.get("symbol")
+    if sym:
+        for nid, _s, _e, nsym in new:
+            if nsym == sym:
+                return nid
+    best, best_overlap = new[0][0], 0
+    for nid, s, e, _ in new:
+        overlap = min(e, _line(old, "end")) - max(s, _line(old, "start")) + 1
+        if overlap > best_overlap:
+            best, best_overlap = nid, overlap
+    return best
+
+
+def put_file(tx: Tx, rec) -> dict:
+    path = rec.path
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise BadRequest("path must be an absolute path")
+    fields = [_chunk_fields(c, i) for i, c in enumerate(rec.chunks)]
+    if not fields:
+        raise BadRequest("chunks must not be empty")
+    root = file_root(tx, path)
+    current = [c for c in _file_chunks(tx, root, ("live",)) if c[3] == rec.mtime and c[2].get("origin") == "read"]
+    if current:
+        current.sort(key=lambda c: (_line(c[2], "start"), c[0]))
+        return {"root_id": root, "chunk_ids": [c[0] for c in current], "reused": True, "superseded": []}
+    old = _file_chunks(tx, root, ("live", "stale"))
+    new, chunk_ids, refused = [], [], []
+    max_bytes = tx.config.capture.maxBytes
+    for i, (start, end, symbol, ckind, content) in enumerate(fields):
+        prepared = prepare_content(content, max_bytes)
+        meta = {"path": path, "start": start, "end": end, "symbol": symbol, "chunk": ckind,
+                "tokens": tokens.count(prepared[0]), "origin": "read"}
+        try:
+            nid = insert_node(tx, "file_chunk", content, parent_id=root, source_uri=f"file://{path}#L{start}-{end}",
+                              metadata=meta, session_id=rec.session_id, status="live", mtime=rec.mtime,
+                              prepared=prepared)
+        except Refused:  # a forgotten chunk stays forgotten; the rest of the file is stored
+            chunk_ids.append(None)
+            refused.append(i)
+            continue
+        chunk_ids.append(nid)
+        new.append((nid, start, end, symbol))
+    superseded = []
+    for old_id, status, meta, _ in old:
+        if not new:
+            break
+        if status == "live":
+            change_status(tx, old_id, "file_chunk", "live", "stale", "file changed")
+        change_status(tx, old_id, "file_chunk", "stale", "superseded", "file changed", action="supersede")
+        add_edges(tx, [{"src": _successor(meta, new), "dst": old_id, "kind": "supersedes"}])
+        superseded.append(old_id)
+    out = {"root_id": root, "chunk_ids": chunk_ids, "reused": False, "superseded": superseded}
+    if refused:
+        out["refused"] = refused
+    return out
+
+
+def recent_output(tx: Tx, digest: str) -> str | None:
+    """A tool output with this content hash stored within capture.dedupeWindowS."""
+    since = tx.now - int(tx.config.capture.dedupeWindowS * 1000)
+    where, params = status_clause("n", ("pending", "live"))
+    row = tx.db.execute(
+        f"SELECT n.id FROM nodes n WHERE n.content_hash = ? AND n.kind = 'tool_output'"
+        f" AND n.created_at >= ? AND {where} ORDER BY n.created_at DESC LIMIT 1",
+        [digest, since, *params],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _children_of(tx: Tx, parent: str) -> list[str]:
+    where, params = status_clause("n", ("pending", "live"))
+    return [r[0] for r in tx.db.execute(
+        f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.id", [parent, *params])]
+
+
+def put_tool_output(tx: Tx, rec) -> dict:
+    if not rec.tool:
+        raise BadRequest("tool must be a non-empty string")
+    for i, c in enumerate(rec.children):
+        if not isinstance(c, dict) or not isinstance(c.get("content"), str):
+            raise BadRequest(f"children[{i}] must be an object with a content string")
+        if c.get("kind", "file_chunk") not in ("file_chunk", "observation", "note"):
+            raise BadRequest(f"children[{i}]: kind must be file_chunk, observation or note")
+    prepared = prepare_content(rec.content, tx.config.capture.maxBytes)
+    digest = content_hash(prepared[0])
+    existing = recent_output(tx, digest)
+    if existing:
+        return {"id": existing, "child_ids": _children_of(tx, existing), "deduped": True}
+    parent = session_root(tx, rec.session_id) if rec.session_id else None
+    meta = dict(rec.metadata, tool=rec.tool)
+    out_id = insert_node(tx, "tool_output", rec.content, parent_id=parent,
+                         source_uri=rec.source_uri or f"tool:{rec.tool}#{digest}", metadata=meta,
+                         session_id=rec.session_id, status="live", prepared=prepared)
+    child_ids = []
+    for c in rec.children:
+        try:
+            child_ids.append(insert_node(
+                tx, c.get("kind", "file_chunk"), c["content"], parent_id=out_id, source_uri=c.get("source_uri"),
+                metadata=c.get("metadata") or {}, session_id=rec.session_id, status="live"))
+        except Refused:
+            child_ids.append(None)
+    return {"id": out_id, "child_ids": child_ids, "deduped": False}
+
+
+def apply_plan(tx: Tx, plan: dict) -> dict:
+    """Store an ingest plan (memtree.ingest.plan's output); captured nodes land pending."""
+    if plan.get("skipped"):
+        tx.audit("skipped", None, reason=str(plan["skipped"]))
+        return {"ids": [], "skipped": plan["skipped"]}
+    sid = plan.get("session_id") or None
+    refs: dict[str, str | None] = {}
+    ids, deduped, refused = [], [], 0
+    for n in plan.get("nodes") or []:
+        parent = n.get("parent") or {}
+        if "ref" in parent:
+            parent_id = refs.get(parent["ref"])
+            if parent_id is None:  # parent refused or deduplicated: its children go with it
+                refs[n.get("ref")] = None
+                continue
+        elif "file" in parent:
+            parent_id = file_root(tx, parent["file"])
+        elif "session" in parent:
+            parent_id = session_root(tx, parent["session"])
+        else:
+            parent_id = session_root(tx, sid) if sid else None
+        prepared = prepare_content(n.get("content") or "", tx.config.capture.maxBytes)
+        kind = n.get("kind")
+        if kind == "tool_output":
+            dup = recent_output(tx, content_hash(prepared[0]))
+            if dup:
+                deduped.append(dup)
+                refs[n.get("ref")] = None
+                continue
+        try:
+            node_id = insert_node(tx, kind, "", parent_id=parent_id, source_uri=n.get("source_uri"),
+                                  metadata=n.get("metadata") or {}, session_id=sid, status="pending",
+                                  mtime=n.get("mtime") or 0, prepared=prepared)
+        except Refused:
+            refused += 1
+            refs[n.get("ref")] = None
+            continue
+        refs[n.get("ref")] = node_id
+        ids.append(node_id)
+    out = {"ids": ids, "skipped": None}
+    if deduped:
+        out["deduped"] = deduped
+    if refused:
+        out["refused"] = refused
+        if not ids and not deduped:
+            out["skipped"] = "refused: forgotten content"
+    return out
+
+
+def is_spool_applied(db, entry_id: str) -> bool:
+    return db.execute("SELECT 1 FROM spool_applied WHERE entry_id = ?", (entry_id,)).fetchone() is not None
+
+
+def mark_spool_applied(db, entry_id: str, at: int) -> None:
+    db.execute("INSERT OR IGNORE INTO spool_applied(entry_id, at) VALUES (?, ?)", (entry_id, at))
+
+
+__all__ = ["put_file", "put_tool_output", "apply_plan", "recent_output", "is_spool_applied",
+           "mark_spool_applied", "is_tombstoned"]

@@ -1,0 +1,261 @@
+"""Write-side SQL: the only code that changes rows. Called by the writer only.
+
+Every function takes a ``Tx``: one request's view of the writer's open
+transaction (who asks, the config, what changed). Every mutation writes its
+audit rows through ``Tx.audit`` in the same transaction, and every piece of
+content goes through ``prepare_content`` (redaction, then truncation) before
+it is stored: the one gate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+
+from memtree.errors import BadRequest, NotFound, Refused
+from memtree.ids import now_ms, ulid
+from memtree.redact import redact_text
+from memtree.store.live import ALL_STATUSES, status_clause
+
+NODE_KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")
+EDGE_KINDS = ("derived_from", "references", "summarizes", "supersedes", "follows")
+INSERT_STATUSES = ("pending", "live")
+# Statuses that take a node out of every index (FTS by trigger, vectors here).
+UNINDEXED = ("pruned", "dropped", "forgotten")
+# Kinds that are structure, not captured content: never tombstoned.
+ROOT_KINDS = ("session", "file")
+
+
+class Tx:
+    """One request inside the writer's batch transaction."""
+
+    def __init__(self, db, config, actor: str, at: int | None = None):
+        self.db = db
+        self.config = config
+        self.actor = actor or "?"
+        self.now = at or now_ms()
+        self.changed: dict[str, dict[str, str]] = {}  # status -> {node id: kind}
+        # Writes that must survive this request's rollback (refusal audits, counters).
+        self.keep: list[tuple[str, tuple]] = []
+
+    def audit(self, action: str, node_id: str | None, from_status: str | None = None,
+              to_status: str | None = None, reason: str = "", detail: dict | None = None) -> None:
+        self.db.execute(
+            "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (now_ms(), self.actor, action, node_id, from_status, to_status, reason, _json(detail or {})),
+        )
+
+    def audit_kept(self, action: str, node_id: str | None, reason: str, detail: dict | None = None) -> None:
+        """An audit row written even if the request is rolled back (e.g. a refusal)."""
+        self.keep.append((
+            "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
+            " VALUES (?,?,?,?,NULL,NULL,?,?)",
+            (now_ms(), self.actor, action, node_id, reason, _json(detail or {})),
+        ))
+
+    def count_kept(self, name: str, n: int = 1) -> None:
+        self.keep.append((_BUMP, (name, n)))
+
+    def note(self, node_id: str, kind: str, status: str) -> None:
+        for ids in self.changed.values():
+            ids.pop(node_id, None)
+        self.changed.setdefault(status, {})[node_id] = kind
+
+
+_BUMP = ("INSERT INTO counters(name, value) VALUES (?, ?)"
+         " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value")
+
+
+def bump_counter(db, name: str, n: int = 1) -> None:
+    db.execute(_BUMP, (name, n))
+
+
+def _json(obj) -> str:
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def prepare_content(text: str, max_bytes: int) -> tuple[str, bool, int]:
+    """Redact, then cut to ``max_bytes`` on a character boundary.
+
+    Returns (stored text, truncated, bytes before truncation).
+    """
+    clean, _tags = redact_text(text)
+    raw = clean.encode("utf-8", "replace")  # lone surrogates cannot be stored as UTF-8
+    if len(raw) <= max_bytes:
+        return raw.decode("utf-8"), False, len(raw)
+    return raw[:max_bytes].decode("utf-8", "ignore"), True, len(raw)
+
+
+def is_tombstoned(db, digest: str) -> bool:
+    return db.execute("SELECT 1 FROM tombstones WHERE content_hash = ?", (digest,)).fetchone() is not None
+
+
+def node_row(db, node_id: str):
+    """(kind, status, content_hash, parent_id) of any node, whatever its status."""
+    return db.execute(  # writer-side lookup by id: every status on purpose
+        "SELECT kind, status, content_hash, parent_id FROM nodes WHERE id = ?", (node_id,)
+    ).fetchone()
+
+
+def _require(db, node_id, what: str):
+    if not isinstance(node_id, str) or not node_id:
+        raise BadRequest(f"{what} must be a node id")
+    row = node_row(db, node_id)
+    if row is None:
+        raise NotFound(f"{what} {node_id!r} does not exist")
+    return row
+
+
+def insert_node(tx: Tx, kind: str, content: str, *, parent_id: str | None = None,
+                source_uri: str | None = None, metadata: dict | None = None, session_id: str | None = None,
+                status: str = "pending", mtime: int = 0, prepared: tuple | None = None) -> str:
+    """Insert one node through the redaction gate; Refused if its content was forgotten."""
+    if kind not in NODE_KINDS:
+        raise BadRequest(f"unknown node kind {kind!r}; expected one of {', '.join(NODE_KINDS)}")
+    if status not in INSERT_STATUSES:
+        raise BadRequest(f"a new node's status must be pending or live, not {status!r}")
+    text, truncated, original = prepared or prepare_content(content, tx.config.capture.maxBytes)
+    digest = content_hash(text)
+    if kind not in ROOT_KINDS and is_tombstoned(tx.db, digest):
+        tx.audit_kept("refused", None, "content was forgotten (tombstoned)",
+                      {"hash": digest, "kind": kind, "source_uri": source_uri})
+        raise Refused("this content was forgotten earlier and is not stored again")
+    node_id = ulid()
+    tx.db.execute(
+        "INSERT INTO nodes(id, parent_id, kind, source_uri, content, content_hash, status, mtime,"
+        " created_at, updated_at, truncated, original_bytes, metadata, session_id)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (node_id, parent_id, kind, source_uri, text, digest, status, int(mtime), tx.now, tx.now,
+         int(truncated), original, _json(metadata or {}), session_id),
+    )
+    tx.audit("insert", node_id, None, status, detail={"kind": kind, "truncated": truncated})
+    tx.note(node_id, kind, status)
+    return node_id
+
+
+def _find_root(tx: Tx, kind: str, source_uri: str) -> str | None:
+    where, params = status_clause("n", ("pending", "live", "stale", "superseded"))
+    row = tx.db.execute(
+        f"SELECT n.id FROM nodes n WHERE n.kind = ? AND n.source_uri = ? AND {where} ORDER BY n.created_at LIMIT 1",
+        [kind, source_uri, *params],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def session_root(tx: Tx, session_id: str) -> str:
+    """Find or create the live root node of a session."""
+    if not isinstance(session_id, str) or not session_id:
+        raise BadRequest("session id must be a non-empty string")
+    uri = f"session:{session_id}"
+    return _find_root(tx, "session", uri) or insert_node(
+        tx, "session", "", source_uri=uri, metadata={"session": session_id}, session_id=session_id, status="live")
+
+
+def file_root(tx: Tx, path: str) -> str:
+    """Find or create the live root node of a file (source_uri ``file://<abs path>``)."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise BadRequest("file path must be an absolute path")
+    uri = f"file://{path}"
+    return _find_root(tx, "file", uri) or insert_node(
+        tx, "file", "", source_uri=uri, metadata={"path": path}, status="live")
+
+
+def add_node(tx: Tx, rec) -> dict:
+    parent_id = rec.parent_id
+    if parent_id is not None:
+        _require(tx.db, parent_id, "parent_id")
+    elif rec.session_id and rec.kind != "session":
+        parent_id = session_root(tx, rec.session_id)
+    node_id = insert_node(tx, rec.kind, rec.content, parent_id=parent_id, source_uri=rec.source_uri,
+                          metadata=rec.metadata, session_id=rec.session_id, status=rec.status, mtime=rec.mtime)
+    refs = []
+    for ref in rec.refs:
+        if not isinstance(ref, dict):
+            raise BadRequest("each ref must be an object with dst and kind")
+        refs.append({"src": node_id, "dst": ref.get("dst"), "kind": ref.get("kind")})
+    add_edges(tx, refs)
+    return {"id": node_id, "status": rec.status}
+
+
+def set_status(tx: Tx, ids: list, status: str, reason: str = "", expect: list | None = None) -> list[str]:
+    """Change status; only rows whose status is in ``expect`` (when given). Returns changed ids."""
+    if status not in ALL_STATUSES:
+        raise BadRequest(f"unknown status {status!r}; expected one of {', '.join(ALL_STATUSES)}")
+    if status == "forgotten":
+        raise BadRequest("use Forget to forget a node; it also tombstones the content")
+    if expect is not None:
+        bad = [s for s in expect if s not in ALL_STATUSES]
+        if bad:
+            raise BadRequest(f"unknown status {bad[0]!r} in expect")
+    if not all(isinstance(i, str) for i in ids):
+        raise BadRequest("ids must be a list of node id strings")
+    changed = []
+    for node_id in dict.fromkeys(ids):
+        row = node_row(tx.db, node_id)
+        if row is None or row[1] == status or (expect is not None and row[1] not in expect):
+            continue
+        change_status(tx, node_id, row[0], row[1], status, reason)
+        changed.append(node_id)
+    return changed
+
+
+def change_status(tx: Tx, node_id: str, kind: str, old: str, new: str, reason: str, action: str = "status") -> None:
+    tx.db.execute("UPDATE nodes SET status = ?, updated_at = ? WHERE id = ?", (new, tx.now, node_id))
+    if new in UNINDEXED:
+        tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))
+    tx.audit(action, node_id, old, new, reason)
+    tx.note(node_id, kind, new)
+
+
+def add_edges(tx: Tx, edges: list) -> int:
+    added = 0
+    for e in edges:
+        if not isinstance(e, dict):
+            raise BadRequest("each edge must be an object with src, dst and kind")
+        kind = e.get("kind")
+        if kind not in EDGE_KINDS:
+            raise BadRequest(f"unknown edge kind {kind!r}; expected one of {', '.join(EDGE_KINDS)}")
+        src, dst = e.get("src"), e.get("dst")
+        _require(tx.db, src, "edge src")
+        _require(tx.db, dst, "edge dst")
+        if src == dst:
+            raise BadRequest("an edge cannot point at its own source")
+        tx.db.execute("INSERT OR IGNORE INTO edges(src_id, dst_id, kind, created_at) VALUES (?,?,?,?)",
+                      (src, dst, kind, tx.now))
+        if tx.db.changes():
+            added += 1
+            tx.audit("edge", src, reason=kind, detail={"dst": dst, "kind": kind})
+    return added
+
+
+def forget(tx: Tx, node_id: str, reason: str) -> dict:
+    """Forget a node and everything under it: content emptied (leaves FTS),
+    vectors deleted, content hashes tombstoned, reason audited."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise BadRequest("forget needs a reason")
+    kind, status, digest, _ = _require(tx.db, node_id, "node_id")
+    todo, seen = [node_id], []
+    while todo:  # the subtree, breadth first
+        nid = todo.pop(0)
+        seen.append(nid)
+        todo.extend(r[0] for r in tx.db.execute(  # structural walk: every status
+            "SELECT id FROM nodes WHERE parent_id = ?", (nid,)))
+    for nid in seen:
+        nkind, nstatus, nhash, _ = node_row(tx.db, nid)
+        if nstatus == "forgotten":
+            continue
+        if nkind not in ROOT_KINDS:
+            tx.db.execute("INSERT OR IGNORE INTO tombstones(content_hash, node_id, reason, at) VALUES (?,?,?,?)",
+                          (nhash, nid, reason, tx.now))
+        tx.db.execute("UPDATE nodes SET status = 'forgotten', content = '', updated_at = ? WHERE id = ?",
+                      (tx.now, nid))
+        tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (nid,))
+        tx.audit("forget", nid, nstatus, "forgotten", reason)
+        tx.note(nid, nkind, "forgotten")
+    return {"id": node_id, "hash": digest, "forgotten": seen}

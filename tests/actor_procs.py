@@ -1,0 +1,70 @@
+"""Start the writer and walkers as real processes, without the supervisor."""
+
+from __future__ import annotations
+
+import os
+
+import zmq
+
+from memtree import protocol
+from memtree.actors.base import ActorContext
+from memtree.client import Caller
+from memtree.errors import MemtreeError
+from memtree.store import db as store_db
+from tests.support import COLD_START_S, PYTHON, spawn, wait_until
+
+
+def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None = None):
+    """Spawn ``python -m module`` with the supervisor's environment; stderr to logs/<name>.log."""
+    env = ActorContext(name, paths, config, hb_endpoint).child_env()
+    env["PYTHONPATH"] = os.getcwd()
+    log = open(paths.log_file(name), "ab")
+    try:
+        return spawn([PYTHON, "-m", module], env=env, stdout=log, stderr=log, stdin=open(os.devnull, "rb"))
+    finally:
+        log.close()
+
+
+def start_writer(paths, config, hb_endpoint: str | None = None):
+    proc = start_actor(paths, config, "memtree.actors.writer", "writer", hb_endpoint)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=2000)
+    try:
+        # Allows for a cold interpreter importing zmq/apsw on a loaded box.
+        wait_until(lambda: _ping(caller, proc), timeout=COLD_START_S, what="writer answering Ping")
+    finally:
+        caller.close()
+    return proc
+
+
+def _ping(caller: Caller, proc) -> bool:
+    assert proc.poll() is None, f"writer exited with {proc.returncode}"
+    try:
+        return bool(caller.call(protocol.Ping(), timeout_ms=500))
+    except MemtreeError:
+        return False
+
+
+def read_db(paths):
+    """A read-only connection for assertions (the writer owns writes)."""
+    return store_db.open_read(paths.db)
+
+
+def rows(paths, sql: str, params=()) -> list[tuple]:
+    conn = read_db(paths)
+    try:
+        return [tuple(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+def raw_call(endpoint: str, frames: list[bytes], timeout_ms: int = 5000) -> list[bytes]:
+    """Send raw frames on a fresh DEALER and return the reply frames (or fail)."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    try:
+        sock.send_multipart(frames)
+        assert sock.poll(timeout_ms, zmq.POLLIN), "no reply"
+        return sock.recv_multipart()
+    finally:
+        sock.close(linger=0)
