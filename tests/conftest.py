@@ -1,9 +1,184 @@
+import json
+import os
+import signal
+import subprocess
+
 import apsw
+import psutil
+import pytest
 import sqlite_vec
 import zmq
+
+from memtree.paths import compute_project, store_paths
+from tests.support import COLD_START_S, PYTHON, spawn, test_config, wait_until
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_report_header(config):
     return (f"apsw {apsw.apsw_version()} (SQLite {apsw.sqlite_lib_version()}), "
             f"sqlite-vec {sqlite_vec.__version__ if hasattr(sqlite_vec, '__version__') else '?'}, "
             f"pyzmq {zmq.pyzmq_version()} (libzmq {zmq.zmq_version()})")
+
+
+# The actors the `system` fixture expects RUNNING. A real module that has not
+# landed yet is replaced by a stand-in (tests/actors/sleepy.py) so the
+# supervisor's behaviour is still exercised; `System.stand_ins` says which.
+REAL_ACTORS = {
+    "writer": "memtree.actors.writer",
+    "walker.filter": "memtree.actors.walkers.filter",
+}
+STAND_IN = "tests.actors.sleepy"
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
+class System:
+    """A project in tmp_path with its own MEMTREE_HOME, and the `memtree serve`s running on it."""
+
+    def __init__(self, tmp_path, monkeypatch):
+        self.project = str(tmp_path / "project")
+        self.home = str(tmp_path / "home")
+        os.makedirs(os.path.join(self.project, ".memtree"), exist_ok=True)
+        os.makedirs(self.home, exist_ok=True)
+        monkeypatch.setenv("MEMTREE_HOME", self.home)
+        self.env = {"MEMTREE_HOME": self.home,
+                    "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
+        root, phash, _ = compute_project(self.project)
+        self.paths = store_paths(root, phash, home=self.home)
+        self.procs: list[subprocess.Popen] = []
+        self.seen_pids: set[int] = set()
+        self.stand_ins = sorted(n for n, m in REAL_ACTORS.items() if not _importable(m))
+
+    # -- setup ------------------------------------------------------------------
+    def write_config(self, overrides: dict | None = None, actors: dict | None = None) -> None:
+        data = dict(test_config(overrides).data)
+        table = {n: {"module": STAND_IN} for n in self.stand_ins}
+        table.update(actors or {})
+        data["actors"] = table
+        with open(os.path.join(self.project, ".memtree", "config.json"), "w") as f:
+            json.dump(data, f)
+
+    def serve(self, front: bool = False, **popen) -> subprocess.Popen:
+        argv = [PYTHON, "-m", "memtree.cli", "serve"] + ([] if front else ["--no-front"])
+        popen.setdefault("stdin", subprocess.DEVNULL)
+        proc = spawn(argv, env=self.env, cwd=self.project, **popen)
+        self.procs.append(proc)
+        self.seen_pids.add(proc.pid)
+        return proc
+
+    # -- control ----------------------------------------------------------------
+    def ctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        """`memtree ctl ...` as an operator runs it, from the project directory."""
+        return subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", *args], cwd=self.project,
+                              env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout)
+
+    def status(self) -> list[dict]:
+        """Every actor of every supervisor, over the real control sockets (in-process, fast)."""
+        from memtree.ctl import CtlFailure, Supervisors
+
+        try:
+            sups = Supervisors(self.paths)
+        except CtlFailure:
+            return []
+        try:
+            actors = [a for st in sups.statuses().values() for a in st["actors"]]
+        except CtlFailure:
+            return []
+        finally:
+            sups.close()
+        self.seen_pids.update(a["pid"] for a in actors if a["pid"])
+        return actors
+
+    def actor(self, name: str, states=None) -> dict | None:
+        rows = [a for a in self.status() if a["name"] == name and (states is None or a["state"] in states)]
+        return rows[0] if len(rows) == 1 else None
+
+    def pid(self, name: str) -> int:
+        return self.actor(name, {"RUNNING"})["pid"]
+
+    def pids(self) -> dict[str, int]:
+        return {a["name"]: a["pid"] for a in self.status() if a["state"] == "RUNNING"}
+
+    def wait_running(self, names, count: int = 1, timeout: float = COLD_START_S) -> list[dict]:
+        """Wait until each name has ``count`` rows RUNNING/STANDBY and one RUNNING."""
+        def ready():
+            actors = self.status()
+            for n in names:
+                rows = [a for a in actors if a["name"] == n]
+                if len(rows) != count or [a["state"] for a in rows].count("RUNNING") != 1 \
+                        or any(a["state"] not in ("RUNNING", "STANDBY") for a in rows):
+                    return False
+            return actors
+        # Allows for cold interpreters importing zmq/apsw on a loaded 2-core box.
+        return wait_until(ready, timeout=timeout, what=f"{sorted(names)} RUNNING; log: {self.log_tail()}")
+
+    def log_tail(self, name: str = "supervisor", lines: int = 15) -> str:
+        try:
+            with open(self.paths.log_file(name)) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "<no log>"
+
+    # -- teardown ---------------------------------------------------------------
+    def shutdown(self) -> None:
+        from memtree.ctl import CtlFailure, Supervisors
+        from memtree.protocol import CtlShutdown
+
+        try:
+            self.status()  # one last look at every pid
+            sups = Supervisors(self.paths)
+            for pid in list(sups.callers):
+                try:
+                    sups.call(pid, CtlShutdown(), 3000)
+                except CtlFailure:
+                    pass
+            sups.close()
+        except CtlFailure:
+            pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+            try:  # the safety net
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait(timeout=5)
+
+    def leftovers(self) -> list[int]:
+        left = []
+        for pid in sorted(self.seen_pids):
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    left.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        return left
+
+
+@pytest.fixture
+def system_factory(tmp_path, monkeypatch):
+    """A System not started yet: write_config(...), serve(...), wait_running(...)."""
+    system = System(tmp_path, monkeypatch)
+    yield system
+    system.shutdown()
+    left = system.leftovers()
+    assert left == [], f"processes left behind: {left}"
+
+
+@pytest.fixture
+def system(system_factory):
+    """`memtree serve --no-front` on a fresh project, every actor RUNNING."""
+    system_factory.write_config()
+    system_factory.serve()
+    system_factory.wait_running(["writer", "walker.filter"])
+    return system_factory

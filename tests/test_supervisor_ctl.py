@@ -1,0 +1,89 @@
+"""`memtree ctl` as an operator runs it, against a running system."""
+
+import json
+
+from memtree import protocol
+from memtree.client import Caller
+from memtree.errors import MemtreeError
+
+
+def test_ctl_restart_by_short_name_gives_a_new_pid_and_leaves_the_others(system):
+    before = system.pids()
+    done = system.ctl("restart", "filter")
+    assert done.returncode == 0, done.stderr
+    after = system.pids()
+    assert done.stdout.strip() == f"walker.filter: RUNNING pid={after['walker.filter']}"
+    assert after["walker.filter"] != before["walker.filter"]
+    assert after["writer"] == before["writer"]
+    assert system.actor("walker.filter")["restarts"] == 0  # an operator restart is not a crash
+
+
+def test_ctl_status_json_lists_every_actor_with_its_fields(system):
+    done = system.ctl("status", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    rows = {a["name"]: a for a in data["actors"]}
+    assert {"writer", "walker.filter"} <= set(rows)
+    sup_pid = system.procs[0].pid
+    for a in rows.values():
+        assert a["state"] == "RUNNING" and a["supervisor_pid"] == sup_pid
+        assert a["pid"] == system.pid(a["name"])
+        assert a["rss"] > 0 and a["cpu"] >= 0 and a["uptime_s"] > 0 and a["last_heartbeat_s"] >= 0
+        assert a["backlog"] >= 0 and a["restarts"] == 0
+    table = system.ctl("status")
+    assert table.returncode == 0
+    header, *lines = table.stdout.splitlines()
+    assert header.split() == ["ACTOR", "STATE", "PID", "UPTIME", "RESTARTS", "RSS", "CPU", "HEARTBEAT", "BACKLOG"]
+    assert {ln.split()[0] for ln in lines} == set(rows)
+
+
+def test_ctl_unknown_actor_is_a_clear_error_listing_the_names(system):
+    done = system.ctl("restart", "nosuch")
+    assert done.returncode == 2
+    assert done.stderr.startswith("memtree ctl: unknown actor 'nosuch'; actors: ")
+    assert "walker.filter" in done.stderr and "writer" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_ctl_stop_leaves_an_actor_stopped_until_start(system):
+    writer = system.pid("writer")
+    done = system.ctl("stop", "filter")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "walker.filter: STOPPED pid=-"
+    assert system.actor("walker.filter")["state"] == "STOPPED"
+    done = system.ctl("start", "walker.filter")
+    assert done.returncode == 0, done.stderr
+    assert system.actor("walker.filter")["state"] == "RUNNING"
+    assert system.pid("writer") == writer
+
+
+def test_second_lifecycle_command_on_the_same_actor_gets_busy(system):
+    ep = system.paths.endpoint(protocol.sup_control_sock(system.procs[0].pid))
+    first, second = Caller(ep, src="t1"), Caller(ep, src="t2")
+    try:
+        # The first restart replies only once the new process is RUNNING, which
+        # takes a cold interpreter start; the second arrives long before that.
+        rid, frame = protocol.encode_call(protocol.CtlRestart(name="filter"))
+        first._socket().send(frame)
+        try:
+            second.call(protocol.CtlRestart(name="filter"), timeout_ms=5000)
+            raise AssertionError("the second restart was not refused")
+        except MemtreeError as e:
+            assert "walker.filter: a restart is already in progress" == e.message
+        assert first.sock.poll(30000)
+        reply = protocol.decode(first.sock.recv())
+        assert reply.id == rid and protocol.reply_result(reply)["state"] == "RUNNING"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_ctl_shutdown_stops_every_process(system):
+    done = system.ctl("shutdown")
+    assert done.returncode == 0, done.stderr
+    assert system.procs[0].wait(timeout=30) == 0
+    assert system.leftovers() == []
+    after = system.ctl("status")
+    assert after.returncode == 1
+    assert after.stderr.strip() == (f"memtree ctl: no memtree supervisor is running for {system.paths.project_root} "
+                                    f"(store {system.paths.store_dir})")
