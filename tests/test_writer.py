@@ -1,0 +1,159 @@
+"""The writer as a real process on real sockets and a real SQLite file."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import orjson
+import pytest
+import zmq
+
+from memtree import protocol
+from memtree.client import Caller
+from memtree.errors import NotFound, Refused
+from memtree.paths import socket_path
+from tests.actor_procs import raw_call, rows, start_writer
+from tests.support import make_paths, reap, test_config as make_config, wait_until
+
+
+@pytest.fixture()
+def writer(tmp_path):
+    paths = make_paths(tmp_path)
+    proc = start_writer(paths, make_config())
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=10000)
+    yield paths, proc, caller
+    caller.close()
+    reap(proc)
+
+
+def error_of(frames: list[bytes]) -> dict:
+    env = protocol.decode(frames[-1])
+    assert env.body["ok"] is False, env.body
+    return env.body["error"]
+
+
+def test_concurrent_calls_are_all_acked_after_commit_and_all_stored(writer):
+    paths, proc, _ = writer
+    ctx = zmq.Context.instance()
+    socks = []
+    for _ in range(16):
+        s = ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        s.connect(paths.endpoint(protocol.SOCK_WRITE))
+        socks.append(s)
+    sent = {}
+    try:
+        for i in range(25):  # 400 calls in flight at once, queued behind each other
+            for j, s in enumerate(socks):
+                rid, frame = protocol.encode_call(protocol.AddNode(kind="note", content=f"note {j}-{i} body"), src="t")
+                s.send(frame)
+                sent[rid] = f"note {j}-{i} body"
+        acked = {}
+        poller = zmq.Poller()
+        for s in socks:
+            poller.register(s, zmq.POLLIN)
+
+        def collect():
+            for s, _ in poller.poll(200):
+                while True:
+                    try:
+                        env = protocol.decode(s.recv(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+                    node_id = protocol.reply_result(env)["id"]
+                    if len(acked) % 50 == 0:  # acked means committed: a reader already sees it
+                        assert rows(paths, "SELECT content FROM nodes WHERE id=?", (node_id,)) == [(sent[env.id],)]
+                    acked[env.id] = node_id
+            return len(acked) == len(sent)
+
+        wait_until(collect, timeout=60, what="all 400 replies")
+    finally:
+        for s in socks:
+            s.close(linger=0)
+    assert set(acked) == set(sent)
+    stored = dict(rows(paths, "SELECT id, content FROM nodes WHERE kind='note'"))
+    assert stored == {acked[rid]: content for rid, content in sent.items()}
+    assert rows(paths, "SELECT count(*) FROM audit WHERE action='insert'") == [(400,)]
+    assert proc.poll() is None
+
+
+def test_bad_frames_get_error_replies_and_the_writer_keeps_serving(writer):
+    paths, proc, caller = writer
+    ep = paths.endpoint(protocol.SOCK_WRITE)
+    assert error_of(raw_call(ep, [b"{not json"]))["code"] == "bad_request"
+    unknown = orjson.dumps({"v": 1, "id": "u1", "kind": "call", "type": "Frobnicate", "src": "t", "body": {}})
+    err = error_of(raw_call(ep, [unknown]))
+    assert err["code"] == "unknown_type" and "Frobnicate" in err["message"]
+    bad_field = orjson.dumps({"v": 1, "id": "b1", "kind": "call", "type": "AddNode", "src": "t",
+                              "body": {"kind": "note", "content": 42}})
+    err = error_of(raw_call(ep, [bad_field]))
+    assert err["code"] == "bad_request" and "content" in err["message"]
+    _, hb = protocol.encode_call(protocol.Heartbeat(name="x", pid=1))
+    assert error_of(raw_call(ep, [hb]))["code"] == "unknown_type"  # a real type, but not a writer call
+    _, add = protocol.encode_call(protocol.AddNode(kind="note", content="via the hook socket"))
+    assert error_of(raw_call(paths.endpoint(protocol.SOCK_INGEST), [add]))["code"] == "unknown_type"
+    err = error_of(raw_call(ep, [protocol.encode_call(protocol.AddNode(kind="planet", content="x"))[1]]))
+    assert err["code"] == "bad_request" and "planet" in err["message"]
+    # still serving, and none of the bad requests stored anything
+    good = caller.call(protocol.AddNode(kind="note", content="after the bad ones"))
+    assert rows(paths, "SELECT id FROM nodes") == [(good["id"],)]
+    assert proc.poll() is None
+    for name in (protocol.SOCK_WRITE, protocol.SOCK_INGEST, protocol.SOCK_EVENTS):
+        assert stat.S_IMODE(os.stat(socket_path(paths.endpoint(name))).st_mode) == 0o600
+
+
+def test_a_request_that_hits_a_bug_gets_internal_and_rolls_back_alone(writer):
+    paths, proc, caller = writer
+    ep = paths.endpoint(protocol.SOCK_WRITE)
+    marker = "POISON-CONTENT-MARKER"
+    # An mtime past SQLite's 64-bit range makes the INSERT raise inside the handler.
+    poison = orjson.dumps({"v": 1, "id": "p1", "kind": "call", "type": "AddNode", "src": "t",
+                           "body": {"kind": "note", "content": marker, "mtime": 2**64 - 1, "session_id": "s9"}})
+    err = error_of(raw_call(ep, [poison]))
+    assert err == {"code": "internal", "message": "internal error; see writer log"}
+    good = caller.call(protocol.AddNode(kind="note", content="written after the poison"))
+    assert proc.poll() is None
+    # the poison's session root was rolled back with it; the good note is there
+    assert rows(paths, "SELECT id, kind FROM nodes") == [(good["id"], "note")]
+    log = open(paths.log_file("writer"), encoding="utf-8").read()
+    assert "Traceback" in log and marker not in log
+
+
+def test_forgotten_content_is_refused_over_the_wire_and_audited(writer):
+    paths, _, caller = writer
+    nid = caller.call(protocol.AddNode(kind="note", content="a secret plan", session_id="s1"))["id"]
+    caller.call(protocol.Forget(node_id=nid, reason="user asked"))
+    with pytest.raises(Refused):
+        caller.call(protocol.AddNode(kind="note", content="a secret plan", session_id="s2"))
+    other = caller.call(protocol.AddNode(kind="note", content="a public plan", session_id="s2"))["id"]
+    audit = rows(paths, "SELECT actor, action, node_id, to_status, reason FROM audit WHERE action IN ('forget','refused')")
+    assert audit == [("mcp", "forget", nid, "forgotten", "user asked"), ("mcp", "refused", None, None,
+                                                                        "content was forgotten (tombstoned)")]
+    # the refused request's session root s2 rolled back, the control's s2 root exists once
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE source_uri='session:s2'") == [(1,)]
+    assert rows(paths, "SELECT status FROM nodes WHERE id=?", (other,)) == [("pending",)]
+    with pytest.raises(NotFound):
+        caller.call(protocol.Forget(node_id="NO-SUCH-ID", reason="x"))
+
+
+def test_events_are_published_after_commit(writer):
+    paths, _, caller = writer
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"NodesChanged")
+    sub.connect(paths.endpoint(protocol.SOCK_EVENTS))
+    try:
+        def added_and_seen():  # PUB drops until the subscription arrives: retry with fresh nodes
+            nid = caller.call(protocol.AddNode(kind="note", content="watch me"))["id"]
+            if not sub.poll(300):
+                return None
+            topic, frame = sub.recv_multipart()
+            return topic, protocol.decode(frame).body, nid
+
+        topic, event, nid = wait_until(added_and_seen, timeout=20, what="a NodesChanged event")
+        assert topic == b"NodesChanged" and event.status == "pending" and event.kinds == ["note"]
+        assert set(event.ids) <= {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")}
+        assert rows(paths, "SELECT status FROM nodes WHERE id=?", (event.ids[0],)) == [("pending",)]
+    finally:
+        sub.close(linger=0)
