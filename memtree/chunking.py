@@ -1,0 +1,162 @@
+"""Split a file into chunks (the nodes the read tool stores) and list its symbols.
+
+Python files are cut by symbol with ``ast``: top-level functions, classes, and
+the methods of a class as ``Class.method``; module-level code between symbols
+and class-level code between methods become chunks too, so the chunks
+partition the file: every line belongs to exactly one chunk. Comments and
+blank lines above a symbol go with it. A file that does not parse, and any
+other file, is cut into fixed windows. A symbol longer than one window is
+split into window-sized parts that keep its name.
+
+Pure functions, no I/O: the read tool runs them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+WINDOW_LINES = 200
+# Python's own line ends; str.splitlines() also splits on \f, \x1c, U+2028 ...,
+# which would shift line numbers away from what ast and editors report.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+class Symbol:
+    """A named line range for the outline and for ``read(symbol=...)``."""
+
+    __slots__ = ("name", "kind", "start", "end")
+
+    def __init__(self, name: str, kind: str, start: int, end: int):
+        self.name, self.kind, self.start, self.end = name, kind, start, end
+
+    def __repr__(self) -> str:
+        return f"Symbol({self.name!r}, {self.kind}, {self.start}-{self.end})"
+
+
+class Chunked:
+    """The result of chunking one file: chunks (PutFile dicts) and symbols."""
+
+    __slots__ = ("language", "chunks", "symbols", "line_count", "parse_error")
+
+    def __init__(self, language: str, chunks: list[dict], symbols: list[Symbol], line_count: int,
+                 parse_error: str | None = None):
+        self.language = language
+        self.chunks = chunks
+        self.symbols = symbols
+        self.line_count = line_count
+        self.parse_error = parse_error
+
+    def find_symbol(self, name: str) -> Symbol | None:
+        for sym in self.symbols:
+            if sym.name == name:
+                return sym
+        return None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, numbered as ast and editors number them."""
+    return _LINE.findall(text)
+
+
+def _chunk(lines: list[str], start: int, end: int, symbol: str | None, kind: str) -> dict:
+    return {"start": start, "end": end, "symbol": symbol, "kind": kind, "content": "".join(lines[start - 1:end])}
+
+
+def _windowed(lines: list[str], start: int, end: int, symbol: str | None, kind: str) -> list[dict]:
+    out = []
+    for s in range(start, end + 1, WINDOW_LINES):
+        out.append(_chunk(lines, s, min(end, s + WINDOW_LINES - 1), symbol, kind))
+    return out
+
+
+def chunk_windows(lines: list[str]) -> list[dict]:
+    if not lines:
+        return []
+    return _windowed(lines, 1, len(lines), None, "window")
+
+
+def _first_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", None) or []
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _units(body: list[ast.stmt], lo: int, hi: int, prefix: str, gap_symbol: str | None,
+           gap_kind: str) -> list[tuple[int, int, str | None, str, ast.stmt | None]]:
+    """Cut lines lo..hi into (start, end, symbol, kind, node) units: one per
+    def (or class at top level), one per run of other statements."""
+    units: list[list] = []
+    for stmt in body:
+        is_def = isinstance(stmt, _DEFS) or (prefix == "" and isinstance(stmt, ast.ClassDef))
+        if is_def:
+            kind = "class" if isinstance(stmt, ast.ClassDef) else ("method" if prefix else "function")
+            units.append([_first_line(stmt), stmt.end_lineno, prefix + stmt.name, kind, stmt])
+        elif units and units[-1][4] is None:
+            units[-1][1] = stmt.end_lineno  # extend the current run of plain statements
+        else:
+            units.append([_first_line(stmt), stmt.end_lineno, gap_symbol, gap_kind, None])
+    if not units:
+        return [(lo, hi, gap_symbol, gap_kind, None)] if lo <= hi else []
+    # Give the lines between units (comments, blanks) to the unit below them,
+    # and the lines after the last one to it, so the units tile lo..hi.
+    units[0][0] = lo
+    for prev, cur in zip(units, units[1:]):
+        cur[0] = prev[1] + 1
+    units[-1][1] = max(units[-1][1], hi)
+    return [tuple(u) for u in units]
+
+
+def chunk_python(text: str, lines: list[str] | None = None) -> Chunked:
+    lines = split_lines(text) if lines is None else lines
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes in source
+        line = getattr(e, "lineno", None)
+        where = f" at line {line}" if line else ""
+        return Chunked("text", chunk_windows(lines), [], len(lines), f"{type(e).__name__}{where}: {e.args[0] if e.args else e}")
+    n = len(lines)
+    chunks: list[dict] = []
+    symbols: list[Symbol] = []
+    for start, end, symbol, kind, node in _units(tree.body, 1, n, "", None, "module"):
+        if isinstance(node, ast.ClassDef):
+            symbols.append(Symbol(node.name, "class", _first_line(node), node.end_lineno))
+            chunks.extend(_class_chunks(node, lines, start, end, symbols))
+        else:
+            if node is not None:
+                symbols.append(Symbol(symbol, kind, _first_line(node), node.end_lineno))
+            chunks.extend(_windowed(lines, start, end, symbol, kind))
+    return Chunked("python", chunks, symbols, n)
+
+
+def _class_chunks(cls: ast.ClassDef, lines: list[str], start: int, end: int, symbols: list[Symbol]) -> list[dict]:
+    """A class: its header (and class-level code) as ``Class`` chunks, each
+    method as a ``Class.method`` chunk, together tiling start..end."""
+    methods = [s for s in cls.body if isinstance(s, _DEFS)]
+    if not methods:
+        return _windowed(lines, start, end, cls.name, "class")
+    header_end = _first_line(methods[0]) - 1
+    # The header: the class line, its docstring and attributes up to the first method.
+    header_stmts = [s for s in cls.body if s.end_lineno <= header_end]
+    body_stmts = [s for s in cls.body if s.end_lineno > header_end]
+    out: list[dict] = []
+    if header_stmts:
+        last_header = max(s.end_lineno for s in header_stmts)
+    else:  # the header may span lines (bases, keywords); it ends above the first method
+        last_header = max(cls.lineno, header_end)
+    out.extend(_windowed(lines, start, last_header, cls.name, "class"))
+    for u_start, u_end, symbol, kind, node in _units(body_stmts, last_header + 1, end, cls.name + ".", cls.name, "class"):
+        if node is not None:
+            symbols.append(Symbol(symbol, kind, _first_line(node), node.end_lineno))
+        out.extend(_windowed(lines, u_start, u_end, symbol, kind))
+    return out
+
+
+def chunk_text(path: str, text: str) -> Chunked:
+    """Chunk ``text`` (the contents of ``path``) by symbol or by window."""
+    lines = split_lines(text)
+    if path.endswith((".py", ".pyi")):
+        return chunk_python(text, lines)
+    return Chunked("text", chunk_windows(lines), [], len(lines))

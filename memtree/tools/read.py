@@ -1,0 +1,224 @@
+"""The wrapped ``read`` tool: chunk a file into nodes, return a budgeted slice.
+
+The file is chunked by symbol (memtree.chunking) and sent to the writer as one
+``PutFile``; the writer reuses the chunks when the file's mtime is unchanged
+and supersedes the old ones when it changed. The answer is the requested
+lines (numbered like ``cat -n``) with the ids of the chunks they come from,
+or, with no lines/symbol, an outline plus the start of the file. When the
+budget cuts it, the answer names the lines left out and the call that gets them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import anyio
+
+from memtree import protocol
+from memtree.chunking import Chunked, chunk_text, split_lines
+from memtree.errors import BadRequest, NotFound
+from memtree.store.live import status_clause
+from memtree.tools import call_repr, check_budget, clip_line, count, finish, fit_block, resolve_path
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_LINE_CHARS = 1000  # one display line; a minified file must not eat the whole budget
+OUTLINE_SHARE = 0.6  # of the budget, at most, for the outline when the file start follows
+_LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
+def parse_lines(lines) -> tuple[int, int] | None:
+    """"START-END" (1-based, inclusive) or "N" -> (start, end); None -> None."""
+    if lines is None:
+        return None
+    if isinstance(lines, int) and not isinstance(lines, bool):
+        lines = str(lines)
+    m = _LINES.fullmatch(lines) if isinstance(lines, str) else None
+    if not m:
+        raise BadRequest(f'lines must look like "START-END" (1-based, inclusive, e.g. "10-42"), got {lines!r}')
+    start = int(m.group(1))
+    end = int(m.group(2)) if m.group(2) is not None else start
+    if start < 1:
+        raise BadRequest(f"lines start at 1, got {lines!r}")
+    if end < start:
+        raise BadRequest(f"lines END must not be before START, got {lines!r}")
+    return start, end
+
+
+class Loaded:
+    __slots__ = ("text", "mtime_ns", "size", "chunked", "lines")
+
+    def __init__(self, text: str, mtime_ns: int, size: int, chunked: Chunked):
+        self.text, self.mtime_ns, self.size, self.chunked = text, mtime_ns, size, chunked
+        self.lines = split_lines(text)
+
+
+def load_file(full: str, shown: str) -> Loaded:
+    """Stat, read and chunk (blocking: runs in a worker thread)."""
+    for _ in range(3):  # a file rewritten while we read it: read it again
+        try:
+            st = os.stat(full)
+        except FileNotFoundError:
+            raise NotFound(f"{shown}: no such file") from None
+        except OSError as e:
+            raise BadRequest(f"{shown}: cannot stat: {e.strerror}") from None
+        if os.path.isdir(full):
+            raise BadRequest(f"{shown} is a directory; read takes a file (list it with bash, e.g. ls {shown})")
+        if st.st_size > MAX_FILE_BYTES:
+            raise BadRequest(f"{shown} is {st.st_size} bytes, over read's {MAX_FILE_BYTES} byte limit; "
+                             f"use grep or bash (e.g. head/sed -n) on it")
+        try:
+            with open(full, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as e:
+            raise BadRequest(f"{shown}: cannot read: {e.strerror}") from None
+        st2 = os.stat(full)
+        if (st2.st_mtime_ns, st2.st_size) == (st.st_mtime_ns, st.st_size):
+            break
+    if b"\x00" in data[:8192]:
+        raise BadRequest(f"{shown} looks binary ({len(data)} bytes); read handles text (try bash: file {shown})")
+    text = data.decode("utf-8", errors="replace")
+    return Loaded(text, st.st_mtime_ns, len(data), chunk_text(full, text))
+
+
+def _ids_by_start(svc, root_id, chunks: list[dict], ids: list[str]) -> list[str]:
+    """Chunk ids in our chunk order, looked up by start line (a reused set the
+    writer returned may lack a forgotten chunk)."""
+    where, params = status_clause("n", ["live"])
+    rows = svc.db().execute(
+        f"SELECT json_extract(n.metadata, '$.start'), n.id FROM nodes n"
+        f" WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}", [root_id, *params]).fetchall()
+    by_start = {r[0]: r[1] for r in rows}
+    return [by_start.get(c["start"], "(not stored)") for c in chunks]
+
+
+def _numbered(lines: list[str], start: int, end: int) -> list[str]:
+    return [f"{i:>6}\t{clip_line(lines[i - 1], MAX_LINE_CHARS)}" for i in range(start, end + 1)]
+
+
+def _chunk_label(ch: dict) -> str:
+    if ch["symbol"] is None:
+        return "(module code)" if ch["kind"] == "module" else "(lines)"
+    indent = "  " if ch["kind"] == "method" else ""
+    word = {"function": "def ", "class": "class ", "method": "def "}.get(ch["kind"], "")
+    return f"{indent}{word}{ch['symbol']}"
+
+
+def _overlapping(chunks: list[dict], ids: list[str], lo: int, hi: int) -> list[str]:
+    return [f"L{c['start']}-{c['end']} {i}" for c, i in zip(chunks, ids) if c["start"] <= hi and c["end"] >= lo]
+
+
+def _symbols_in(chunked: Chunked, lo: int, hi: int, limit: int = 8) -> str:
+    names = [s.name for s in chunked.symbols if s.start <= hi and s.end >= lo]
+    if not names:
+        return ""
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return f" (symbols {', '.join(names[:limit])}{more})"
+
+
+def _compose(header: list[str], body: list[str], footer_for, budget: int, fallback: str) -> str:
+    """header + as many body lines as fit + footer_for(kept), within budget."""
+    def build(k: int) -> str:
+        return "\n".join(header + body[:k] + footer_for(k))
+
+    text = build(len(body))
+    if count(text) <= budget:
+        return text
+    reserve = count("\n".join(header) + "\n") + count("\n".join(footer_for(0)) + "\n")
+    kept, _ = fit_block(body, budget - reserve)
+    k = len(kept)
+    while k > 0 and count(build(k)) > budget:
+        k -= 1
+    text = build(k)
+    if count(text) > budget:
+        text = fallback
+    return finish(text, budget)
+
+
+async def read(svc, path, lines=None, symbol=None, budget_tokens=None) -> str:
+    budget = check_budget(budget_tokens)
+    rng = parse_lines(lines)
+    if symbol is not None and (not isinstance(symbol, str) or not symbol.strip()):
+        raise BadRequest('symbol must be a name like "parse" or "Class.method"')
+    if rng is not None and symbol is not None:
+        raise BadRequest("give lines or symbol, not both")
+    full, shown = resolve_path(svc, path)
+    loaded = await anyio.to_thread.run_sync(load_file, full, shown)
+    chunked = loaded.chunked
+    if symbol is not None:
+        if chunked.language != "python":
+            why = f"it does not parse ({chunked.parse_error})" if chunked.parse_error else "symbols are found in Python files only"
+            raise BadRequest(f"{shown}: no symbols, {why}; use lines=\"START-END\"")
+        sym = chunked.find_symbol(symbol.strip())
+        if sym is None:
+            names = [s.name for s in chunked.symbols]
+            listed = ", ".join(names[:30]) + (f" and {len(names) - 30} more" if len(names) > 30 else "")
+            raise NotFound(f"{shown}: no symbol {symbol!r}; symbols: {listed or '(none)'}")
+        rng = (sym.start, sym.end)
+    if not chunked.chunks:
+        return finish(f"{shown}: empty file (0 bytes of text); nothing stored", budget)
+    reply = await svc.call(protocol.PutFile(
+        path=full, mtime=loaded.mtime_ns, size=loaded.size, chunks=chunked.chunks, session_id=svc.session_id,
+    ))
+    ids = [i or "(forgotten)" for i in reply.get("chunk_ids") or []]
+    if len(ids) != len(chunked.chunks):  # reused chunks come back by start line; map them so
+        ids = _ids_by_start(svc, reply.get("root_id"), chunked.chunks, ids)
+    n = chunked.line_count
+    state = "unchanged, chunks reused" if reply.get("reused") else "chunks stored"
+    if reply.get("superseded"):
+        state = f"changed since the last read, {len(reply['superseded'])} old chunks superseded"
+    head = (f"{shown}: {n} lines, {loaded.size} bytes, {chunked.language}"
+            f"{' (does not parse: ' + chunked.parse_error + ')' if chunked.parse_error else ''}; "
+            f"file node {reply.get('root_id')}; {state}")
+    if rng is not None:
+        return _slice(shown, loaded, ids, rng, symbol, head, budget)
+    return _outline(shown, loaded, ids, head, budget)
+
+
+def _slice(shown: str, loaded: Loaded, ids: list[str], rng: tuple[int, int], symbol, head: str, budget: int) -> str:
+    chunked, n = loaded.chunked, loaded.chunked.line_count
+    lo, hi = rng
+    if lo > n:
+        raise BadRequest(f"{shown} has {n} lines; lines start at {lo}")
+    note = f" (file ends at line {n})" if hi > n else ""
+    hi = min(hi, n)
+    what = f"symbol {symbol} " if symbol else ""
+    header = [head, f"{what}lines {lo}-{hi}{note}; chunks: {', '.join(_overlapping(chunked.chunks, ids, lo, hi))}"]
+    body = _numbered(loaded.lines, lo, hi)
+
+    def footer(k: int) -> list[str]:
+        if k >= len(body):
+            return []
+        a = lo + k
+        return [f"[left out for budget_tokens={budget}: lines {a}-{hi}{_symbols_in(chunked, a, hi)}; "
+                f"get them with {call_repr('read', path=shown, lines=f'{a}-{hi}')}]"]
+
+    fallback = f"[budget_tokens={budget} too small to show {shown} lines {lo}-{hi}; {call_repr('read', path=shown, lines=f'{lo}-{hi}', budget_tokens=2000)}]"
+    return _compose(header, body, footer, budget, fallback)
+
+
+def _outline(shown: str, loaded: Loaded, ids: list[str], head: str, budget: int) -> str:
+    chunked, n = loaded.chunked, loaded.chunked.line_count
+    if n == 0:
+        return finish(f"{head}\n(empty file)", budget)
+    entries = [f"  {c['start']}-{c['end']}\t{_chunk_label(c)}\t{i}" for c, i in zip(chunked.chunks, ids)]
+    header = [head, f"outline ({len(entries)} chunks: lines, symbol, node id):"]
+    fixed = count("\n".join(header) + "\n")
+    share = int((budget - fixed) * OUTLINE_SHARE)
+    shown_entries, _ = fit_block(entries, max(0, share))
+    if len(shown_entries) < len(entries):
+        rest = chunked.chunks[len(shown_entries):]
+        shown_entries.append(f"  [outline cut: {len(entries) - len(shown_entries)} more chunks, lines "
+                             f"{rest[0]['start']}-{n}{_symbols_in(chunked, rest[0]['start'], n, 4)}]")
+    header = header + shown_entries + [f"lines 1-{n}:"]
+    body = _numbered(loaded.lines, 1, n)
+
+    def footer(k: int) -> list[str]:
+        if k >= len(body):
+            return []
+        a = k + 1
+        return [f"[left out for budget_tokens={budget}: lines {a}-{n}{_symbols_in(chunked, a, n, 4)}; "
+                f"get them with {call_repr('read', path=shown, lines=f'{a}-{n}')} or read(path=..., symbol=...)]"]
+
+    fallback = f"[budget_tokens={budget} too small for the outline of {shown}; {call_repr('read', path=shown, budget_tokens=2000)}]"
+    return _compose(header, body, footer, budget, fallback)
