@@ -13,6 +13,7 @@ import logging
 import os
 import time
 
+import anyio
 import apsw
 import zmq
 import zmq.asyncio
@@ -94,11 +95,22 @@ class Services:
         self._caller = AsyncCaller(paths.endpoint(protocol.SOCK_WRITE), src,
                                    int(config.writer.callTimeoutMs), self.zctx)
         self._db: apsw.Connection | None = None
+        # Set by the front once its task group runs: fire-and-forget writer calls
+        # (freshness marks) go there so an answer never waits on them.
+        self.task_group = None
+        self._call_lock = anyio.Lock()
+
+    def background(self, fn, *args) -> None:
+        """Run ``await fn(*args)`` without making the current answer wait."""
+        if self.task_group is not None:
+            self.task_group.start_soon(fn, *args)
 
     async def call(self, rec: protocol.Record, timeout_ms: int | None = None):
         """One writer call. Raises Unavailable (writer down), CallTimeout, or
         the MemtreeError of an error reply."""
-        return await self._caller.call(rec, timeout_ms)
+        # One DEALER socket: calls take turns, or one would skip another's reply.
+        async with self._call_lock:
+            return await self._caller.call(rec, timeout_ms)
 
     def db(self) -> apsw.Connection:
         """The front's read-only connection; Unavailable until the store exists."""

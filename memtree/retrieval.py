@@ -1,0 +1,175 @@
+"""The retrieval and note tools behind the MCP front: ``async def tool(svc, **args) -> str``.
+
+Reads go through store/reads.py (live only unless the caller names other
+statuses); writes are writer calls. Budgets are the front wrapper's job.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memtree import freshness, protocol, render
+from memtree.errors import BadRequest, NotFound
+from memtree.search import KINDS, check_filters, check_limit, check_mode, keyword, parse_time, _str_list
+from memtree.store import reads
+from memtree.store.live import ALL_STATUSES, check_statuses
+
+_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+EDGE_KINDS = ("derived_from", "references", "summarizes", "supersedes", "follows")
+TREE_KINDS = ("parent", "child")
+MAX_NEIGHBOR_DEPTH = 5
+MAX_NOTE_CHARS = 100_000
+MAX_REASON_CHARS = 500
+
+
+def check_id(value, name: str = "node_id") -> str:
+    if not isinstance(value, str) or not _ID.match(value):
+        raise BadRequest(f"{name} must be a memtree node id (26 characters, e.g. 01J8Z3...), got {value!r}")
+    return value
+
+
+def require(conn, node_id: str, name: str = "node_id", statuses=None) -> dict:
+    """The node, or a clear error: unknown id, or hidden by its status."""
+    check_id(node_id, name)
+    wanted = check_statuses(statuses)
+    status = reads.node_status(conn, node_id)
+    if status is None:
+        raise NotFound(f"{name}: no node {node_id}")
+    if status not in wanted:
+        raise NotFound(f"{name}: node {node_id} is {status}, not {'/'.join(wanted)}; "
+                       f"pass status=[\"{status}\"] to see it")
+    return reads.get_node(conn, node_id, wanted)
+
+
+def _statuses(status) -> list[str] | None:
+    return None if status is None else list(check_statuses(_str_list(status, "status", ALL_STATUSES)))
+
+
+async def get(svc, node_id, budget_tokens=None, status=None) -> str:
+    conn = svc.db()
+    node = require(conn, node_id, statuses=_statuses(status))
+    stale = freshness.check(svc, [node])
+    meta = []
+    if node["parent_id"]:
+        meta.append(f"parent {node['parent_id']}")
+    if node["truncated"]:
+        meta.append(f"truncated at capture ({node['original_bytes']} bytes originally)")
+    head = render.header(node, stale=node["id"] in stale, extra="; ".join(meta))
+    body = render.recalled(render.neutralise(node["content"] or ""), f"id={node['id']}")
+    return f"{head}\n{body}"
+
+
+def _listing(title: str, rows, svc) -> str:
+    """``rows``: [(node, score or None, snippet or None)]."""
+    stale = freshness.check(svc, [r[0] for r in rows])
+    lines = [title]
+    for node, score, snip in rows:
+        lines.append(render.snippet_block(render_safe(node), snip and render.neutralise(snip), score,
+                                          node["id"] in stale))
+    return "\n".join(lines)
+
+
+def render_safe(node: dict) -> dict:
+    return {**node, "content": render.neutralise(node.get("content") or "")}
+
+
+async def recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=None) -> str:
+    filters = check_filters({"since": since, "kind": kind, "status": status})
+    limit = check_limit(limit, 20)
+    rows = reads.recent(svc.db(), filters, limit)
+    what = "/".join(filters.get("status") or ["live"])
+    return _listing(f"recent {what} nodes, newest first: {len(rows)}", [(n, None, None) for n in rows], svc)
+
+
+async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None) -> str:
+    mode = check_mode(mode)
+    filters = check_filters(filters)
+    limit = check_limit(limit, 10)
+    hits = keyword(svc.db(), query, filters, limit)
+    title = f"search {query!r} ({mode}): {len(hits)} result(s)"
+    if not hits:
+        title += "; none live match. Other statuses only via filters.status"
+    return _listing(title, hits, svc)
+
+
+def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:
+    if edge_kinds is None:
+        return EDGE_KINDS + TREE_KINDS
+    return tuple(_str_list(edge_kinds, "edge_kinds", EDGE_KINDS + TREE_KINDS))
+
+
+async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:
+    depth = 1 if depth is None else depth
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_NEIGHBOR_DEPTH:
+        raise BadRequest(f"depth must be an integer between 1 and {MAX_NEIGHBOR_DEPTH}, got {depth!r}")
+    kinds = _check_edge_kinds(edge_kinds)
+    conn = svc.db()
+    origin = require(conn, node_id, statuses=ALL_STATUSES)
+    seen = {origin["id"]: (0, "origin")}
+    frontier = [origin["id"]]
+    edge_only = [k for k in kinds if k in EDGE_KINDS]
+    for d in range(1, depth + 1):
+        nxt = []
+        for nid in frontier:
+            near = []
+            node = reads.get_node(conn, nid, ALL_STATUSES if nid == origin["id"] else None)
+            if "parent" in kinds and node and node["parent_id"]:
+                near.append((node["parent_id"], "parent"))
+            if "child" in kinds:
+                near += [(c["id"], "child") for c in reads.children(conn, nid)]
+            if edge_only:
+                near += [(o, f"{k}({'out' if way == 'out' else 'in'})") for o, k, way in reads.edges_of(conn, nid, edge_only)]
+            for other, rel in near:
+                if other not in seen:
+                    seen[other] = (d, rel)
+                    nxt.append(other)
+        frontier = nxt
+    live = reads.get_nodes(conn, [i for i in seen if i != origin["id"]])
+    rows = [(live[i], seen[i]) for i in seen if i in live]
+    stale = freshness.check(svc, [n for n, _ in rows])
+    lines = [f"neighbors of {origin['id']} ({origin['kind']}, {origin['status']}) to depth {depth}: {len(rows)} live"]
+    for n, (d, rel) in rows:
+        lines.append(f"d={d} {rel}: " + render.snippet_block(render_safe(n), stale=n["id"] in stale))
+    return "\n".join(lines)
+
+
+async def path_to_root(svc, node_id, budget_tokens=None) -> str:
+    conn = svc.db()
+    origin = require(conn, node_id, statuses=ALL_STATUSES)
+    chain = [origin, *reads.ancestors(conn, origin["id"])]
+    lines = [f"path from {origin['id']} to its root ({len(chain)} node(s), root last):"]
+    for i, n in enumerate(chain):
+        if n["status"] == "live":
+            lines.append(f"{i}: " + render.snippet_block(render_safe(n)))
+        else:  # hidden by the live predicate: shown by id and status only
+            lines.append(f"{i}: {n['id']} {n['kind']} {n['status']} (content hidden: not live)")
+    return "\n".join(lines)
+
+
+async def note(svc, text, parent_id=None, budget_tokens=None) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("text must be a non-empty string")
+    if len(text) > MAX_NOTE_CHARS:
+        raise BadRequest(f"text is {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
+    if parent_id is not None:
+        require(svc.db(), parent_id, "parent_id", statuses=["pending", "live"])
+    res = await svc.call(protocol.AddNode(kind="note", content=text, parent_id=parent_id,
+                                          session_id=svc.session_id, metadata={"source": "mcp note"}))
+    return f"{res['id']} note {res.get('status', 'pending')}\nstored; it becomes searchable once the filter walker makes it live"
+
+
+async def forget(svc, node_id, reason) -> str:
+    check_id(node_id)
+    if not isinstance(reason, str) or not reason.strip():
+        raise BadRequest("reason must be a non-empty string (it is kept in the audit log)")
+    if len(reason) > MAX_REASON_CHARS:
+        raise BadRequest(f"reason may have at most {MAX_REASON_CHARS} characters")
+    try:
+        require(svc.db(), node_id, statuses=[s for s in ALL_STATUSES if s != "forgotten"])
+    except NotFound as e:
+        raise NotFound(e.message.replace('; pass status=["forgotten"] to see it', " already")) from None
+    res = await svc.call(protocol.Forget(node_id=node_id, reason=reason))
+    return f"{res['id']} forgotten; its content is gone and the same content will not be captured again"
+
+
+__all__ = ["get", "recent", "search", "neighbors", "path_to_root", "note", "forget", "KINDS", "parse_time"]

@@ -1,0 +1,147 @@
+"""All retrieval SQL, always filtered by the live predicate (store/live.py).
+
+``statuses=None`` means live only; a caller sees other statuses only by
+naming them. Rows come back as plain dicts (``Node``) keyed by column name.
+"""
+
+from __future__ import annotations
+
+from memtree.store.live import ALL_STATUSES, status_clause
+
+COLS = ("id", "parent_id", "kind", "source_uri", "content", "status", "mtime", "created_at",
+        "updated_at", "truncated", "original_bytes", "metadata", "session_id")
+_SELECT = ", ".join(f"n.{c}" for c in COLS)
+# One query's bound parameters stay well under SQLite's limit.
+_CHUNK = 500
+
+Node = dict
+
+
+def _node(row) -> Node:
+    return dict(zip(COLS, row))
+
+
+def _chunks(ids):
+    ids = list(ids)
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i:i + _CHUNK]
+
+
+def node_status(conn, node_id: str) -> str | None:
+    """The status of ``node_id`` whatever it is (None: no such node), so a
+    caller can say why a node is hidden rather than "not found"."""
+    where, params = status_clause("n", ALL_STATUSES)
+    row = conn.execute(f"SELECT n.status FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
+    return row[0] if row else None
+
+
+def get_node(conn, node_id: str, statuses=None) -> Node | None:
+    where, params = status_clause("n", statuses)
+    row = conn.execute(f"SELECT {_SELECT} FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
+    return _node(row) if row else None
+
+
+def get_nodes(conn, ids, statuses=None) -> dict[str, Node]:
+    where, params = status_clause("n", statuses)
+    out: dict[str, Node] = {}
+    for part in _chunks(dict.fromkeys(ids)):
+        marks = ",".join("?" * len(part))
+        for row in conn.execute(f"SELECT {_SELECT} FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                [*part, *params]):
+            node = _node(row)
+            out[node["id"]] = node
+    return out
+
+
+def children(conn, parent_id: str, statuses=None, limit: int = 50) -> list[Node]:
+    """Newest first: a session root can have thousands of children."""
+    where, params = status_clause("n", statuses)
+    rows = conn.execute(
+        f"SELECT {_SELECT} FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?",
+        [parent_id, *params, limit])
+    return [_node(r) for r in rows]
+
+
+def edges_of(conn, node_id: str, kinds=None, statuses=None, limit: int = 200) -> list[tuple[str, str, str]]:
+    """(other id, edge kind, direction 'out'|'in') for edges touching ``node_id``
+    whose other end passes the live predicate."""
+    where, params = status_clause("n", statuses)
+    kind_sql, kind_params = "", []
+    if kinds:
+        kind_sql = f" AND e.kind IN ({','.join('?' * len(kinds))})"
+        kind_params = list(kinds)
+    out = conn.execute(
+        f"SELECT e.dst_id, e.kind, 'out' FROM edges e JOIN nodes n ON n.id = e.dst_id "
+        f"WHERE e.src_id = ? AND {where}{kind_sql} "
+        f"UNION ALL "
+        f"SELECT e.src_id, e.kind, 'in' FROM edges e JOIN nodes n ON n.id = e.src_id "
+        f"WHERE e.dst_id = ? AND {where}{kind_sql} LIMIT ?",
+        [node_id, *params, *kind_params, node_id, *params, *kind_params, limit])
+    return [tuple(r) for r in out]
+
+
+def summary_of(conn, node_id: str) -> Node | None:
+    """The newest live summary of ``node_id``: a ``summary`` child or the src of
+    a ``summarizes`` edge."""
+    where, params = status_clause("n")
+    row = conn.execute(
+        f"SELECT {_SELECT} FROM nodes n WHERE n.kind = 'summary' AND {where} AND ("
+        f"n.parent_id = ? OR n.id IN (SELECT e.src_id FROM edges e WHERE e.dst_id = ? AND e.kind = 'summarizes')) "
+        f"ORDER BY n.created_at DESC LIMIT 1", [*params, node_id, node_id]).fetchone()
+    return _node(row) if row else None
+
+
+def _filters_sql(f: dict) -> tuple[str, list]:
+    """SQL for the filters search and recent share (already validated)."""
+    where, params = status_clause("n", f.get("status"))
+    sql = [where]
+    if f.get("kind"):
+        sql.append(f"n.kind IN ({','.join('?' * len(f['kind']))})")
+        params += list(f["kind"])
+    for key, op in (("since", ">="), ("until", "<=")):
+        if f.get(key) is not None:
+            sql.append(f"n.created_at {op} ?")
+            params.append(f[key])
+    for key in ("parent_id", "session_id"):
+        if f.get(key):
+            sql.append(f"n.{key} = ?")
+            params.append(f[key])
+    return " AND ".join(sql), params
+
+
+def recent(conn, filters: dict, limit: int) -> list[Node]:
+    where, params = _filters_sql(filters)
+    rows = conn.execute(
+        f"SELECT {_SELECT} FROM nodes n WHERE {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?",
+        [*params, limit])
+    return [_node(r) for r in rows]
+
+
+def search_fts(conn, match: str, filters: dict, limit: int) -> list[tuple[Node, float, str]]:
+    """(node, score, snippet), best first. Filters sit inside the SQL, never
+    after a top-k, so hidden matches cannot starve a live one."""
+    where, params = _filters_sql(filters)
+    rows = conn.execute(
+        f"SELECT {_SELECT}, bm25(nodes_fts) AS score, snippet(nodes_fts, 0, '', '', ' … ', 24) "
+        f"FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
+        f"WHERE nodes_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
+        [match, *params, limit])
+    out = []
+    for r in rows:
+        node = _node(r[:len(COLS)])
+        out.append((node, -float(r[len(COLS)]), r[len(COLS) + 1]))  # bm25: lower is better
+    return out
+
+
+def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
+    """The chain from ``node_id``'s parent to its root, whatever their status:
+    the caller shows hidden ancestors by id and status only, never content."""
+    where, params = status_clause("n", ALL_STATUSES)
+    rows = conn.execute(
+        f"WITH RECURSIVE up(id, depth) AS ("
+        f" SELECT parent_id, 1 FROM nodes WHERE id = ? AND parent_id IS NOT NULL"
+        f" UNION ALL SELECT p.parent_id, up.depth + 1 FROM up JOIN nodes p ON p.id = up.id"
+        f" WHERE p.parent_id IS NOT NULL AND up.depth < ?)"
+        f" SELECT {_SELECT} FROM up JOIN nodes n ON n.id = up.id WHERE {where} ORDER BY up.depth",
+        [node_id, max_depth, *params])
+    return [_node(r) for r in rows]
