@@ -68,3 +68,26 @@ def raw_call(endpoint: str, frames: list[bytes], timeout_ms: int = 5000) -> list
         return sock.recv_multipart()
     finally:
         sock.close(linger=0)
+
+
+class HeartbeatSink:
+    """A PULL socket standing in for the supervisor's heartbeat endpoint."""
+
+    def __init__(self, paths):
+        self.endpoint = paths.endpoint("test-hb")
+        self.sock = zmq.Context.instance().socket(zmq.PULL)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.bind(self.endpoint)
+
+    def wait_state(self, name: str, state: str = "running", timeout: float = COLD_START_S):
+        """The first heartbeat of ``name`` in ``state`` (base sends `running` after on_start)."""
+        def seen():
+            while self.sock.poll(100):
+                body = protocol.decode(self.sock.recv()).body
+                if body.name == name and body.state == state:
+                    return body
+            return None
+        return wait_until(seen, timeout=timeout, what=f"{name} heartbeat {state}")
+
+    def close(self):
+        self.sock.close(linger=0)
