@@ -98,8 +98,10 @@ def is_tombstoned(db, digest: str) -> bool:
 
 def node_row(db, node_id: str):
     """(kind, status, content_hash, parent_id) of any node, whatever its status."""
-    return db.execute(  # writer-side lookup by id: every status on purpose
-        "SELECT kind, status, content_hash, parent_id FROM nodes WHERE id = ?", (node_id,)
+    where, params = status_clause("n", ALL_STATUSES)  # the writer must see every status to change one
+    return db.execute(
+        f"SELECT n.kind, n.status, n.content_hash, n.parent_id FROM nodes n WHERE n.id = ? AND {where}",
+        [node_id, *params],
     ).fetchone()
 
 
@@ -240,12 +242,13 @@ def forget(tx: Tx, node_id: str, reason: str) -> dict:
     if not isinstance(reason, str) or not reason.strip():
         raise BadRequest("forget needs a reason")
     kind, status, digest, _ = _require(tx.db, node_id, "node_id")
+    where, params = status_clause("n", ALL_STATUSES)  # forgetting reaches every status
     todo, seen = [node_id], []
     while todo:  # the subtree, breadth first
         nid = todo.pop(0)
         seen.append(nid)
-        todo.extend(r[0] for r in tx.db.execute(  # structural walk: every status
-            "SELECT id FROM nodes WHERE parent_id = ?", (nid,)))
+        todo.extend(r[0] for r in tx.db.execute(
+            f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where}", [nid, *params]))
     for nid in seen:
         nkind, nstatus, nhash, _ = node_row(tx.db, nid)
         if nstatus == "forgotten":
