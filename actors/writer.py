@@ -84,6 +84,7 @@ class Writer(Actor):
         self.db = None
         self.stats = {"requests": 0, "batches": 0, "errors": 0, "malformed": 0, "internal": 0}
         self.info = self.stats
+        self._unrecorded_malformed = 0  # bad frames not yet in the counters table
 
     # -- lifecycle ------------------------------------------------------------------
     def on_start(self) -> None:
@@ -116,7 +117,7 @@ class Writer(Actor):
     # -- group commit -----------------------------------------------------------------
     def _on_readable(self, _sock) -> None:
         batch = self._collect()
-        if batch:
+        if batch or self._unrecorded_malformed:
             self._run_batch(batch)
 
     def _collect(self) -> list[Request]:
@@ -151,6 +152,7 @@ class Writer(Actor):
                 raise protocol.ProtocolError(protocol.ErrorCode.UNKNOWN_TYPE, f"{env.type} is not a call this socket takes")
         except protocol.ProtocolError as e:
             self.stats["malformed"] += 1
+            self._unrecorded_malformed += 1
             log.warning("bad frame: %s", e.message)
             self._send(sock, route, protocol.encode_error(getattr(e, "req_id", ""), e.code, e.message, src=self.name))
             return None
@@ -163,7 +165,10 @@ class Writer(Actor):
         try:
             for req in batch:
                 req.reply = self._run_one(req.env.src, req.env.body, req.env.id, changed)[1]
+            if self._unrecorded_malformed:
+                mutations.bump_counter(db, "frames_malformed", self._unrecorded_malformed)
             db.execute("COMMIT")
+            self._unrecorded_malformed = 0
         except BaseException:
             if not db.in_transaction:
                 raise

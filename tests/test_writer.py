@@ -98,6 +98,7 @@ def test_bad_frames_get_error_replies_and_the_writer_keeps_serving(writer):
     # still serving, and none of the bad requests stored anything
     good = caller.call(protocol.AddNode(kind="note", content="after the bad ones"))
     assert rows(paths, "SELECT id FROM nodes") == [(good["id"],)]
+    assert rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(5,)]
     assert proc.poll() is None
     for name in (protocol.SOCK_WRITE, protocol.SOCK_INGEST, protocol.SOCK_EVENTS):
         assert stat.S_IMODE(os.stat(socket_path(paths.endpoint(name))).st_mode) == 0o600
