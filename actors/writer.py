@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 INTERNAL_MESSAGE = "internal error; see writer log"
 SPOOL_CHUNK = 256  # spool entries per transaction
+SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; the next tick goes on
 
 
 def _add_node(tx, rec):
@@ -223,11 +224,17 @@ class Writer(Actor):
 
     # -- spool --------------------------------------------------------------------------
     def drain_spool(self) -> None:
-        """Apply every spooled capture once: each entry commits with its id in spool_applied."""
+        """Apply every spooled capture once: each entry commits with its id in
+        spool_applied, and a draining file is deleted only once all of it is in."""
+        budget = SPOOL_BUDGET
         for path in spool.claim(self.paths.spool):
             entries = list(spool.read(path))
-            for i in range(0, len(entries), SPOOL_CHUNK):
-                self._apply_spool_chunk(entries[i:i + SPOOL_CHUNK])
+            todo = [e for e in entries if e[0] is None or not captures.is_spool_applied(self.db, e[0])]
+            for i in range(0, min(len(todo), budget), SPOOL_CHUNK):
+                self._apply_spool_chunk(todo[i:min(i + SPOOL_CHUNK, budget)])
+            if len(todo) > budget:
+                break  # the rest next tick; applied entries are skipped then
+            budget -= len(todo)
             spool.release(path)
         self.backlog = spool.pending_count(self.paths.spool)
 
