@@ -1,0 +1,117 @@
+"""The MCP front as a real process over real stdio, with a real writer."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+import zmq
+
+from memtree import protocol
+from memtree.actors.base import ActorContext
+from tests.front_harness import Front, ids_in
+from tests.support import COLD_START_S, PYTHON, make_paths, reap, spawn, test_config as make_config, wait_until
+
+RETRIEVAL = {"get", "recent", "search", "neighbors", "path_to_root", "compose"}
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory):
+    f = Front(tmp_path_factory.mktemp("front"))
+    yield f
+    f.close()
+
+
+def test_tools_have_valid_names_short_descriptions_text_output_and_hints(front):
+    tools = {t.name: t for t in front.tools()}
+    assert RETRIEVAL | {"note", "forget"} <= set(tools)
+    for name, t in tools.items():
+        assert re.fullmatch(r"[A-Za-z0-9_]+", name)
+        assert 40 < len(t.description.encode()) <= 2048
+        assert t.output_schema is None, f"{name} would send structured content Claude Code shows instead of text"
+    for name in RETRIEVAL:
+        assert tools[name].annotations.read_only_hint is True
+    assert tools["note"].annotations.read_only_hint is False
+    assert tools["forget"].annotations.destructive_hint is True
+
+
+def test_a_note_written_through_mcp_is_found_by_keyword_search_once_live(front):
+    text = front.ok("note", {"text": "The flamingo cache evicts entries after ninety seconds of idleness."})
+    first = text.split()
+    assert first[1:3] == ["note", "pending"]
+    nid = first[0]
+    assert ids_in(front.ok("search", {"query": "flamingo"})) == set()  # pending is not live
+    front.set_status([nid], "live")
+    assert ids_in(front.ok("search", {"query": "flamingo cache"})) == {nid}
+    assert ids_in(front.ok("search", {"query": "flamingo", "filters": {"kind": "note"}})) == {nid}
+    assert ids_in(front.ok("search", {"query": "flamingo", "filters": {"kind": "tool_output"}})) == set()
+
+
+def test_a_note_under_a_parent_hangs_there_and_unknown_parents_are_refused(front):
+    parent = front.add("Parent observation about the pelican scheduler and its retry queue.", kind="observation")
+    child = front.ok("note", {"text": "Pelican retries back off exponentially to sixty seconds.", "parent_id": parent}).split()[0]
+    assert front.rows("SELECT parent_id FROM nodes WHERE id = ?", (child,)) == [(parent,)]
+    before = front.snapshot()
+    err = front.error("note", {"text": "orphan text that should not be stored", "parent_id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"})
+    assert "parent_id" in err and "no node" in err
+    assert front.snapshot() == before
+
+
+def test_forget_through_mcp_hides_the_node_and_tombstones_its_content(front):
+    keep = front.add("The heron index rebuild runs nightly at two in the morning, keep this one.")
+    gone = front.add("The heron password rotation secret procedure, forget this one please.")
+    assert ids_in(front.ok("search", {"query": "heron"})) == {keep, gone}
+    out = front.ok("forget", {"node_id": gone, "reason": "user asked"})
+    assert gone in out and "forgotten" in out
+    assert ids_in(front.ok("search", {"query": "heron"})) == {keep}
+    assert front.rows("SELECT status, content FROM nodes WHERE id = ?", (gone,)) == [("forgotten", "")]
+    assert front.rows("SELECT count(*) FROM tombstones WHERE node_id = ?", (gone,)) == [(1,)]
+    again = front.error("forget", {"node_id": gone, "reason": "twice"})
+    assert "forgotten" in again and "\n" not in again
+
+
+def test_get_shows_a_hidden_node_only_when_its_status_is_named(front):
+    nid = front.add("The ibis deploy flag was retired in the spring release.", status="stale")
+    err = front.error("get", {"node_id": nid})
+    assert "stale" in err and "status" in err
+    assert "ibis deploy flag" in front.ok("get", {"node_id": nid, "status": ["stale"]})
+
+
+def test_with_the_writer_down_writes_say_read_only_and_reads_keep_working(tmp_path):
+    f = Front(tmp_path)
+    try:
+        nid = f.add("The kestrel queue drains every five minutes in production.")
+        reap(f.writer)
+        err = f.error("note", {"text": "written while the writer is down, must not be lost silently"})
+        assert "read-only" in err and "writer is not running" in err and "\n" not in err
+        assert ids_in(f.ok("search", {"query": "kestrel"})) == {nid}
+        assert "kestrel" in f.ok("get", {"node_id": nid})
+    finally:
+        f.close()
+
+
+def test_front_heartbeats_to_the_supervisor_and_exits_0_when_stdin_closes(tmp_path):
+    paths = make_paths(tmp_path)
+    hb = paths.endpoint("sup-test.hb")
+    pull = zmq.Context.instance().socket(zmq.PULL)
+    pull.setsockopt(zmq.LINGER, 0)
+    pull.bind(hb)
+    env = ActorContext("mcp", paths, make_config(), hb).child_env()
+    env["PYTHONPATH"] = os.getcwd()
+    with open(paths.log_file("mcp"), "ab") as log:
+        proc = spawn([PYTHON, "-m", "memtree.actors.mcp_front"], env=env,
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+    try:
+        # Allows for a cold interpreter importing the mcp SDK.
+        assert pull.poll(int(COLD_START_S * 1000)), "no heartbeat from the front"
+        beat = protocol.decode(pull.recv()).body
+        assert (beat.name, beat.pid, beat.state) == ("mcp", proc.pid, "running")
+        proc.stdin.close()
+        wait_until(lambda: proc.poll() is not None, timeout=COLD_START_S, what="the front to exit")
+        assert proc.returncode == 0
+        assert proc.stdout.read() == b""  # nothing but MCP ever goes to stdout
+    finally:
+        reap(proc)
+        pull.close(linger=0)
