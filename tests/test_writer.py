@@ -158,3 +158,18 @@ def test_events_are_published_after_commit(writer):
         assert rows(paths, "SELECT status FROM nodes WHERE id=?", (event.ids[0],)) == [("pending",)]
     finally:
         sub.close(linger=0)
+
+
+def test_audit_rows_commit_and_roll_back_with_their_request(writer):
+    paths, _, caller = writer
+    # The node is inserted (with its audit row) before the bad ref is found: both roll back.
+    with pytest.raises(NotFound, match="GHOST"):
+        caller.call(protocol.AddNode(kind="note", content="with a dangling ref",
+                                     refs=[{"dst": "GHOST", "kind": "references"}]))
+    assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
+    assert rows(paths, "SELECT count(*) FROM audit") == [(0,)]
+    a = caller.call(protocol.AddNode(kind="note", content="target"))["id"]
+    b = caller.call(protocol.AddNode(kind="note", content="source", refs=[{"dst": a, "kind": "references"}]))["id"]
+    assert rows(paths, "SELECT actor, action, node_id FROM audit ORDER BY seq") == [
+        ("mcp", "insert", a), ("mcp", "insert", b), ("mcp", "edge", b)]
+    assert rows(paths, "SELECT src_id, dst_id, kind FROM edges") == [(b, a, "references")]
