@@ -123,7 +123,7 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
     if denied is None and not svc.config.capture.bash:
         denied = "capture.bash is off for this project"
     if denied:
-        where = f"not stored: {denied}"
+        where, fetch = f"not stored: {denied}", "not stored"
     else:
         meta = {"tool": "bash", "command": command, "exit": res["exit"], "timed_out": res["timed_out"],
                 "stdout_bytes": len(res["stdout"].data) + res["stdout"].dropped,
@@ -135,50 +135,57 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
         ))
         node_id = reply.get("id")
         where = f"{'same output already stored' if reply.get('deduped') else 'stored'} as node {node_id}"
-    return preview(command, res, status, where, budget)
+        fetch = f'get(node_id="{node_id}")'
+    return preview(command, res, status, where, fetch, budget)
+
+
+def _elision(name: str, n_lines: int, n_bytes: int, dropped: int, where: str) -> str:
+    msg = f"… {n_lines} lines ({n_bytes} bytes) of {name} left out"
+    if dropped:
+        msg += f", plus {dropped} bytes over bash.maxOutputBytes never kept"
+    return f"{msg}; {where}"
 
 
 def _head_tail(text: str, room: int, name: str, dropped: int, where: str) -> list[str]:
     """As many head lines and tail lines as fit ``room`` with one elision line."""
     lines = [clip_line(line, 2000) for line in text.splitlines()]
-    if not lines:
-        return []
     if count("\n".join(lines) + "\n") <= room and not dropped:
         return lines
-    elision_size = count(f"… {len(lines)} lines ({len(text.encode())} bytes) of {name} left out; {where}; "
-                         f"plus {dropped} bytes over bash.maxOutputBytes never kept\n")
-    room -= elision_size
+    # Sized for the most that could be left out: the real line can only be shorter.
+    room -= count(_elision(name, len(lines), len(text.encode()), dropped, where) + "\n")
     head, used = fit_block(lines, room * 2 // 3)
     tail_rev, _ = fit_block(list(reversed(lines[len(head):])), room - used)
     tail = list(reversed(tail_rev))
     skipped = lines[len(head):len(lines) - len(tail)]
-    msg = f"… {len(skipped)} lines ({len(chr(10).join(skipped).encode())} bytes) of {name} left out"
-    if dropped:
-        msg += f", plus {dropped} bytes over bash.maxOutputBytes never kept"
-    if skipped or dropped:
-        msg += f"; {where}"
-        return head + [msg] + tail
-    return head + tail
+    if not skipped and not dropped:
+        return head + tail
+    return head + [_elision(name, len(skipped), len("\n".join(skipped).encode()), dropped, where)] + tail
 
 
-def preview(command: str, res: dict, status: str, where: str, budget: int) -> str:
+def _block(name: str, cap: Captured, room: int, fetch: str) -> list[str]:
+    text = cap.text()
+    if not text and not cap.dropped:
+        return []
+    label = f"--- {name} ---"
+    return [label] + _head_tail(text, room - count(label + "\n"), name, cap.dropped, fetch)
+
+
+def preview(command: str, res: dict, status: str, where: str, fetch: str, budget: int) -> str:
     out, err = res["stdout"], res["stderr"]
     detached = "; background processes kept the output open, stopped reading" if res["detached"] else ""
     header = [f"$ {clip_line(command, 200)}", f"[{status}; {len(out.data) + out.dropped} bytes stdout, "
               f"{len(err.data) + err.dropped} bytes stderr; {where}{detached}]"]
-    room = budget - count("\n".join(header) + "\n") - 4
-    body: list[str] = []
-    err_text, out_text = err.text(), out.text()
-    if err_text or err.dropped:
-        share = room // 3 if out_text else room
-        err_lines = _head_tail(err_text, share - count("--- stderr ---\n"), "stderr", err.dropped, where)
-        err_block = ["--- stderr ---"] + err_lines
-        room -= count("\n".join(err_block) + "\n")
-    else:
-        err_block = []
-    if out_text or out.dropped:
-        body = ["--- stdout ---"] + _head_tail(out_text, room - count("--- stdout ---\n"), "stdout", out.dropped, where)
-    text = "\n".join(header + body + err_block)
-    if count(text) > budget:  # too small a budget for any output: the status line and where it is
-        text = "\n".join(header)
+    room = budget - count("\n".join(header) + "\n")
+    text = "\n".join(header)
+    for _ in range(8):  # the elision lines' sizes are estimates: shrink until it fits
+        err_room = room // 3 if out.data else room
+        err_block = _block("stderr", err, err_room, fetch)
+        out_block = _block("stdout", out, room - count("\n".join(err_block) + "\n"), fetch)
+        candidate = "\n".join(header + out_block + err_block)
+        over = count(candidate) - budget
+        if over <= 0:
+            text = candidate
+            break
+        room -= over
+    # Too small a budget for any output: the status line says where it is.
     return finish(text, budget)

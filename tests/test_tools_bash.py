@@ -1,0 +1,123 @@
+"""The wrapped bash tool: real bash processes, a real writer, a real SQLite file."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import psutil
+import pytest
+
+from memtree import tokens
+from memtree.errors import BadRequest
+from memtree.tools.bash import bash
+from tests.support import wait_until
+from tests.tools_harness import Harness
+
+
+@pytest.fixture
+def h(tmp_path):
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()
+
+
+def _node_id(out: str) -> str:
+    return re.search(r"as node ([0-9A-Z]{26})", out).group(1)
+
+
+def test_command_exit_stdout_and_stderr_are_stored(h):
+    out = h.run(bash, "pwd; echo to-stderr >&2; exit 3")
+    node = _node_id(out)
+    assert "exit 3" in out and h.root in out and "to-stderr" in out
+    kind, content, code, cmd = h.rows(
+        "SELECT kind, content, json_extract(metadata,'$.exit'), json_extract(metadata,'$.command')"
+        " FROM nodes WHERE id=?", (node,))[0]
+    assert kind == "tool_output" and code == 3 and cmd == "pwd; echo to-stderr >&2; exit 3"
+    assert "--- stdout ---\n" + h.root in content and "--- stderr ---\nto-stderr" in content
+
+
+def test_secrets_in_output_are_redacted_before_storage(h):
+    out = h.run(bash, "echo AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    content = h.rows("SELECT content FROM nodes WHERE id=?", (_node_id(out),))[0][0]
+    assert "wJalrXUtnFEMI" not in content and "REDACTED" in content
+
+
+def test_timeout_kills_the_whole_process_group(h, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    out = h.run(bash, f"sleep 300 & echo $! > {pidfile}; wait", timeout_s=1)
+    assert "killed after the 1s timeout" in out
+    child = int(pidfile.read_text())
+
+    def gone():
+        try:
+            return psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+    wait_until(gone, timeout=10, what=f"background child {child} killed")
+
+
+def test_denylisted_command_runs_but_nothing_is_stored(tmp_path):
+    h = Harness(tmp_path, {"bash": {"deny": [r"^cat secrets"]}})
+    try:
+        h.run(bash, "echo control-output-line")  # positive control: stored
+        base = h.counts()
+        assert base[0] > 0
+        marker = tmp_path / "ran"
+        out = h.run(bash, f"printenv HOME; touch {marker}")
+        assert "not stored" in out and os.environ["HOME"] in out and marker.exists()
+        h.write("secrets.txt", "hunter2\n")
+        out = h.run(bash, "cat secrets.txt")
+        assert "not stored" in out and "bash.deny" in out and "hunter2" in out
+        assert h.counts() == base
+        h.run(bash, "echo another-control-line")
+        assert h.counts()[0] > base[0]
+    finally:
+        h.close()
+
+
+def test_capture_bash_off_runs_and_stores_nothing(tmp_path):
+    h = Harness(tmp_path, {"capture": {"bash": False}})
+    try:
+        before = h.counts()
+        out = h.run(bash, "echo visible-output")
+        assert "visible-output" in out and "capture.bash is off" in out
+        assert h.counts() == before
+    finally:
+        h.close()
+
+
+def test_output_over_the_cap_is_counted_and_dropped(tmp_path):
+    h = Harness(tmp_path, {"bash": {"maxOutputBytes": 1000}})
+    try:
+        out = h.run(bash, "head -c 5000 /dev/zero | tr '\\0' 'a'; echo")
+        assert "5001 bytes stdout" in out and "4001 bytes over bash.maxOutputBytes" in out
+        content = h.rows("SELECT content FROM nodes WHERE id=?", (_node_id(out),))[0][0]
+        assert content.count("a") <= 1100
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("kw", [{"command": ""}, {"command": "  "}, {"command": 5}, {"command": "true", "timeout_s": 0},
+                                {"command": "true", "timeout_s": -1}, {"command": "true", "timeout_s": "9"},
+                                {"command": "true", "timeout_s": 100000}, {"command": "true", "budget_tokens": 0}])
+def test_bad_arguments_are_clear_errors_and_nothing_runs(h, kw):
+    before = h.counts()
+    with pytest.raises(BadRequest):
+        h.run(bash, **kw)
+    assert h.counts() == before
+
+
+@pytest.mark.parametrize("budget", [1, 5, 20, 100, 1000, None])
+def test_budget_is_never_exceeded_and_the_elision_says_what_was_left_out(h, budget):
+    out = h.run(bash, "seq 1 5000; seq 1 300 >&2", budget_tokens=budget)
+    assert tokens.count(out) <= (budget or 2000)
+    if budget is None or budget >= 100:
+        node = _node_id(out)
+        m = re.search(r"… (\d+) lines \((\d+) bytes\) of stdout left out; get\(node_id=\"(\w+)\"\)", out)
+        assert m and m.group(3) == node, out
+        block = out.split("--- stdout ---\n")[1].split("\n--- stderr ---")[0]
+        shown = [line for line in block.splitlines() if line.isdigit()]
+        assert int(m.group(1)) + len(shown) == 5000
+        if budget != 100:  # head and tail both have room
+            assert shown[0] == "1" and shown[-1] == "5000"

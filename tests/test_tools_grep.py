@@ -1,0 +1,133 @@
+"""The wrapped grep tool: real ripgrep, a real writer process, a real SQLite file."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from memtree import tokens
+from memtree.errors import BadRequest, Refused
+from memtree.tools.grep import grep
+from tests.tools_harness import Harness
+
+
+@pytest.fixture
+def h(tmp_path):
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()
+
+
+def _node_id(out: str) -> str:
+    return re.search(r"as node ([0-9A-Z]{26})", out).group(1)
+
+
+def _children(h, node_id: str) -> set[str]:
+    return {r[0] for r in h.rows("SELECT source_uri FROM nodes WHERE parent_id=?", (node_id,))}
+
+
+def test_hits_are_stored_as_one_node_with_a_child_per_hit(h):
+    a = h.write("src/a.py", "x = 1\nneedle_one = 2\ny = 3\nneedle_two = 4\n")
+    b = h.write("src/b.txt", "needle_three\n")
+    h.write("src/c.txt", "nothing here\n")
+    out = h.run(grep, "needle_\\w+")
+    node = _node_id(out)
+    assert "3 hits in 2 files" in out
+    assert _children(h, node) == {f"file://{a}#L2-2", f"file://{a}#L4-4", f"file://{b}#L1-1"}
+    kind, content, meta = h.rows("SELECT kind, content, json_extract(metadata,'$.hits') FROM nodes WHERE id=?", (node,))[0]
+    assert kind == "tool_output" and meta == 3 and "needle_three" in content
+    assert "src/a.py" in out and "     2: needle_one = 2" in out
+
+
+def test_same_search_twice_is_stored_once(h):
+    h.write("a.txt", "needle\n" * 3)
+    first = _node_id(h.run(grep, "needle"))
+    before = h.counts()
+    second = h.run(grep, "needle")
+    assert _node_id(second) == first and "already stored" in second
+    assert h.counts() == before
+
+
+def test_invalid_regex_is_one_clear_line_and_stores_nothing(h):
+    h.write("a.txt", "needle\n")
+    h.run(grep, "needle")
+    before = h.counts()
+    with pytest.raises(BadRequest) as e:
+        h.run(grep, "(unclosed")
+    assert "regex parse error" in e.value.message and "\n" not in e.value.message
+    assert h.counts() == before
+
+
+def test_secret_files_are_never_searched_or_stored(h):
+    control = h.write("app/config.py", "TOKEN_NAME = 'needle'\n")
+    h.write(".env", "needle=1\n")
+    h.write("app/.env.local", "needle=2\n")
+    h.write("home/.ssh/config", "needle\n")
+    h.write("keys/id_rsa", "needle\n")
+    h.write("certs/server.pem", "needle\n")
+    os.symlink(os.path.join(h.root, ".env"), os.path.join(h.root, "app", "looks_fine.txt"))
+    out = h.run(grep, "needle")
+    assert _children(h, _node_id(out)) == {f"file://{control}#L1-1"}
+    stored = " ".join(r[0] for r in h.rows("SELECT content FROM nodes"))
+    assert "needle=1" not in stored and "needle=2" not in stored
+    before = h.counts()
+    for path in (".env", "sub/../.env", "keys/id_rsa", "app/looks_fine.txt"):
+        with pytest.raises(Refused):
+            h.run(grep, "needle", path=path)
+    assert h.counts() == before
+
+
+def test_config_path_deny_extends_the_denylist(tmp_path):
+    h = Harness(tmp_path, {"path": {"deny": ["private"]}})
+    try:
+        keep = h.write("pub/a.txt", "needle\n")
+        h.write("private/b.txt", "needle\n")
+        out = h.run(grep, "needle")
+        assert _children(h, _node_id(out)) == {f"file://{keep}#L1-1"}
+    finally:
+        h.close()
+
+
+def test_path_glob_case_and_context_narrow_the_search(h):
+    h.write("a/x.py", "Needle\nneedle\n")
+    h.write("b/y.txt", "needle\n")
+    out = h.run(grep, "needle", path="a", case="sensitive")
+    assert "1 hits in 1 files" in out
+    out = h.run(grep, "needle", glob="*.txt")
+    assert "1 hits in 1 files" in out and "y.txt" in out
+    out = h.run(grep, "NEEDLE", case="insensitive", path="a")
+    assert "2 hits" in out
+    h.write("c/z.txt", "before\nneedle\nafter\n")
+    out = h.run(grep, "needle", path="c", context=1)
+    assert "     1- before" in out and "     3- after" in out
+
+
+@pytest.mark.parametrize("kw", [{"case": "loud"}, {"context": -1}, {"context": "2"}, {"glob": 3}, {"path": "nope"}])
+def test_bad_arguments_are_clear_errors(h, kw):
+    with pytest.raises(BadRequest):
+        h.run(grep, "x", **kw)
+    with pytest.raises(BadRequest):
+        h.run(grep, "")
+
+
+def test_no_match_stores_nothing(h):
+    h.write("a.txt", "needle\n")
+    h.run(grep, "needle")
+    before = h.counts()
+    assert "no matches" in h.run(grep, "haystack_zzz")
+    assert h.counts() == before
+
+
+@pytest.mark.parametrize("budget", [1, 5, 20, 100, 1000, None])
+def test_budget_is_never_exceeded_and_the_rest_is_counted(h, budget):
+    for i in range(40):
+        h.write(f"d{i}/f.py", "".join(f"hit number {j} in file {i}\n" for j in range(10)))
+    out = h.run(grep, "hit number", budget_tokens=budget)
+    assert tokens.count(out) <= (budget or 2000)
+    if budget and budget >= 100:
+        m = re.search(r"not shown: (\d+) of 400 hits in (\d+) of 40 files", out)
+        assert m, out
+        shown = len(re.findall(r"^\s+\d+: hit number", out, re.M))
+        assert int(m.group(1)) == 400 - shown
