@@ -19,10 +19,14 @@ import time
 from memtree.supervisor import control
 from memtree.supervisor.child import Child, Timing
 from memtree.supervisor.spec import ChildSpec, child_specs
-from memtree.supervisor.states import ALIVE, DOWN
+from memtree.supervisor.states import ALIVE, DOWN, State
 
 log = logging.getLogger("memtree.supervisor")
 LOOP_S = 0.05  # the longest the loop sleeps: bounds reaction to exits and timers
+# The others start once the front is READY (its SDK import done) or after this
+# long: on 2 cores their imports would otherwise slow the front's initialize
+# answer, and Claude Code waits only about 2 s for it.
+FRONT_HEAD_START_S = 2.0
 
 
 def _pdeathsig():
@@ -201,9 +205,16 @@ class Supervisor:
             if c.spec.is_front == front_only and c.proc is None:
                 c.start(now)
 
+    def _others_may_start(self, now: float) -> bool:
+        f = self.front
+        return f is None or f.state is not State.STARTING or now - f.started_at >= FRONT_HEAD_START_S
+
     def run(self) -> int:
-        self.start_children(time.monotonic())
+        others_started = False
         while not self.shutdown_reason:
+            if not others_started and self._others_may_start(time.monotonic()):
+                self.start_children(time.monotonic())
+                others_started = True
             for sock, _ in self.poller.poll(int(LOOP_S * 1000)):
                 now = time.monotonic()
                 if sock is self.hb:

@@ -1,0 +1,46 @@
+"""`memtree serve` as Claude Code runs it: the real front over real MCP stdio."""
+
+import os
+
+import anyio
+import psutil
+import pytest
+
+from tests.conftest import _importable
+from tests.support import COLD_START_S, PYTHON, wait_until
+
+pytestmark = pytest.mark.skipif(not _importable("memtree.actors.mcp_front"), reason="the MCP front has not landed")
+
+
+def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves(system_factory):
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    s = system_factory
+    s.write_config()
+    params = StdioServerParameters(command=PYTHON, args=["-m", "memtree.cli", "serve"], cwd=s.project,
+                                   env={**os.environ, **s.env})
+    seen = {}
+
+    async def session():
+        with open(os.path.join(str(s.home), "client-stderr.log"), "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as client:
+                    await client.initialize()
+                    tools = await client.list_tools()
+                    seen["tools"] = {t.name for t in tools.tools}
+                    actors = await anyio.to_thread.run_sync(
+                        lambda: s.wait_running(["mcp", "writer", "walker.filter"]))
+                    seen["pids"] = {a["name"]: a["pid"] for a in actors}
+                    seen["sup"] = actors[0]["supervisor_pid"]
+        # leaving the block closes the server's stdin (then SIGTERM/SIGKILL after a grace period)
+
+    anyio.run(session)
+    assert seen["tools"], "the front listed no tools"
+    pids = [*seen["pids"].values(), seen["sup"]]
+    wait_until(lambda: not [p for p in pids if psutil.pid_exists(p)
+                            and psutil.Process(p).status() != psutil.STATUS_ZOMBIE],
+               timeout=COLD_START_S, what="every process of the session gone")
+    log = s.log_tail(lines=60)
+    # It shut down by itself, cleanly, in reverse start order (the front last or already gone).
+    assert "supervisor: exited" in log, log
+    assert "SIGKILL" not in log, log
