@@ -1,0 +1,212 @@
+"""Retrieval over real stdio against a real writer and a real SQLite store:
+the live predicate by default (negative cases by exact id sets beside a live
+positive control), no top-k-then-filter starvation, freshness of file chunks,
+clear errors that change nothing, and budgets that hold for every tool."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from memtree import protocol, tokens
+from tests.front_harness import Front, ids_in
+from tests.support import wait_until
+
+HIDDEN = ("stale", "superseded", "pruned", "dropped", "forgotten")
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory):
+    f = Front(tmp_path_factory.mktemp("retrieval"))
+    yield f
+    f.close()
+
+
+def _hidden_family(front, word: str):
+    """A live root R with a live child L and one child per hidden status, all
+    linked from L by edges; X is live and linked from L only by an edge."""
+    root = front.add(f"Root observation for the {word[:3]} family tree, parent of the rest.", kind="note")
+    live = front.add(f"The live {word} node: positive control for every retrieval tool.", kind="observation",
+                     parent_id=root)
+    linked = front.add(f"Linked {word} node reachable only by an edge from the live one.", kind="observation")
+    hidden = {}
+    for status in HIDDEN:
+        nid = front.add(f"A {status} {word} node that must never come back by default.", kind="observation",
+                        parent_id=root, status="pending")
+        if status == "forgotten":
+            front.set_status([nid], "live")
+            front.caller.call(protocol.Forget(node_id=nid, reason="test"))
+        else:
+            front.set_status([nid], status)
+        hidden[status] = nid
+    for dst in [linked, *hidden.values()]:
+        front.edge(live, dst, "references")
+    statuses = dict(front.rows("SELECT id, status FROM nodes WHERE id IN (%s)" % ",".join("?" * len(hidden)),
+                               list(hidden.values())))
+    assert statuses == {nid: s for s, nid in hidden.items()}
+    return root, live, linked, hidden
+
+
+def test_hidden_statuses_never_come_back_by_default(front):
+    t0 = int(time.time() * 1000)
+    root, live, linked, hidden = _hidden_family(front, "ocelot")
+    assert ids_in(front.ok("search", {"query": "ocelot", "limit": 100})) == {live, linked}
+    assert ids_in(front.ok("recent", {"kind": "observation", "since": t0, "limit": 100})) == {live, linked}
+    assert ids_in(front.ok("neighbors", {"node_id": root})) - {root} == {live}
+    assert ids_in(front.ok("neighbors", {"node_id": live, "depth": 2})) - {live} == {root, linked}
+    composed = front.ok("compose", {"node_ids": [root], "budget_tokens": 4000, "depth": 2})
+    assert ids_in(composed) == {root, live, linked}
+
+
+def test_hidden_statuses_come_back_only_when_named(front):
+    t0 = int(time.time() * 1000)
+    root, live, linked, hidden = _hidden_family(front, "tapir")
+    got = ids_in(front.ok("search", {"query": "tapir", "filters": {"status": ["stale", "superseded"]}}))
+    assert got == {hidden["stale"], hidden["superseded"]}
+    got = ids_in(front.ok("recent", {"kind": "observation", "since": t0, "status": list(HIDDEN), "limit": 100}))
+    assert got == set(hidden.values())
+    # pruned, dropped and forgotten have left the search index for good
+    got = ids_in(front.ok("search", {"query": "tapir", "filters": {"status": ["pruned", "dropped", "forgotten"]}}))
+    assert got == set()
+
+
+def test_compose_drops_a_hidden_seed_and_says_why(front):
+    root, live, linked, hidden = _hidden_family(front, "okapi")
+    out = front.ok("compose", {"node_ids": [hidden["stale"], live], "budget_tokens": 3000, "depth": 0})
+    manifest = out[out.index("manifest:"):]
+    assert f"{hidden['stale']}(stale)" in manifest.split("dropped:")[1]
+    assert "okapi node that must never" not in out
+
+
+def test_hidden_matches_ahead_of_a_live_one_do_not_starve_it(front):
+    live = front.add("A single live narwhal record among many hidden ones.", kind="tool_output")
+    ids = []
+    for i in range(300):  # newer and better BM25 matches than the live one, all hidden
+        ids.append(front.add(f"narwhal narwhal narwhal narwhal hidden twin {i}", kind="tool_output", status="pending"))
+    front.set_status(ids[:200], "stale")
+    front.set_status(ids[200:], "superseded")
+    assert ids_in(front.ok("search", {"query": "narwhal", "limit": 1})) == {live}
+    assert ids_in(front.ok("search", {"query": "narwhal", "limit": 1, "filters": {"kind": "tool_output"}})) == {live}
+    assert ids_in(front.ok("recent", {"kind": "tool_output", "limit": 1})) == {live}
+
+
+def _put_file(front, name: str, text: str) -> tuple[str, str]:
+    path = os.path.join(front.root, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    st = os.stat(path)
+    res = front.caller.call(protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=st.st_size, chunks=[
+        {"start": 1, "end": text.count("\n"), "symbol": None, "kind": "window", "content": text}]))
+    return path, res["chunk_ids"][0]
+
+
+def _status(front, nid):
+    return front.rows("SELECT status FROM nodes WHERE id = ?", (nid,))[0][0]
+
+
+def test_a_chunk_whose_file_changed_is_marked_stale_in_the_answer_and_in_the_store(front):
+    path, chunk = _put_file(front, "wombat.py", "def wombat_burrow():\n    return 'deep tunnels'\n")
+    fresh = front.ok("search", {"query": "wombat_burrow"})
+    assert ids_in(fresh) == {chunk} and "STALE" not in fresh
+    assert f"file://{path}#L1-2" in fresh
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    changed = front.ok("search", {"query": "wombat_burrow"})
+    line = next(ln for ln in changed.splitlines() if chunk in ln)
+    assert "STALE" in line
+    wait_until(lambda: _status(front, chunk) == "stale", timeout=10, what="the writer to learn the chunk is stale")
+    assert ids_in(front.ok("search", {"query": "wombat_burrow"})) == set()
+
+
+def test_a_chunk_whose_file_was_deleted_is_marked_stale(front):
+    path, chunk = _put_file(front, "quagga.py", "QUAGGA_STRIPES = 42\nprint(QUAGGA_STRIPES)\n")
+    keep_path, keep = _put_file(front, "zebra.py", "QUAGGA_STRIPES_ZEBRA = 1\nprint('zebra quagga')\n")
+    os.unlink(path)
+    out = front.ok("compose", {"node_ids": [chunk, keep], "budget_tokens": 2000, "depth": 0})
+    assert f'id={chunk}' in out and "stale=" in out.split(f"id={chunk}")[1].split(">")[0]
+    assert "stale=" not in out.split(f"id={keep}")[1].split(">")[0]
+    wait_until(lambda: _status(front, chunk) == "stale", timeout=10, what="the writer to learn the chunk is stale")
+    assert _status(front, keep) == "live"
+
+
+UNKNOWN = "01HZZZZZZZZZZZZZZZZZZZZZZZ"
+BAD_CALLS = [
+    ("note", {}, "text"), ("note", {"text": 5}, "text"), ("note", {"text": "   "}, "text"),
+    ("note", {"text": "ok text", "parent_id": "nope"}, "parent_id"),
+    ("note", {"text": "ok text", "colour": "red"}, "colour"),
+    ("get", {"node_id": "x"}, "node_id"), ("get", {"node_id": UNKNOWN}, "node_id"),
+    ("get", {"node_id": "{live}", "budget_tokens": -1}, "budget_tokens"),
+    ("get", {"node_id": "{live}", "status": ["bogus"]}, "status"),
+    ("recent", {"since": "the other day"}, "since"), ("recent", {"limit": 0}, "limit"),
+    ("recent", {"kind": "widget"}, "kind"), ("recent", {"status": "nope"}, "status"),
+    ("recent", {"budget_tokens": 0}, "budget_tokens"),
+    ("search", {"query": ""}, "query"), ("search", {"query": "x", "mode": "semantic"}, "semantic"),
+    ("search", {"query": "x", "limit": 1000}, "limit"), ("search", {"query": "x", "filters": {"colour": 1}}, "colour"),
+    ("search", {"query": "x", "filters": {"status": "bogus"}}, "status"), ("search", {"query": ["x"]}, "query"),
+    ("neighbors", {"node_id": "{live}", "depth": 9}, "depth"),
+    ("neighbors", {"node_id": "{live}", "edge_kinds": ["bogus"]}, "edge_kinds"),
+    ("neighbors", {"node_id": UNKNOWN}, "node_id"),
+    ("path_to_root", {"node_id": 123}, "node_id"), ("path_to_root", {"node_id": UNKNOWN}, "node_id"),
+    ("compose", {"node_ids": [], "budget_tokens": 100}, "node_ids"),
+    ("compose", {"node_ids": ["x"], "budget_tokens": 100}, "node_ids"),
+    ("compose", {"node_ids": [UNKNOWN], "budget_tokens": 100}, "node_ids"),
+    ("compose", {"node_ids": ["{live}"]}, "budget_tokens"),
+    ("compose", {"node_ids": ["{live}"], "budget_tokens": 0}, "budget_tokens"),
+    ("compose", {"node_ids": ["{live}"], "budget_tokens": 100, "format": "fancy"}, "format"),
+    ("compose", {"node_ids": ["{live}"], "budget_tokens": 100, "depth": -1}, "depth"),
+    ("forget", {"node_id": "{live}", "reason": ""}, "reason"), ("forget", {"node_id": UNKNOWN, "reason": "x"}, "node_id"),
+    ("forget", {"node_id": "{live}"}, "reason"),
+    ("read", {"path": 5}, "path"), ("read", {"path": "big.txt", "lines": "abc"}, "lines"),
+    ("read", {"path": "big.txt", "budget_tokens": -1}, "budget_tokens"),
+    ("grep", {}, "pattern"), ("grep", {"pattern": "x", "context": -1}, "context"),
+    ("bash", {}, "command"), ("bash", {"command": "touch SHOULD_NOT_EXIST", "timeout_s": -1}, "timeout_s"),
+]
+
+
+def _fill(args: dict, live: str) -> dict:
+    def sub(v):
+        if isinstance(v, str):
+            return v.replace("{live}", live)
+        if isinstance(v, list):
+            return [sub(x) for x in v]
+        return v
+    return {k: sub(v) for k, v in args.items()}
+
+
+def test_bad_arguments_to_every_tool_are_one_line_errors_that_change_nothing(front):
+    live = front.add("A live node that bad calls point at; it must stay exactly as it is.")
+    with open(os.path.join(front.root, "big.txt"), "w") as f:
+        f.write("hello\n")
+    before = front.snapshot()
+    for tool, args, word in BAD_CALLS:
+        err = front.error(tool, _fill(args, live))
+        assert word in err, f"{tool}({args}): {err!r} does not name {word!r}"
+        assert "\n" not in err and "Traceback" not in err, f"{tool}({args}): {err!r}"
+    assert front.snapshot() == before
+    assert not os.path.exists(os.path.join(front.root, "SHOULD_NOT_EXIST"))
+
+
+@pytest.mark.parametrize("budget", [1, 5, 20, 100, 1000])
+def test_no_tool_answer_ever_exceeds_its_budget(front, budget):
+    big = f"budget sweep {budget}\n" + "\n".join(f"capybara line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(800))
+    parent = front.add(f"Capybara parent node for the budget sweep {budget}, it has a large child.")
+    nid = front.add(big, parent_id=parent)
+    for i in range(5):
+        front.edge(nid, front.add(f"capybara neighbour {budget}.{i} " + "words " * 200), "references")
+    with open(os.path.join(front.root, "capybara.txt"), "w") as f:
+        f.write(big)
+    calls = [
+        ("get", {"node_id": nid}), ("recent", {"limit": 100}), ("search", {"query": "capybara", "limit": 100}),
+        ("neighbors", {"node_id": nid, "depth": 3}), ("path_to_root", {"node_id": nid}),
+        ("compose", {"node_ids": [nid, parent]}), ("read", {"path": "capybara.txt"}),
+        ("read", {"path": "capybara.txt", "lines": "1-700"}), ("grep", {"pattern": "capybara"}),
+        ("bash", {"command": "seq 1 5000"}),
+    ]
+    for tool, args in calls:
+        text = front.ok(tool, {**args, "budget_tokens": budget})
+        assert tokens.count(text) <= budget, f"{tool} at budget {budget}: {tokens.count(text)} tokens"
+    for tool, args in [("note", {"text": "capybara note " * 2000}), ("forget", {"node_id": nid, "reason": "sweep"})]:
+        err, text = front.call(tool, args)
+        assert tokens.count(text) <= 2000
