@@ -64,6 +64,7 @@ HANDLERS = {
     protocol.Forget: lambda tx, rec: mutations.forget(tx, rec.node_id, rec.reason),
     protocol.PutFile: lambda tx, rec: captures.put_file(tx, rec),
     protocol.PutToolOutput: lambda tx, rec: captures.put_tool_output(tx, rec),
+    protocol.Purge: lambda tx, rec: {"purged": mutations.purge(tx, rec.ids, rec.reason)},
 }
 # The hook's socket takes only what a hook sends.
 INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)

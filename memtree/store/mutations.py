@@ -262,3 +262,24 @@ def forget(tx: Tx, node_id: str, reason: str) -> dict:
         tx.audit("forget", nid, nstatus, "forgotten", reason)
         tx.note(nid, nkind, "forgotten")
     return {"id": node_id, "hash": digest, "forgotten": seen}
+
+
+# -- purge (the pruner's last step; added by the tools/walkers engineer) -----------
+
+
+def purge(tx: Tx, ids: list, reason: str) -> list[str]:
+    """Delete the rows of pruned nodes (with their edges and vectors); every
+    other status is left alone. Their audit rows stay, plus one ``purge`` row."""
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise BadRequest("ids must be a list of node id strings")
+    purged = []
+    for node_id in dict.fromkeys(ids):
+        row = node_row(tx.db, node_id)
+        if row is None or row[1] != "pruned":
+            continue
+        tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))
+        tx.db.execute("DELETE FROM edges WHERE src_id = ? OR dst_id = ?", (node_id, node_id))
+        tx.db.execute("DELETE FROM nodes WHERE id = ?", (node_id,))
+        tx.audit("purge", node_id, "pruned", None, reason, detail={"kind": row[0]})
+        purged.append(node_id)
+    return purged
