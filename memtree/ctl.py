@@ -49,13 +49,15 @@ def resolve_name(name: str, names: list[str]) -> str | None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Alive and not a zombie (a killed supervisor its parent has not reaped yet)."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.Error:
         return True
-    return True
 
 
 def discover(run_dir: str) -> list[int]:
@@ -247,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     except CtlFailure as e:
         print(f"memtree ctl: {e.message}", file=sys.stderr)
         return e.code
+    except BrokenPipeError:  # `memtree ctl status | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         if sups is not None:
             sups.close()

@@ -95,3 +95,26 @@ def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_
         assert caller.call(protocol.Ping())["pid"] == system.pid("writer")
     finally:
         caller.close()
+
+
+def test_actor_without_ready_is_killed_at_the_start_timeout_and_counted_as_a_crash(system_factory):
+    s = system_factory
+    s.write_config({"supervisor": {"startTimeoutS": 1, "maxRestarts": 1, "restartPeriodS": 600}},
+                   actors={"mute": {"module": "tests.actors.mute"}})
+    s.serve()
+    s.wait_running(["writer", "walker.filter"])
+    mute = wait_until(lambda: s.actor("mute", {"FATAL"}), timeout=COLD_START_S, what="mute FATAL")
+    assert mute["restarts"] == 1
+    log = s.log_tail(lines=80)
+    assert log.count("mute: no READY within 1s, SIGKILL pid=") == 2
+    assert "mute: FATAL, 1 restarts in 600s" in log
+
+
+def test_children_do_not_outlive_a_supervisor_killed_with_sigkill(system):
+    pids = list(system.pids().values())
+    sup = system.procs[0]
+    os.kill(sup.pid, signal.SIGKILL)  # only the supervisor, not its group
+    sup.wait(timeout=10)
+    # PR_SET_PDEATHSIG sends each child SIGTERM when the supervisor dies.
+    assert len(pids) >= 2
+    wait_until(lambda: system.leftovers() == [], timeout=COLD_START_S, what="children of the killed supervisor gone")
