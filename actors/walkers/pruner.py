@@ -1,0 +1,86 @@
+"""Pruner walker: ages stale and superseded nodes out, then deletes them.
+
+Every ``walkers.prunerIntervalMs``, by ``retention`` in config:
+- stale for longer than ``staleHours`` -> pruned
+- superseded for longer than ``supersededDays`` -> pruned
+  (pruned nodes leave the FTS index and the vectors with the status change;
+  the rows stay for audit)
+- pruned for longer than ``prunedDays`` -> ``Purge``: the row is deleted, its
+  audit rows stay.
+Age is time since the last status change (``updated_at``, which the writer
+sets with every change). Each step is one bounded batch through the writer
+with ``expect`` set, so a node another actor changed meanwhile is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memtree import protocol
+from memtree.actors.base import main_for
+from memtree.actors.walkers.common import Walker
+from memtree.errors import MemtreeError
+from memtree.ids import now_ms
+from memtree.store.live import status_clause
+
+log = logging.getLogger(__name__)
+
+BATCH = 500  # nodes per step per tick
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+
+
+def due(db, status: str, cutoff_ms: int, limit: int = BATCH) -> list[str]:
+    """Ids of nodes in ``status`` whose last change is older than ``cutoff_ms``."""
+    where, params = status_clause("n", [status])
+    return [r[0] for r in db.execute(
+        f"SELECT n.id FROM nodes n WHERE {where} AND n.updated_at < ? ORDER BY n.updated_at LIMIT ?",
+        [*params, cutoff_ms, limit])]
+
+
+class PrunerWalker(Walker):
+    name = "walker.pruner"
+    interval_ms_key = "prunerIntervalMs"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.info = {"pruned": 0, "purged": 0}
+
+    def steps(self, now: int) -> list[tuple[str, int, str]]:
+        """(status, cutoff, reason) for the steps that end in ``pruned``."""
+        r = self.config.retention
+        return [
+            ("stale", now - int(r.staleHours * HOUR_MS), f"stale for more than {r.staleHours:g} hours"),
+            ("superseded", now - int(r.supersededDays * DAY_MS), f"superseded for more than {r.supersededDays:g} days"),
+        ]
+
+    def sweep(self) -> None:
+        db = self.db()
+        if db is None:
+            return
+        now = now_ms()
+        try:
+            for status, cutoff, reason in self.steps(now):
+                ids = due(db, status, cutoff)
+                if ids:
+                    result = self.call_writer(protocol.SetStatus(ids=ids, status="pruned", reason=reason, expect=[status]))
+                    if result is None:
+                        return  # writer away; next tick
+                    self._count("pruned", result.get("changed") or [], reason)
+            days = self.config.retention.prunedDays
+            ids = due(db, "pruned", now - int(days * DAY_MS))
+            if ids:
+                result = self.call_writer(protocol.Purge(ids=ids, reason=f"pruned for more than {days:g} days"))
+                if result is not None:
+                    self._count("purged", result.get("purged") or [], "rows deleted, audit kept")
+        except MemtreeError as e:
+            log.warning("%s: writer refused a step: %s", self.ctx.name, e.message)
+
+    def _count(self, key: str, ids: list, reason: str) -> None:
+        self.info[key] += len(ids)
+        if ids:
+            log.info("%s: %s %d nodes (%s)", self.ctx.name, key, len(ids), reason)
+
+
+if __name__ == "__main__":
+    main_for(PrunerWalker)
