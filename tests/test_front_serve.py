@@ -1,0 +1,47 @@
+"""End to end as Claude Code runs it: `memtree serve` over real stdio, the
+supervisor spawning the front, the writer and the walkers."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from anyio.from_thread import start_blocking_portal
+
+from tests.front_harness import ids_in
+from tests.support import COLD_START_S, PYTHON
+
+
+def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable(tmp_path):
+    from mcp import Client, StdioServerParameters
+
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
+    env.update(MEMTREE_HOME=str(tmp_path / "home"), PYTHONPATH=os.getcwd())
+    params = StdioServerParameters(command=PYTHON, args=["-m", "memtree.cli", "serve"], cwd=str(project), env=env)
+    with start_blocking_portal() as portal:
+        # Allows for cold interpreters (supervisor, front, writer, walkers) on 2 cores.
+        with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:
+            def call(name, args):
+                res = portal.call(client.call_tool, name, args)
+                text = "\n".join(c.text for c in res.content)
+                assert not res.is_error, text
+                return text
+
+            # The writer may still be starting: a note is retried until it is acknowledged.
+            deadline = time.monotonic() + COLD_START_S * 2
+            while True:
+                res = portal.call(client.call_tool, "note",
+                                  {"text": "The gecko service caches DNS answers for thirty seconds."})
+                if not res.is_error or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert not res.is_error, res.content[0].text
+            nid = res.content[0].text.split()[0]
+            found = set()
+            while time.monotonic() < deadline and nid not in found:
+                found = ids_in(call("search", {"query": "gecko DNS"}))
+                time.sleep(0.1)
+            assert found == {nid}
+            assert "thirty seconds" in call("get", {"node_id": nid})
