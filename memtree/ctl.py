@@ -167,6 +167,9 @@ def _table(actors: list[dict], several: bool) -> str:
     head = ["ACTOR", "STATE", "PID", "UPTIME", "RESTARTS", "RSS", "CPU", "HEARTBEAT", "BACKLOG"]
     if several:
         head.append("SUPERVISOR")
+    notes = any(a.get("info") for a in actors)
+    if notes:
+        head.append("NOTE")  # e.g. a walker idle for lack of a soft dependency
     lines = [head]
     for a in actors:
         row = [a["name"], a["state"], str(a["pid"] or "-"), _fmt_age(a["uptime_s"]), str(a["restarts"]),
@@ -174,6 +177,8 @@ def _table(actors: list[dict], several: bool) -> str:
                _fmt_age(a["last_heartbeat_s"]), str(a["backlog"])]
         if several:
             row.append(str(a["supervisor_pid"]))
+        if notes:
+            row.append(" ".join(f"{k}={v}" for k, v in sorted((a.get("info") or {}).items())) or "-")
         lines.append(row)
     widths = [max(len(r[i]) for r in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in lines)

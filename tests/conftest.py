@@ -10,7 +10,7 @@ import sqlite_vec
 import zmq
 
 from memtree.paths import compute_project, store_paths
-from tests.support import COLD_START_S, PYTHON, spawn, test_config, wait_until
+from tests.support import COLD_START_S, PYTHON, WaitTimeout, spawn, test_config, wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,6 +29,11 @@ REAL_ACTORS = {
     "walker.filter": "memtree.actors.walkers.filter",
 }
 STAND_IN = "tests.actors.sleepy"
+# Walkers the supervisor starts whenever their module exists.
+OPTIONAL_ACTORS = {
+    "walker.staleness": "memtree.actors.walkers.staleness",
+    "walker.pruner": "memtree.actors.walkers.pruner",
+}
 
 
 def _importable(module: str) -> bool:
@@ -56,6 +61,8 @@ class System:
         self.procs: list[subprocess.Popen] = []
         self.seen_pids: set[int] = set()
         self.stand_ins = sorted(n for n, m in REAL_ACTORS.items() if not _importable(m))
+        # Every actor a default system runs, each expected RUNNING.
+        self.expected = [*REAL_ACTORS, *(n for n, m in OPTIONAL_ACTORS.items() if _importable(m))]
 
     # -- setup ------------------------------------------------------------------
     def write_config(self, overrides: dict | None = None, actors: dict | None = None) -> None:
@@ -104,11 +111,20 @@ class System:
     def pid(self, name: str) -> int:
         return self.actor(name, {"RUNNING"})["pid"]
 
+    def restart(self, name: str) -> int:
+        """`memtree ctl restart NAME`; the new pid."""
+        done = self.ctl("restart", name)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.strip().rsplit("pid=", 1)[1])
+
     def pids(self) -> dict[str, int]:
         return {a["name"]: a["pid"] for a in self.status() if a["state"] == "RUNNING"}
 
-    def wait_running(self, names, count: int = 1, timeout: float = COLD_START_S) -> list[dict]:
-        """Wait until each name has ``count`` rows RUNNING/STANDBY and one RUNNING."""
+    def wait_running(self, names=None, count: int = 1, timeout: float = COLD_START_S) -> list[dict]:
+        """Wait until each name (default: every expected actor) has ``count`` rows
+        RUNNING/STANDBY and exactly one RUNNING."""
+        names = self.expected if names is None else names
+
         def ready():
             actors = self.status()
             for n in names:
@@ -117,8 +133,10 @@ class System:
                         or any(a["state"] not in ("RUNNING", "STANDBY") for a in rows):
                     return False
             return actors
-        # Allows for cold interpreters importing zmq/apsw on a loaded 2-core box.
-        return wait_until(ready, timeout=timeout, what=f"{sorted(names)} RUNNING; log: {self.log_tail()}")
+        try:  # allows for cold interpreters importing zmq/apsw on a loaded 2-core box
+            return wait_until(ready, timeout=timeout, what=f"{sorted(names)} RUNNING")
+        except WaitTimeout as e:
+            raise WaitTimeout(f"{e}\nstatus: {self.status()}\nsupervisor.log:\n{self.log_tail()}") from None
 
     def log_tail(self, name: str = "supervisor", lines: int = 15) -> str:
         try:
@@ -180,5 +198,5 @@ def system(system_factory):
     """`memtree serve --no-front` on a fresh project, every actor RUNNING."""
     system_factory.write_config()
     system_factory.serve()
-    system_factory.wait_running(["writer", "walker.filter"])
+    system_factory.wait_running()
     return system_factory

@@ -40,6 +40,12 @@ def test_ctl_without_a_supervisor_says_so_and_exits_1(system_factory):
     assert not os.path.exists(stale)
 
 
+def test_serve_with_a_missing_project_dir_exits_2(tmp_path):
+    done = _memtree("serve", "--project", str(tmp_path / "nope"), cwd=tmp_path, env={"MEMTREE_HOME": str(tmp_path)})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == f"memtree serve: --project {tmp_path / 'nope'}: not a directory"
+
+
 def _config_error(s, data) -> subprocess.CompletedProcess:
     with open(os.path.join(s.project, ".memtree", "config.json"), "w") as f:
         json.dump(data, f)
@@ -72,7 +78,7 @@ def test_closing_serve_stdin_stops_every_child(system_factory, front, reason):
     s = system_factory
     s.write_config(actors={"mcp": {"module": front}})
     proc = s.serve(front=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    actors = s.wait_running(["mcp", "writer", "walker.filter"])
+    actors = s.wait_running(["mcp", *s.expected])
     pids = [a["pid"] for a in actors]
     assert len(pids) >= 3
     proc.stdin.close()  # Claude Code exited

@@ -29,7 +29,7 @@ def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves
                     tools = await client.list_tools()
                     seen["tools"] = {t.name for t in tools.tools}
                     actors = await anyio.to_thread.run_sync(
-                        lambda: s.wait_running(["mcp", "writer", "walker.filter"]))
+                        lambda: s.wait_running(["mcp", *s.expected]))
                     seen["pids"] = {a["name"]: a["pid"] for a in actors}
                     seen["sup"] = actors[0]["supervisor_pid"]
         # leaving the block closes the server's stdin (then SIGTERM/SIGKILL after a grace period)

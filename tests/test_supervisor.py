@@ -48,7 +48,7 @@ def test_crashing_actor_goes_fatal_after_max_restarts_while_the_rest_keep_runnin
                                 actors={"crashy": {"module": "tests.actors.crashy"}})
     system_factory.serve()
     system = system_factory
-    system.wait_running(["writer", "walker.filter"])
+    system.wait_running()
     before = system.pids()
     crashy = wait_until(lambda: system.actor("crashy", {"FATAL"}), timeout=COLD_START_S * 2,
                         what="crashy FATAL")
@@ -68,16 +68,16 @@ def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_
     system = system_factory
     system.write_config()
     first = system.serve()
-    system.wait_running(["writer", "walker.filter"])
+    system.wait_running()
     second = system.serve()
-    actors = system.wait_running(["writer", "walker.filter"], count=2)
+    actors = system.wait_running(count=2)
     writers = {a["supervisor_pid"]: a["state"] for a in actors if a["name"] == "writer"}
     assert writers == {first.pid: "RUNNING", second.pid: "STANDBY"}
 
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     # The standby takes the lock once the kernel drops the dead holder's flock.
-    actors = system.wait_running(["writer", "walker.filter"], count=1)
+    actors = system.wait_running(count=1)
     assert {a["supervisor_pid"] for a in actors} == {second.pid}
 
     if "writer" in system.stand_ins:
@@ -99,12 +99,14 @@ def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_
 
 def test_actor_without_ready_is_killed_at_the_start_timeout_and_counted_as_a_crash(system_factory):
     s = system_factory
+    # Alone, so no real actor's cold start races the 1 s start timeout.
+    alone = {name: {"enabled": False} for name in s.expected}
     s.write_config({"supervisor": {"startTimeoutS": 1, "maxRestarts": 1, "restartPeriodS": 600}},
-                   actors={"mute": {"module": "tests.actors.mute"}})
+                   actors={**alone, "mute": {"module": "tests.actors.mute"}})
     s.serve()
-    s.wait_running(["writer", "walker.filter"])
     mute = wait_until(lambda: s.actor("mute", {"FATAL"}), timeout=COLD_START_S, what="mute FATAL")
     assert mute["restarts"] == 1
+    assert [a["name"] for a in s.status()] == ["mute"]
     log = s.log_tail(lines=80)
     assert log.count("mute: no READY within 1s, SIGKILL pid=") == 2
     assert "mute: FATAL, 1 restarts in 600s" in log

@@ -1,6 +1,7 @@
 """`memtree ctl` as an operator runs it, against a running system."""
 
 import json
+import sys
 
 from memtree import protocol
 from memtree.client import Caller
@@ -9,10 +10,9 @@ from memtree.errors import MemtreeError
 
 def test_ctl_restart_by_short_name_gives_a_new_pid_and_leaves_the_others(system):
     before = system.pids()
-    done = system.ctl("restart", "filter")
-    assert done.returncode == 0, done.stderr
+    new_pid = system.restart("filter")
     after = system.pids()
-    assert done.stdout.strip() == f"walker.filter: RUNNING pid={after['walker.filter']}"
+    assert new_pid == after["walker.filter"]
     assert after["walker.filter"] != before["walker.filter"]
     assert after["writer"] == before["writer"]
     assert system.actor("walker.filter")["restarts"] == 0  # an operator restart is not a crash
@@ -33,7 +33,7 @@ def test_ctl_status_json_lists_every_actor_with_its_fields(system):
     table = system.ctl("status")
     assert table.returncode == 0
     header, *lines = table.stdout.splitlines()
-    assert header.split() == ["ACTOR", "STATE", "PID", "UPTIME", "RESTARTS", "RSS", "CPU", "HEARTBEAT", "BACKLOG"]
+    assert header.split()[:9] == ["ACTOR", "STATE", "PID", "UPTIME", "RESTARTS", "RSS", "CPU", "HEARTBEAT", "BACKLOG"]
     assert {ln.split()[0] for ln in lines} == set(rows)
 
 
@@ -87,3 +87,40 @@ def test_ctl_shutdown_stops_every_process(system):
     assert after.returncode == 1
     assert after.stderr.strip() == (f"memtree ctl: no memtree supervisor is running for {system.paths.project_root} "
                                     f"(store {system.paths.store_dir})")
+
+
+def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_holder(system_factory):
+    import os
+    import subprocess
+
+    from memtree.paths import compute_project, store_paths
+    from tests.support import wait_until
+
+    s = system_factory
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", s.project], check=True)
+    subprocess.run([*git, "-C", s.project, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
+    root, phash, final = compute_project(s.project)
+    assert final
+    s.paths = store_paths(root, phash, home=s.home)
+    s.write_config()
+    first = s.serve()
+    s.wait_running()
+    second = s.serve()
+    s.wait_running(count=2)
+
+    sub = os.path.join(s.project, "src", "deep")
+    os.makedirs(sub)
+    table = subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "status"], cwd=sub,
+                           env={**os.environ, **s.env}, capture_output=True, text=True, timeout=60)
+    assert table.returncode == 0, table.stderr
+    col = table.stdout.splitlines()[0].split().index("SUPERVISOR")
+    filters = {ln.split()[col]: ln.split()[1] for ln in table.stdout.splitlines() if ln.startswith("walker.filter")}
+    assert filters == {str(first.pid): "RUNNING", str(second.pid): "STANDBY"}
+
+    done = s.ctl("stop", "filter")
+    assert done.returncode == 0, done.stderr
+    # The holder's filter stopped; the standby in the other supervisor takes the role.
+    rows = wait_until(lambda: {a["supervisor_pid"]: a["state"] for a in s.status() if a["name"] == "walker.filter"}
+                      == {first.pid: "STOPPED", second.pid: "RUNNING"}, timeout=20, what="standby filter takeover")
+    assert rows
