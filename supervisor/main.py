@@ -109,7 +109,6 @@ class Supervisor:
         import zmq
 
         from memtree import protocol
-        from memtree.paths import socket_path
 
         self.zmq = zmq
         self.zctx = zmq.Context.instance()
@@ -119,7 +118,6 @@ class Supervisor:
         self.poller = zmq.Poller()
         self.poller.register(self.hb, zmq.POLLIN)
         self.poller.register(self.ctl, zmq.POLLIN)
-        self._socket_path = socket_path
 
     def _bind(self, kind: int, name: str):
         from memtree.paths import endpoint, socket_path
