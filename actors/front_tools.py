@@ -72,7 +72,7 @@ TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(get, _R, "Show one stored node in full by id (live only unless status names others). " + BUDGET),
     Spec(recent, _R,
          "List the newest stored nodes. since: epoch ms, '30m'/'2h'/'7d' or ISO time; kind: node kind(s); "
-         "limit 1-100 (default 20); status: statuses besides live to include. " + BUDGET),
+         "limit 1-100 (default 20); status: list nodes in these statuses instead of live. " + BUDGET),
     Spec(neighbors, _R,
          "Nodes linked to a node: parent, children and edges (supersedes, derived_from, references, "
          "summarizes, follows), to depth 1-5 (default 1). edge_kinds narrows them. Live nodes only. " + BUDGET),

@@ -120,6 +120,13 @@ def load_context():
 async def heartbeats(front: Front) -> None:
     """Heartbeat casts to the supervisor (name ``mcp``, state running) while
     the server is up; nothing to do when run without a supervisor."""
+    try:
+        await _heartbeats(front)
+    except Exception:  # tools still answer (with errors naming the cause); no crash loop
+        log.exception("mcp: heartbeats stopped")
+
+
+async def _heartbeats(front: Front) -> None:
     front.ctx = front.ctx or await anyio.to_thread.run_sync(load_context)
     ctx = front.ctx
     if not ctx.hb_endpoint:

@@ -58,3 +58,5 @@ async def _mark(svc, ids: list[str]) -> None:
     except MemtreeError as e:
         # Read paths keep working without the writer; the staleness walker catches up.
         log.info("could not mark %d chunk(s) stale: %s", len(ids), e.message)
+    except Exception:  # a background task must never take the front down
+        log.warning("marking %d chunk(s) stale failed", len(ids), exc_info=True)

@@ -10,7 +10,7 @@ import re
 
 from memtree import freshness, protocol, render
 from memtree.errors import BadRequest, NotFound
-from memtree.search import KINDS, check_filters, check_limit, check_mode, keyword, parse_time, _str_list
+from memtree.search import KINDS, check_filters, check_limit, check_mode, keyword, parse_time, str_list
 from memtree.store import reads
 from memtree.store.live import ALL_STATUSES, check_statuses
 
@@ -42,7 +42,7 @@ def require(conn, node_id: str, name: str = "node_id", statuses=None) -> dict:
 
 
 def _statuses(status) -> list[str] | None:
-    return None if status is None else list(check_statuses(_str_list(status, "status", ALL_STATUSES)))
+    return None if status is None else list(check_statuses(str_list(status, "status", ALL_STATUSES)))
 
 
 async def get(svc, node_id, budget_tokens=None, status=None) -> str:
@@ -95,7 +95,7 @@ async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=
 def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:
     if edge_kinds is None:
         return EDGE_KINDS + TREE_KINDS
-    return tuple(_str_list(edge_kinds, "edge_kinds", EDGE_KINDS + TREE_KINDS))
+    return tuple(str_list(edge_kinds, "edge_kinds", EDGE_KINDS + TREE_KINDS))
 
 
 async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:

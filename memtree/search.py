@@ -59,7 +59,7 @@ def parse_time(value, name: str, now_ms: int | None = None) -> int:
     raise BadRequest(f"{name} must be epoch milliseconds, a duration like '2h', or an ISO-8601 time; got {value!r}")
 
 
-def _str_list(value, name: str, allowed=None) -> list[str]:
+def str_list(value, name: str, allowed=None) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
@@ -82,9 +82,9 @@ def check_filters(filters) -> dict:
         raise BadRequest(f"unknown filter {unknown[0]!r}; expected one of {', '.join(FILTER_KEYS)}")
     out: dict = {}
     if filters.get("status") is not None:
-        out["status"] = list(check_statuses(_str_list(filters["status"], "filters.status", ALL_STATUSES)))
+        out["status"] = list(check_statuses(str_list(filters["status"], "filters.status", ALL_STATUSES)))
     if filters.get("kind") is not None:
-        out["kind"] = _str_list(filters["kind"], "filters.kind", KINDS)
+        out["kind"] = str_list(filters["kind"], "filters.kind", KINDS)
     for key in ("since", "until"):
         if filters.get(key) is not None:
             out[key] = parse_time(filters[key], f"filters.{key}")
