@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+from collections import OrderedDict
 
 import anyio
 
@@ -53,8 +55,50 @@ class Loaded:
         self.lines = split_lines(text)
 
 
+class _Cache:
+    """Recently chunked files by (path, mtime_ns, size): a re-read of an
+    unchanged file costs a stat, not a read and a parse."""
+
+    def __init__(self, max_files: int = 64, max_bytes: int = 32 * 1024 * 1024):
+        self.items: OrderedDict[str, Loaded] = OrderedDict()
+        self.max_files, self.max_bytes, self.bytes = max_files, max_bytes, 0
+        self.lock = threading.Lock()
+
+    def get(self, full: str, st: os.stat_result) -> Loaded | None:
+        with self.lock:
+            hit = self.items.get(full)
+            if hit is None or (hit.mtime_ns, hit.size) != (st.st_mtime_ns, st.st_size):
+                return None
+            self.items.move_to_end(full)
+            return hit
+
+    def put(self, full: str, loaded: Loaded) -> None:
+        with self.lock:
+            old = self.items.pop(full, None)
+            self.bytes += loaded.size - (old.size if old else 0)
+            self.items[full] = loaded
+            while self.items and (len(self.items) > self.max_files or self.bytes > self.max_bytes):
+                _, dropped = self.items.popitem(last=False)
+                self.bytes -= dropped.size
+
+
+CACHE = _Cache()
+
+
 def load_file(full: str, shown: str) -> Loaded:
     """Stat, read and chunk (blocking: runs in a worker thread)."""
+    try:
+        hit = CACHE.get(full, os.stat(full))
+    except OSError:
+        hit = None
+    if hit is not None:
+        return hit
+    loaded = _load(full, shown)
+    CACHE.put(full, loaded)
+    return loaded
+
+
+def _load(full: str, shown: str) -> Loaded:
     for _ in range(3):  # a file rewritten while we read it: read it again
         try:
             st = os.stat(full)
