@@ -31,10 +31,6 @@ SPOOL_CHUNK = 256  # spool entries per transaction
 SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; the next tick goes on
 
 
-def _add_node(tx, rec):
-    return mutations.add_node(tx, rec)
-
-
 def _ingest(tx, rec):
     from memtree import ingest
 
@@ -57,13 +53,13 @@ def _add_edges(tx, rec):
 
 HANDLERS = {
     protocol.Ping: lambda tx, rec: {"pid": os.getpid()},
-    protocol.AddNode: _add_node,
+    protocol.AddNode: mutations.add_node,
     protocol.Ingest: _ingest,
     protocol.SetStatus: _set_status,
     protocol.AddEdges: _add_edges,
     protocol.Forget: lambda tx, rec: mutations.forget(tx, rec.node_id, rec.reason),
-    protocol.PutFile: lambda tx, rec: captures.put_file(tx, rec),
-    protocol.PutToolOutput: lambda tx, rec: captures.put_tool_output(tx, rec),
+    protocol.PutFile: captures.put_file,
+    protocol.PutToolOutput: captures.put_tool_output,
     protocol.Purge: lambda tx, rec: {"purged": mutations.purge(tx, rec.ids, rec.reason)},
 }
 # The hook's socket takes only what a hook sends.
