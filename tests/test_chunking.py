@@ -1,0 +1,48 @@
+"""Chunking is pure: chunks tile the file exactly; symbols match ast's ranges."""
+
+from __future__ import annotations
+
+import ast
+import glob
+import os
+
+import mcp
+
+from memtree.chunking import WINDOW_LINES, chunk_text, split_lines
+
+SOURCES = sorted(glob.glob(os.path.join(os.path.dirname(mcp.__file__), "**", "*.py"), recursive=True))
+
+
+def test_chunks_tile_every_line_of_real_files_exactly_once():
+    assert len(SOURCES) > 20
+    for path in SOURCES:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines = split_lines(text)
+        assert "".join(lines) == text
+        chunked = chunk_text(path, text)
+        covered = [n for c in chunked.chunks for n in range(c["start"], c["end"] + 1)]
+        assert covered == list(range(1, len(lines) + 1)), path
+        for c in chunked.chunks:
+            assert c["content"] == "".join(lines[c["start"] - 1:c["end"]])
+            assert c["end"] - c["start"] < WINDOW_LINES
+
+
+def test_methods_are_named_class_dot_method_with_ast_ranges():
+    text = "import os\n\n\nclass A:\n    x = 1\n\n    @staticmethod\n    def f():\n        return 1\n\n    def g(self):\n        pass\n\n\ndef h():\n    pass\n"
+    chunked = chunk_text("m.py", text)
+    assert [(c["symbol"], c["kind"], c["start"], c["end"]) for c in chunked.chunks] == [
+        # blank lines and comments above a symbol belong to its chunk
+        (None, "module", 1, 1), ("A", "class", 2, 5), ("A.f", "method", 6, 9), ("A.g", "method", 10, 12),
+        ("h", "function", 13, 16)]
+    assert {s.name: (s.start, s.end) for s in chunked.symbols} == {
+        "A": (4, 12), "A.f": (7, 9), "A.g": (11, 12), "h": (15, 16)}
+    tree = ast.parse(text)
+    assert tree.body[1].end_lineno == 12
+
+
+def test_form_feeds_do_not_shift_line_numbers_and_syntax_errors_fall_back_to_windows():
+    text = "a = 1\x0c\nb = 2\n"
+    assert len(split_lines(text)) == 2
+    broken = chunk_text("b.py", "def (:\n" * 450)
+    assert broken.parse_error and [c["kind"] for c in broken.chunks] == ["window"] * 3
