@@ -17,7 +17,7 @@ from tests.support import COLD_START_S, PYTHON, spawn, wait_until
 def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None = None):
     """Spawn ``python -m module`` with the supervisor's environment; stderr to logs/<name>.log."""
     env = ActorContext(name, paths, config, hb_endpoint).child_env()
-    env["PYTHONPATH"] = os.getcwd()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
     log = open(paths.log_file(name), "ab")
     try:
         return spawn([PYTHON, "-m", module], env=env, stdout=log, stderr=log, stdin=open(os.devnull, "rb"))
