@@ -120,7 +120,8 @@ class System:
     def pids(self) -> dict[str, int]:
         return {a["name"]: a["pid"] for a in self.status() if a["state"] == "RUNNING"}
 
-    def wait_running(self, names=None, count: int = 1, timeout: float = COLD_START_S) -> list[dict]:
+    # Five cold interpreters (supervisor, writer, walkers) on 2 shared cores.
+    def wait_running(self, names=None, count: int = 1, timeout: float = 2 * COLD_START_S) -> list[dict]:
         """Wait until each name (default: every expected actor) has ``count`` rows
         RUNNING/STANDBY and exactly one RUNNING."""
         names = self.expected if names is None else names
