@@ -12,8 +12,13 @@ from tests.support import COLD_START_S, PYTHON, wait_until
 pytestmark = pytest.mark.skipif(not _importable("memtree.actors.mcp_front"), reason="the MCP front has not landed")
 
 
-def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves(system_factory):
+def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves(system_factory, monkeypatch):
+    import mcp.client.stdio
     from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    # The SDK escalates to SIGTERM on the group 2 s after closing stdin; give a
+    # loaded box longer, so what is seen is memtree's own shutdown.
+    monkeypatch.setattr(mcp.client.stdio, "PROCESS_TERMINATION_TIMEOUT", COLD_START_S)
 
     s = system_factory
     s.write_config()
