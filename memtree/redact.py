@@ -1,0 +1,348 @@
+"""Redaction: the one versioned set of rules that keeps secrets out of the store.
+
+Three checks, each applied before any byte reaches the database, the FTS
+index, an embedding, a log or the spool:
+
+- ``redact_text(text)``: replaces secrets in place with ``[REDACTED:<tag>]``.
+- ``command_denied(command, extra)``: Bash commands whose whole output is an
+  environment dump (``env``, ``printenv``, ``set``, ``export -p``,
+  ``declare -x``, ...) even behind wrappers (``bash -c 'env'``, ``(env)``,
+  ``sudo env``, ``x; env``, ``env | sort``). ``env FOO=1 make`` runs a program
+  with a changed environment and prints nothing of it, so it is allowed (the
+  program after the assignments is checked in turn: ``env A=1 printenv`` is
+  denied).
+- ``path_denied(path, extra, base_dir)``: secret files (DESIGN.md's list plus
+  a few more), checked on the path as given and on its realpath, so ``..`` and
+  symlinks do not get around it.
+
+Bump REDACTION_VERSION whenever a rule changes, so stored rows can say which
+rules cleaned them. Standard library only; ``re`` makes this module cost a few
+ms to import, so the hook imports it only on its spool path.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shlex
+
+REDACTION_VERSION = 1
+
+_TOK = r"A-Za-z0-9_\-"  # url-safe token characters
+_NB = r"(?<![A-Za-z0-9_\-])"  # no token character right before (a real token start)
+_NA = r"(?![A-Za-z0-9_\-])"  # no token character right after
+
+# Words that make the value assigned to them a secret, whatever it looks like.
+_STRONG = (r"(?:secret|passw(?:or)?d|pwd|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
+           r"credentials?|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|client[_\-]?secret|"
+           r"accountkey|sharedaccesskey|_authtoken|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key)")
+# Names ending in these are secret only when the value also looks like one.
+_WEAK_END = r"(?:token|key|pass|auth|sig|signature|salt|cookie)"
+
+_SECRETISH = r"(?=[^\s'\"]{0,200}[0-9])(?=[^\s'\"]{0,200}[A-Za-z])[A-Za-z0-9+/=_\-.~!@#$%^&*]{12,}"
+
+
+def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0):
+    """A rule: replace match group ``group`` (0 = whole match) with the tag.
+
+    ``hints``: lowercase literals of which one must occur for the rule to
+    possibly match; a text without any skips the rule (a 1 MB Bash output
+    then costs milliseconds, not a second).
+    """
+    return re.compile(pattern, flags), tag, group, hints
+
+
+_AWS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
+_STRONG_HINTS = ("secret", "passw", "pwd", "api", "access", "private", "credential", "auth", "refresh",
+                 "accountkey", "sharedaccesskey", "session", "signing", "encryption")
+_WEAK_HINTS = ("token", "key", "pass", "auth", "sig", "salt", "cookie")
+_NEAR_HINTS = ("secret", "token", "passw", "api", "credential", "signature", "auth")
+
+# Order matters: whole-structure rules first, so later rules see the tags.
+_RULES = [
+    _sub(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END \1PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
+         "private_key", ("private key",), flags=re.S),
+    _sub(r"PuTTY-User-Key-File-\d+:.*?Private-MAC: *[0-9a-f]+", "private_key", ("putty-user-key",), flags=re.S),
+    # scheme://user:password@host
+    _sub(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{1,256}:([^\s@/'\"]{1,512})@", "conn_password", ("://",), 1),
+    _sub(_NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA, "aws_access_key_id", tuple(a.lower() for a in _AWS)),
+    _sub(_NB + r"AIza[0-9A-Za-z_\-]{35}" + _NA, "gcp_api_key", ("aiza",)),
+    _sub(_NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _NA, "gcp_client_secret", ("gocspx-",)),
+    _sub(_NB + r"ya29\.[0-9A-Za-z_\-]{20,}" + _NA, "gcp_access_token", ("ya29.",)),
+    _sub(_NB + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _NA, "azure_client_secret", ("q~",)),
+    _sub(r"[?&](?:sig|se?cret)=([A-Za-z0-9%+/=]{20,})", "azure_sas", ("sig=", "secret=", "scret="), 1),
+    _sub(_NB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _NA, "github_token",
+         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _sub(_NB + r"gl(?:pat|dt|rt|ptt|soat|cbt|imt)-[0-9A-Za-z_\-]{20,}" + _NA, "gitlab_token", ("gl",)),
+    _sub(_NB + r"xox[abposr]-[0-9A-Za-z\-]{10,}" + _NA, "slack_token", ("xox",)),
+    _sub(_NB + r"xapp-\d-[0-9A-Za-z\-]{10,}" + _NA, "slack_token", ("xapp-",)),
+    _sub(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+", "slack_webhook", ("hooks.slack.com",)),
+    _sub(_NB + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _NA, "stripe_key", ("k_live_", "k_test_")),
+    _sub(_NB + r"whsec_[0-9A-Za-z]{20,}" + _NA, "stripe_key", ("whsec_",)),
+    _sub(_NB + r"npm_[A-Za-z0-9]{36}" + _NA, "npm_token", ("npm_",)),
+    _sub(_NB + r"sk-ant-[" + _TOK + r"]{20,}" + _NA, "anthropic_key", ("sk-ant-",)),
+    _sub(_NB + r"sk-(?:proj-|svcacct-|admin-)?[" + _TOK + r"]{20,}" + _NA, "openai_key", ("sk-",)),
+    _sub(_NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _NA, "jwt", ("eyj",)),
+    # Authorization: Bearer|Basic|token <credential>
+    _sub(r"(?i)\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)?\s*"
+         r"((?!\[REDACTED)[^\s\"',;]{8,})", "auth_header", ("authorization",), 1),
+    _sub(r"(?i)\bbearer\s+((?!\[REDACTED)[A-Za-z0-9+/=_\-.~]{16,})", "auth_header", ("bearer",), 1),
+    # curl -u user:password, netrc "login x password y"
+    _sub(r"(?:^|\s)(?:-u|--user)\s+['\"]?[^\s:'\"]+:([^\s'\"]{3,})", "basic_auth", ("-u",), 1),
+    _sub(r"(?i)\blogin\s+\S+\s+password\s+(\S+)", "netrc_password", ("login",), 1),
+]
+
+# NAME=value (shell / .env / env dump; quoted or not), "name": "value" (JSON),
+# name: value (YAML), name = "value" (code). The v* group is the secret.
+_ASSIGN_STRONG = re.compile(
+    r"(?i)" + _STRONG + r"[A-Za-z0-9_.\-]{0,40}[\"']?"
+    r"(?:"
+    r"=(?P<q1>[\"']?)(?P<v1>(?<=[\"'])[^\"'\n]{3,}(?=[\"'])|(?!\[REDACTED|\$\{|\$\()[^\s\"']{3,})"
+    r"|\s*(?::=|=>|=|:)\s*(?P<q2>[\"'])(?P<v2>(?!\[REDACTED|\$\{)[^\"'\n]{3,})(?P=q2)"
+    r"|\s*(?::|=)[ \t]*(?P<v3>(?!\[REDACTED)" + _SECRETISH + r"))"
+)
+_ASSIGN_WEAK = re.compile(
+    r"(?i)" + _WEAK_END + r"[\"']?\s*(?::=|=>|=|:)\s*[\"']?(?P<v>(?!\[REDACTED)" +
+    _SECRETISH.replace("{12,}", "{16,}") + r")"
+)
+# A long hex/base64 blob right after a secret-like word ("token 3f9a...").
+_NEAR_WORD = re.compile(
+    r"(?i)\b(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature|auth)[A-Za-z_]{0,40}[\"']?"
+    r"(?:\s*(?:[:=]|is|:=|=>)\s*|\s+)[\"']?(?P<v>(?!\[REDACTED)(?=[A-Za-z0-9+/_\-]{0,200}\d)"
+    r"(?=[A-Za-z0-9+/_\-]{0,200}[A-Za-z])[A-Za-z0-9+/_\-]{20,}={0,2})(?![A-Za-z0-9+/_\-=])"
+)
+
+
+def _any(low: str, hints) -> bool:
+    return any(h in low for h in hints)
+
+
+def _replace_group(rx, text: str, tag: str, group: int, tags: set) -> str:
+    label = f"[REDACTED:{tag}]"
+
+    def repl(m):
+        tags.add(tag)
+        if not group:
+            return label
+        s, e = m.span(group)
+        return m.group(0)[: s - m.start()] + label + m.group(0)[e - m.start():]
+
+    return rx.sub(repl, text)
+
+
+def _assign_repl(tags: set):
+    def repl(m):
+        for g in ("v1", "v2", "v3"):
+            if m.group(g) is not None:
+                s, e = m.span(g)
+                break
+        tags.add("secret_value")
+        whole = m.group(0)
+        return whole[: s - m.start()] + "[REDACTED:secret_value]" + whole[e - m.start():]
+    return repl
+
+
+def _weak_repl(tags: set):
+    def repl(m):
+        s, e = m.span("v")
+        tags.add("secret_value")
+        return m.group(0)[: s - m.start()] + "[REDACTED:secret_value]" + m.group(0)[e - m.start():]
+    return repl
+
+
+def redact_text(text: str) -> tuple[str, list[str]]:
+    """Replace every secret in ``text``; return (clean text, sorted tags found)."""
+    if not text:
+        return text, []
+    tags: set[str] = set()
+    low = text.lower()
+    for rx, tag, group, hints in _RULES:
+        if _any(low, hints):
+            text = _replace_group(rx, text, tag, group, tags)
+    if _any(low, _STRONG_HINTS):
+        text = _ASSIGN_STRONG.sub(_assign_repl(tags), text)
+    if _any(low, _WEAK_HINTS):
+        text = _ASSIGN_WEAK.sub(_weak_repl(tags), text)
+    if _any(low, _NEAR_HINTS):
+        near: set[str] = set()
+        text = _NEAR_WORD.sub(_weak_repl(near), text)
+        if near:
+            tags.add("secret_near_keyword")
+    return text, sorted(tags)
+
+
+def redact_value(value):
+    """Redact every string inside a JSON-like value (dict keys too); return (value, tags)."""
+    tags: set[str] = set()
+
+    def walk(v):
+        if isinstance(v, str):
+            clean, found = redact_text(v)
+            tags.update(found)
+            return clean
+        if isinstance(v, dict):
+            return {walk(k) if isinstance(k, str) else k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value), sorted(tags)
+
+
+# -- commands ------------------------------------------------------------------
+
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"}
+# Prefixes that run the rest of the words as a command.
+_WRAPPERS = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nice", "ionice",
+             "stdbuf", "timeout", "xargs", "watch", "strace", "chroot", "unbuffer", "then", "do", "else", "!"}
+_SPLIT = re.compile(r"\|\||&&|[;|&\n(){}`]|\$\(")
+_ENV_READERS = re.compile(
+    r"/proc/(?:self|\d+|\$\$|\*)/environ|\bos\.environ\b(?!\s*(?:\[|\.get|\.setdefault|\.pop))|"
+    r"\bprocess\.env\b(?!\s*(?:\.|\[))|\bENV\.(?:to_h|inspect)\b|%ENV\b(?!\s*\{)"
+)
+
+
+def _words(segment: str) -> list[str]:
+    try:
+        return shlex.split(segment, posix=True)
+    except ValueError:
+        return segment.split()
+
+
+def _segment_denied(words: list[str], depth: int) -> str | None:
+    i = 0
+    while i < len(words):  # skip leading VAR=value assignments and wrappers (with their options)
+        w = words[i]
+        base = os.path.basename(w)
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w):
+            i += 1
+        elif base in _WRAPPERS:
+            i += 1
+            while i < len(words) and words[i].startswith("-"):
+                i += 1
+            if base == "timeout" and i < len(words) and re.match(r"^[0-9.]+[smhd]?$", words[i]):
+                i += 1
+        else:
+            break
+    if i >= len(words):
+        return None
+    cmd, args = os.path.basename(words[i]), words[i + 1:]
+    if cmd == "printenv":
+        return "environment dump (printenv)"
+    if cmd == "env":
+        rest = [a for a in args if not a.startswith("-")]
+        j = 0
+        while j < len(rest) and "=" in rest[j] and not rest[j].startswith("="):
+            j += 1
+        if j >= len(rest):
+            return "environment dump (env)"
+        return _segment_denied(rest[j:], depth)  # env A=1 prog: check prog
+    if cmd == "set" and (not args or args in (["-o", "posix"], ["--posix"])):
+        return "environment dump (set)"
+    if cmd == "export" and (not args or args == ["-p"]):
+        return "environment dump (export)"
+    if cmd in ("declare", "typeset") and (not args or any(a.startswith("-") and ("x" in a or "p" in a) for a in args)
+                                          and not any(not a.startswith("-") for a in args)):
+        return f"environment dump ({cmd})"
+    if cmd == "compgen" and any(a in ("-e", "-v") for a in args):
+        return "environment dump (compgen)"
+    if cmd in _SHELLS or cmd == "eval":
+        if cmd == "eval":
+            return _denied(" ".join(args), depth + 1)
+        for k, a in enumerate(args):
+            if a.startswith("-") and "c" in a[1:] and k + 1 < len(args):
+                return _denied(args[k + 1], depth + 1)
+    return None
+
+
+def _denied(command: str, depth: int) -> str | None:
+    if depth > 4:
+        return "command nests shells too deeply to check"
+    if _ENV_READERS.search(command):
+        return "environment dump (reads the process environment)"
+    for segment in _SPLIT.split(command):
+        reason = _segment_denied(_words(segment.strip()), depth)
+        if reason:
+            return reason
+    return None
+
+
+def command_denied(command: str, extra_regexes=()) -> str | None:
+    """Why this Bash command's output must not be stored, or None.
+
+    ``extra_regexes`` come from config ``bash.deny`` and are searched in the
+    whole command; one that is not a valid regex matches as a plain substring.
+    """
+    for pattern in extra_regexes or ():
+        try:
+            hit = re.search(pattern, command)
+        except re.error:
+            hit = pattern in command
+        if hit:
+            return f"matches bash.deny pattern {pattern!r}"
+    return _denied(command, 0)
+
+
+# -- paths ---------------------------------------------------------------------
+
+_DENY_DIRS = {".ssh", ".gnupg"}
+_DENY_NAMES = (".env*", ".envrc", ".npmrc", ".pypirc", ".netrc", ".pgpass", ".git-credentials",
+               "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key", "*.p12", "*.pfx",
+               "credentials.json", "service-account*.json")
+
+
+def _parts(path: str) -> list[str]:
+    return [p for p in path.replace("\\", "/").split("/") if p]
+
+
+def _check(path: str, extra_globs, base_dir: str | None) -> str | None:
+    parts = _parts(path)
+    if not parts:
+        return None
+    lower = [p.lower() for p in parts]
+    for d in lower[:-1]:
+        if d in _DENY_DIRS:
+            return f"secret directory {d}/"
+    if lower[-1] in _DENY_DIRS:
+        return f"secret directory {lower[-1]}/"
+    if len(lower) >= 2 and lower[-2] == ".aws" and lower[-1] == "credentials":
+        return "secret file .aws/" + lower[-1]
+    for pat in _DENY_NAMES:
+        if fnmatch.fnmatchcase(lower[-1], pat):
+            return f"secret file pattern {pat}"
+    rel = None
+    if base_dir and os.path.isabs(path):
+        rel = os.path.relpath(path, base_dir)
+    for pat in extra_globs or ():
+        p = pat.rstrip("/")
+        if "/" in p:
+            cands = [path.replace("\\", "/")] + ([rel.replace("\\", "/")] if rel else [])
+            if any(fnmatch.fnmatchcase(c, p) or fnmatch.fnmatchcase(c, p + "/*") for c in cands):
+                return f"matches path.deny pattern {pat!r}"
+        elif any(fnmatch.fnmatchcase(c, p) for c in parts):
+            return f"matches path.deny pattern {pat!r}"
+    return None
+
+
+def path_denied(path: str, extra_globs=(), base_dir: str | None = None) -> str | None:
+    """Why a file at ``path`` must not be stored, or None.
+
+    Checks the path as given, made absolute against ``base_dir`` with ``..``
+    folded, and its realpath (symlinks resolved). Glob patterns from config
+    ``path.deny`` without a ``/`` match any path component; with a ``/`` they
+    match the whole path (absolute, or relative to ``base_dir``).
+    """
+    if not isinstance(path, str) or not path:
+        return None
+    full = path if os.path.isabs(path) else os.path.join(base_dir or os.getcwd(), path)
+    candidates = [path, os.path.normpath(full)]
+    try:
+        candidates.append(os.path.realpath(full))
+    except (OSError, ValueError):
+        pass
+    for cand in candidates:
+        reason = _check(cand, extra_globs, base_dir)
+        if reason:
+            return reason
+    return None
