@@ -66,7 +66,15 @@ class System:
 
     # -- setup ------------------------------------------------------------------
     def write_config(self, overrides: dict | None = None, actors: dict | None = None) -> None:
-        data = dict(test_config(overrides).data)
+        # 3 s without a heartbeat before a SIGKILL: a busy 2-core box must not
+        # make a healthy actor look hung (tests/support.py's 1 s is tight here).
+        merged = {"supervisor": {"missedHeartbeats": 15}}
+        for section, values in (overrides or {}).items():
+            if isinstance(values, dict):
+                merged.setdefault(section, {}).update(values)
+            else:
+                merged[section] = values
+        data = dict(test_config(merged).data)
         table = {n: {"module": STAND_IN} for n in self.stand_ins}
         table.update(actors or {})
         data["actors"] = table

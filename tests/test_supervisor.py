@@ -36,7 +36,7 @@ def test_stopped_walker_is_found_by_missed_heartbeats_killed_and_restarted(syste
     assert new != before["walker.filter"]
     assert system.pids()["writer"] == before["writer"]
     log = system.log_tail(lines=50)
-    assert "walker.filter: no heartbeat for" in log and "(5 missed), SIGKILL pid=%d" % before["walker.filter"] in log
+    assert "walker.filter: no heartbeat for" in log and "(15 missed), SIGKILL pid=%d" % before["walker.filter"] in log
     assert system.actor("walker.filter")["restarts"] == 1
 
 
