@@ -195,7 +195,8 @@ def redact_value(value):
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"}
 # Prefixes that run the rest of the words as a command.
 _WRAPPERS = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nice", "ionice",
-             "stdbuf", "timeout", "xargs", "watch", "strace", "chroot", "unbuffer", "then", "do", "else", "!"}
+             "stdbuf", "timeout", "xargs", "watch", "strace", "chroot", "unbuffer", "then", "do", "else", "!",
+             "{", "}", "if", "while", "until"}
 _SPLIT = re.compile(r"\|\||&&|[;|&\n(){}`]|\$\(")
 _ENV_READERS = re.compile(
     r"/proc/(?:self|\d+|\$\$|\*)/environ|\bos\.environ\b(?!\s*(?:\[|\.get|\.setdefault|\.pop))|"
@@ -203,11 +204,28 @@ _ENV_READERS = re.compile(
 )
 
 
-def _words(segment: str) -> list[str]:
+def _segments(command: str) -> list[list[str]]:
+    """The simple commands in ``command``, as word lists, split at shell
+    operators outside quotes. Newlines and backticks count as separators (an
+    over-approximation inside quotes only ever denies more)."""
+    text = command.replace("\n", " ; ").replace("`", " ; ")
+    lex = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
     try:
-        return shlex.split(segment, posix=True)
-    except ValueError:
-        return segment.split()
+        tokens = list(lex)
+    except ValueError:  # unbalanced quotes: split on operators regardless of quoting
+        return [seg.split() for seg in _SPLIT.split(command)]
+    out, cur = [], []
+    for tok in tokens:
+        if tok and all(c in "();<>|&" for c in tok) or tok == "$":
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(tok)
+    if cur:
+        out.append(cur)
+    return out
 
 
 def _segment_denied(words: list[str], depth: int) -> str | None:
@@ -231,13 +249,12 @@ def _segment_denied(words: list[str], depth: int) -> str | None:
     if cmd == "printenv":
         return "environment dump (printenv)"
     if cmd == "env":
-        rest = [a for a in args if not a.startswith("-")]
         j = 0
-        while j < len(rest) and "=" in rest[j] and not rest[j].startswith("="):
-            j += 1
-        if j >= len(rest):
+        while j < len(args) and (args[j].startswith("-") or "=" in args[j]):
+            j += 2 if args[j] in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string") else 1
+        if j >= len(args):
             return "environment dump (env)"
-        return _segment_denied(rest[j:], depth)  # env A=1 prog: check prog
+        return _segment_denied(args[j:], depth)  # env A=1 prog: check prog
     if cmd == "set" and (not args or args in (["-o", "posix"], ["--posix"])):
         return "environment dump (set)"
     if cmd == "export" and (not args or args == ["-p"]):
@@ -261,8 +278,8 @@ def _denied(command: str, depth: int) -> str | None:
         return "command nests shells too deeply to check"
     if _ENV_READERS.search(command):
         return "environment dump (reads the process environment)"
-    for segment in _SPLIT.split(command):
-        reason = _segment_denied(_words(segment.strip()), depth)
+    for words in _segments(command):
+        reason = _segment_denied(words, depth)
         if reason:
             return reason
     return None

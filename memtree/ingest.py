@@ -1,0 +1,296 @@
+"""Ingest plan: a raw Claude Code PostToolUse payload -> the nodes to store.
+
+``plan(payload, config)`` is pure apart from stat-ing files (a Read's mtime,
+which of cwd / tool_input.path a Grep hit is relative to). The writer applies
+the plan (memtree.store.captures.apply_plan); content passes the redaction
+gate there. Metadata strings (a command, a pattern) do not go through that
+gate, so they are redacted here.
+
+Shapes handled (docs/ARCHITECTURE.md "Ingest plan", integration-facts §1):
+- Read: tool_response {type:"text", file:{filePath, content, startLine,
+  numLines, totalLines, truncatedByTokenCap?}} -> one file_chunk under the
+  file's root. ``file_unchanged`` and non-text reads carry no text: skipped.
+- Grep: {mode, content?, filenames, numFiles, numLines?, numMatches?} -> a
+  tool_output (a header line naming the search, then the result text) plus
+  one file_chunk child per matching line ("path:line:text"; paths relative
+  to cwd or tool_input.path). Lines in secret files are left out.
+- Bash: {stdout, stderr, interrupted} (PostToolUse has no exit code) and
+  PostToolUseFailure {error: "Exit code N\\n<output>", is_interrupt}.
+
+A malformed payload raises BadRequest naming the field, never its content.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+from memtree.errors import BadRequest
+from memtree.redact import command_denied, path_denied, redact_value
+
+TOOLS = ("Read", "Grep", "Bash")
+EVENTS = ("PostToolUse", "PostToolUseFailure")
+MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
+_HIT = re.compile(r"^(.+?):(\d+):(.*)$")
+_CONTEXT = re.compile(r"^(.+?)-(\d+)-(.*)$")
+_BARE_HIT = re.compile(r"^(\d+):(.*)$")
+_EXIT = re.compile(r"^Exit code (-?\d+)\s*$")
+
+
+def _setting(config, section: str, key: str, default):
+    """A config value from a loader Config, a plain dict or None (defaults)."""
+    if config is None:
+        return default
+    sec = config.get(section) if isinstance(config, dict) else getattr(config, section, None)
+    if sec is None:
+        return default
+    value = sec.get(key, default) if isinstance(sec, dict) else getattr(sec, key, default)
+    return default if value is None else value
+
+
+def _field(obj: dict, key: str, types, where: str, required: bool = True, default=None):
+    if key not in obj or obj[key] is None:
+        if required:
+            raise BadRequest(f"Ingest payload: missing field {where}{key!r}")
+        return default
+    value = obj[key]
+    if not isinstance(value, types) or (types is int and isinstance(value, bool)):
+        names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+        raise BadRequest(f"Ingest payload: field {where}{key!r} must be {names}, not {type(value).__name__}")
+    return value
+
+
+def _sha(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _clean_meta(meta: dict) -> dict:
+    return redact_value(meta)[0]
+
+
+def _skipped(reason: str, sid: str) -> dict:
+    return {"skipped": reason, "session_id": sid, "nodes": []}
+
+
+def plan(payload, config) -> dict:
+    """The node plan for one hook payload (see the module docstring)."""
+    if not isinstance(payload, dict):
+        raise BadRequest(f"Ingest payload must be a JSON object, not {type(payload).__name__}")
+    sid = _field(payload, "session_id", str, "")
+    tool = _field(payload, "tool_name", str, "")
+    event = _field(payload, "hook_event_name", str, "", required=False, default="PostToolUse")
+    cwd = _field(payload, "cwd", str, "")
+    if not os.path.isabs(cwd):
+        raise BadRequest("Ingest payload: field 'cwd' must be an absolute path")
+    if event not in EVENTS:
+        return _skipped(f"unsupported hook event {event[:40]!r}", sid)
+    if tool not in TOOLS:
+        return _skipped(f"unsupported tool {tool[:60]!r}", sid)
+    tool_input = _field(payload, "tool_input", dict, "")
+    failed = event == "PostToolUseFailure"
+    if tool == "Bash":
+        return _plan_bash(payload, tool_input, sid, failed, config)
+    if failed:
+        _field(payload, "error", str, "", required=False)
+        return _skipped(f"{tool} failed: nothing was read", sid)
+    response = _field(payload, "tool_response", dict, "")
+    if tool == "Read":
+        return _plan_read(tool_input, response, sid, cwd, config)
+    return _plan_grep(tool_input, response, sid, cwd, config)
+
+
+# -- Read ----------------------------------------------------------------------
+
+
+def _mtime_ns(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except (OSError, ValueError):
+        return 0
+
+
+def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, config) -> dict:
+    path = _field(tool_input, "file_path", str, "tool_input.")
+    denied = path_denied(path, _setting(config, "path", "deny", []), cwd)
+    if denied:
+        return _skipped(f"denied path: {denied}", sid)
+    rtype = _field(response, "type", str, "tool_response.", required=False, default="text")
+    file = _field(response, "file", dict, "tool_response.", required=rtype == "text", default={})
+    if rtype == "file_unchanged":
+        return _skipped("file unchanged since the last read (no content)", sid)
+    if rtype != "text":
+        return _skipped(f"Read of type {rtype[:20]!r} has no text to store", sid)
+    content = _field(file, "content", str, "tool_response.file.")
+    full = _field(file, "filePath", str, "tool_response.file.", required=False, default=path)
+    full = os.path.normpath(full if os.path.isabs(full) else os.path.join(cwd, full))
+    if full != os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path)):
+        denied = path_denied(full, _setting(config, "path", "deny", []), cwd)
+        if denied:
+            return _skipped(f"denied path: {denied}", sid)
+    start = _field(file, "startLine", int, "tool_response.file.", required=False, default=1)
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    num = _field(file, "numLines", int, "tool_response.file.", required=False, default=lines)
+    total = _field(file, "totalLines", int, "tool_response.file.", required=False, default=start + num - 1)
+    capped = _field(file, "truncatedByTokenCap", bool, "tool_response.file.", required=False, default=False)
+    start = max(start, 1)
+    end = max(start, start + num - 1)
+    node = {
+        "ref": "n0", "parent": {"file": full}, "kind": "file_chunk", "content": content,
+        "source_uri": f"file://{full}#L{start}-{end}", "mtime": _mtime_ns(full),
+        "metadata": {"tool": "Read", "path": full, "start": start, "end": end, "total_lines": total,
+                     "truncated_by_token_cap": capped, "origin": "hook"},
+    }
+    return {"skipped": None, "session_id": sid, "nodes": [node]}
+
+
+# -- Grep ----------------------------------------------------------------------
+
+
+def _resolver(cwd: str, search_path: str | None):
+    """Grep prints paths relative to cwd (observed) or to its path argument;
+    prefer the base under which the file exists."""
+    bases = [cwd]
+    if search_path:
+        sp = search_path if os.path.isabs(search_path) else os.path.join(cwd, search_path)
+        bases.append(sp if os.path.isdir(sp) else os.path.dirname(sp))
+    cache: dict[str, str] = {}
+
+    def resolve(p: str) -> str:
+        if p in cache:
+            return cache[p]
+        if os.path.isabs(p):
+            out = os.path.normpath(p)
+        else:
+            cands = [os.path.normpath(os.path.join(b, p)) for b in bases]
+            out = next((c for c in cands if os.path.isfile(c)), cands[0])
+        cache[p] = out
+        return out
+
+    return resolve
+
+
+def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config) -> dict:
+    pattern = _field(tool_input, "pattern", str, "tool_input.")
+    search_path = _field(tool_input, "path", str, "tool_input.", required=False)
+    glob = _field(tool_input, "glob", str, "tool_input.", required=False)
+    deny = _setting(config, "path", "deny", [])
+    if search_path:
+        denied = path_denied(search_path, deny, cwd)
+        if denied:
+            return _skipped(f"denied path: {denied}", sid)
+    mode = _field(response, "mode", str, "tool_response.", required=False,
+                  default=tool_input.get("output_mode") if isinstance(tool_input.get("output_mode"), str)
+                  else "files_with_matches")
+    filenames = _field(response, "filenames", list, "tool_response.", required=False, default=[])
+    if not all(isinstance(f, str) for f in filenames):
+        raise BadRequest("Ingest payload: field tool_response.'filenames' must be a list of strings")
+    text = _field(response, "content", str, "tool_response.", required=False)
+    if text is None:
+        text = "\n".join(filenames)
+    resolve = _resolver(cwd, search_path)
+    single_file = search_path if search_path and os.path.isfile(
+        search_path if os.path.isabs(search_path) else os.path.join(cwd, search_path)) else None
+    kept, hits, denied_lines, denied_cache = [], [], 0, {}
+    for line in text.split("\n"):
+        path, lineno, body = _parse_line(line, mode, single_file)
+        if path is not None:
+            full = resolve(path)
+            if full not in denied_cache:
+                denied_cache[full] = path_denied(full, deny, cwd)
+            if denied_cache[full]:
+                denied_lines += 1  # a hit inside a secret file: neither stored nor kept in the text
+                continue
+            if lineno is not None and len(hits) < MAX_HITS:
+                hits.append((full, lineno, body))
+        kept.append(line)
+    # A header names the search: results alone ("big.txt") say little and
+    # would dedupe across different searches.
+    header = f"Grep {pattern!r}" + (f" in {search_path}" if search_path else "") + (
+        f" glob {glob}" if glob else "") + f" ({mode})"
+    text = header + "\n" + "\n".join(kept)
+    counts = {k: response.get(k) for k in ("numFiles", "numLines", "numMatches", "appliedLimit")
+              if isinstance(response.get(k), int) and not isinstance(response.get(k), bool)}
+    meta = _clean_meta({"tool": "Grep", "pattern": pattern, "path": search_path, "glob": glob, "mode": mode,
+                        "type": tool_input.get("type") if isinstance(tool_input.get("type"), str) else None,
+                        "case_insensitive": tool_input.get("-i") is True, "hits": len(hits),
+                        "denied_lines": denied_lines, "origin": "hook", **counts})
+    nodes = [{"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": text,
+              "source_uri": f"tool:Grep#{_sha(pattern, search_path or '', glob or '', mode, text)}",
+              "metadata": meta, "mtime": 0}]
+    for i, (full, lineno, body) in enumerate(hits, 1):
+        nodes.append({"ref": f"n{i}", "parent": {"ref": "n0"}, "kind": "file_chunk", "content": body,
+                      "source_uri": f"file://{full}#L{lineno}-{lineno}", "mtime": _mtime_ns(full),
+                      "metadata": _clean_meta({"tool": "Grep", "path": full, "start": lineno, "end": lineno,
+                                               "pattern": pattern, "origin": "hook"})})
+    return {"skipped": None, "session_id": sid, "nodes": nodes}
+
+
+def _parse_line(line: str, mode: str, single_file: str | None):
+    """(path, line number or None, text) of a Grep output line; (None, None, None) if it names no file."""
+    if not line or line == "--":
+        return None, None, None
+    if mode == "files_with_matches":
+        return line, None, ""
+    if mode == "count":
+        path, sep, _n = line.rpartition(":")
+        return (path, None, "") if sep and path else (None, None, None)
+    m = _HIT.match(line)
+    if m:
+        return m.group(1), int(m.group(2)), m.group(3)
+    if single_file:
+        m = _BARE_HIT.match(line)
+        if m:
+            return single_file, int(m.group(1)), m.group(2)
+    m = _CONTEXT.match(line)
+    if m:
+        return m.group(1), None, m.group(3)
+    return None, None, None
+
+
+# -- Bash ----------------------------------------------------------------------
+
+
+def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) -> dict:
+    command = _field(tool_input, "command", str, "tool_input.")
+    description = _field(tool_input, "description", str, "tool_input.", required=False, default="")
+    if not _setting(config, "capture", "bash", True):
+        return _skipped("capture.bash is off for this project", sid)
+    denied = command_denied(command, _setting(config, "bash", "deny", []))
+    if denied:
+        return _skipped(f"denied command: {denied}", sid)
+    if failed:
+        error = _field(payload, "error", str, "")
+        interrupted = _field(payload, "is_interrupt", bool, "", required=False, default=False)
+        first, _, rest = error.partition("\n")
+        m = _EXIT.match(first)
+        exit_code = int(m.group(1)) if m else None
+        stdout, stderr = (rest if m else error), ""
+    else:
+        response = _field(payload, "tool_response", dict, "")
+        stdout = _field(response, "stdout", str, "tool_response.", required=False, default="")
+        stderr = _field(response, "stderr", str, "tool_response.", required=False, default="")
+        interrupted = _field(response, "interrupted", bool, "tool_response.", required=False, default=False)
+        exit_code = None
+    status = "interrupted" if interrupted else ("unknown" if exit_code is None else str(exit_code))
+    parts = [f"$ {command}", f"exit: {status}"]
+    if stdout:
+        parts += ["--- output ---" if failed else "--- stdout ---", stdout]
+    if stderr:
+        parts += ["--- stderr ---", stderr]
+    content = "\n".join(parts)
+    meta = {"tool": "Bash", "command": command, "exit": exit_code, "interrupted": interrupted,
+            "description": description, "origin": "hook"}
+    if not failed:
+        for k in ("persistedOutputPath", "persistedOutputSize"):
+            v = payload["tool_response"].get(k)
+            if isinstance(v, (str, int)) and not isinstance(v, bool):
+                meta["persisted_output_path" if k.endswith("Path") else "persisted_output_size"] = v
+    node = {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": content,
+            "source_uri": f"tool:Bash#{_sha(content)}", "metadata": _clean_meta(meta), "mtime": 0}
+    return {"skipped": None, "session_id": sid, "nodes": [node]}
