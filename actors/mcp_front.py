@@ -105,7 +105,7 @@ class Front:
 def load_context():
     """The supervisor's context from the environment; run standalone (no
     supervisor env), the project is found from CLAUDE_PROJECT_DIR or the cwd."""
-    from memtree.actors.base import ENV_STORE_DIR, ActorContext
+    from memtree.actorenv import ENV_STORE_DIR, ActorContext
 
     if os.environ.get(ENV_STORE_DIR):
         return ActorContext.from_env("mcp")

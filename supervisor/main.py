@@ -51,7 +51,7 @@ class Launcher:
         self.preexec = _pdeathsig() if sys.platform.startswith("linux") else None
 
     def __call__(self, spec: ChildSpec) -> subprocess.Popen:
-        from memtree.actors.base import ActorContext
+        from memtree.actorenv import ActorContext
 
         env = dict(os.environ)
         env.update(ActorContext(spec.name, self.paths, self.config, self.hb_endpoint).child_env())
