@@ -17,7 +17,7 @@ import time
 
 import zmq
 
-from memtree import protocol, spool
+from memtree import ingest, protocol, spool
 from memtree.actors.base import Actor, main_for
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
@@ -32,7 +32,6 @@ SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; th
 
 
 def _ingest(tx, rec):
-    from memtree import ingest
 
     try:
         plan = ingest.plan(rec.payload, tx.config)

@@ -1,0 +1,79 @@
+"""Ingest over the hook's socket: real Claude Code payloads, plan applied, reply after commit."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from memtree import protocol
+from tests.actor_procs import raw_call, rows, start_writer
+from tests.support import make_paths, reap, test_config as make_config
+
+PAYLOADS = "/work/shared/claude-code/payloads/basic.jsonl"
+
+
+def payload(tool: str) -> dict:
+    with open(PAYLOADS, encoding="utf-8") as f:
+        for line in f:
+            p = json.loads(line)
+            if p["tool_name"] == tool:
+                return p
+    raise LookupError(tool)
+
+
+@pytest.fixture()
+def writer(tmp_path):
+    paths = make_paths(tmp_path)
+    proc = start_writer(paths, make_config())
+    yield paths, proc
+    reap(proc)
+
+
+def ingest(paths, body: dict) -> dict:
+    frame = protocol.encode_call(protocol.Ingest(payload=body), src="hook")[1]
+    return protocol.decode(raw_call(paths.endpoint(protocol.SOCK_INGEST), [frame])[-1]).body
+
+
+def test_a_read_capture_lands_pending_under_the_file_root(writer):
+    paths, _ = writer
+    p = payload("Read")
+    reply = ingest(paths, p)
+    assert reply["ok"] and reply["result"]["skipped"] is None and reply["result"]["ids"]
+    ids = reply["result"]["ids"]
+    path = p["tool_input"]["file_path"]
+    got = rows(paths, f"SELECT n.id, n.status, r.kind, r.source_uri FROM nodes n JOIN nodes r ON r.id = n.parent_id"
+                      f" WHERE n.id IN ({','.join('?' * len(ids))})", ids)
+    assert {g[0] for g in got} == set(ids)
+    assert {g[1:] for g in got} == {("pending", "file", f"file://{path}")}
+    assert rows(paths, "SELECT DISTINCT actor FROM audit") == [("hook",)]
+
+
+def test_a_repeated_bash_output_is_stored_once_within_the_window(writer):
+    paths, _ = writer
+    first = ingest(paths, payload("Bash"))["result"]
+    again = ingest(paths, payload("Bash"))["result"]
+    assert len(first["ids"]) >= 1 and again["ids"] == [] and again["deduped"] == [first["ids"][0]]
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE kind='tool_output'") == [(1,)]
+
+
+def test_a_denied_command_is_skipped_and_audited_without_content(writer):
+    paths, _ = writer
+    p = dict(payload("Bash"), tool_input={"command": "env"},
+             tool_response={"stdout": "HOME=/root\nAWS_SECRET_ACCESS_KEY=abc", "stderr": "", "interrupted": False})
+    reply = ingest(paths, p)["result"]
+    assert reply["ids"] == [] and reply["skipped"]
+    assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
+    audit = rows(paths, "SELECT action, reason, detail FROM audit")
+    assert [a[0] for a in audit] == ["skipped"] and "HOME=/root" not in orjson.dumps(audit).decode()
+
+
+def test_a_malformed_payload_is_a_bad_request_counted_and_logged_without_content(writer):
+    paths, proc = writer
+    reply = ingest(paths, {"tool_name": "Bash", "tool_input": "MALFORMED-MARKER", "session_id": 7})
+    assert reply["ok"] is False and reply["error"]["code"] == "bad_request"
+    assert rows(paths, "SELECT value FROM counters WHERE name='ingest_malformed'") == [(1,)]
+    assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
+    assert "MALFORMED-MARKER" not in open(paths.log_file("writer"), encoding="utf-8").read()
+    assert ingest(paths, payload("Read"))["ok"] and proc.poll() is None  # still serving

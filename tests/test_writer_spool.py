@@ -1,0 +1,80 @@
+"""The writer drains the hook spool: on start, periodically, exactly once per entry."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from memtree import protocol, spool
+from memtree.client import Caller
+from tests.actor_procs import rows, start_writer
+from tests.support import COLD_START_S, make_paths, reap, test_config as make_config, wait_until
+
+
+def read_payload(i: int, root: str) -> dict:
+    """A Claude Code PostToolUse payload for Read, shaped like tests/payloads (basic.jsonl)."""
+    path = os.path.join(root, f"mod{i}.py")
+    content = f"# spool-marker-{i}\n" + "def f():\n    return 1\n" * 5
+    return {"session_id": "sess-spool", "cwd": root, "hook_event_name": "PostToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": path}, "tool_use_id": f"toolu_{i}",
+            "tool_response": {"type": "text", "file": {"filePath": path, "content": content,
+                                                       "numLines": 11, "startLine": 1, "totalLines": 11}}}
+
+
+def marker_counts(paths, n: int) -> dict[int, int]:
+    return {i: rows(paths, "SELECT count(*) FROM nodes WHERE content LIKE ?", (f"%spool-marker-{i}\n%",))[0][0]
+            for i in range(n)}
+
+
+def test_spooled_captures_are_applied_once_each_on_start(tmp_path):
+    paths = make_paths(tmp_path)
+    ids = [spool.append(paths.spool, read_payload(i, paths.project_root)) for i in range(5)]
+    proc = start_writer(paths, make_config())
+    try:
+        assert marker_counts(paths, 5) == {i: 1 for i in range(5)}
+        assert {r[0] for r in rows(paths, "SELECT entry_id FROM spool_applied")} == set(ids)
+        assert rows(paths, "SELECT DISTINCT actor FROM audit WHERE action='insert'") == [("spool",)]
+        assert spool.pending_count(paths.spool) == 0
+        assert not [n for n in os.listdir(paths.store_dir) if n.endswith(spool.DRAINING_SUFFIX)]
+    finally:
+        reap(proc)
+
+
+def test_a_drain_interrupted_after_commit_neither_duplicates_nor_loses(tmp_path):
+    paths = make_paths(tmp_path)
+    config = make_config()
+    first = [spool.append(paths.spool, read_payload(i, paths.project_root)) for i in range(3)]
+    proc = start_writer(paths, config)
+    reap(proc)
+    assert marker_counts(paths, 3) == {0: 1, 1: 1, 2: 1}
+    # A crash between the commit and the release leaves the draining file behind:
+    # rebuild it with the three committed entries, two new ones and a damaged line.
+    leftover = f"{paths.spool}.{1:020d}{spool.DRAINING_SUFFIX}"
+    with open(leftover, "w", encoding="ascii") as f:
+        for i, entry_id in enumerate(first):
+            f.write(json.dumps({"id": entry_id, "ts": 1, "payload": read_payload(i, paths.project_root)}) + "\n")
+        f.write('{"id": "broken", "payl\n')
+        for i in (3, 4):
+            f.write(json.dumps({"id": f"new-{i}", "ts": 1, "payload": read_payload(i, paths.project_root)}) + "\n")
+    proc = start_writer(paths, config)
+    try:
+        assert marker_counts(paths, 5) == {i: 1 for i in range(5)}
+        assert rows(paths, "SELECT value FROM counters WHERE name='spool_damaged'") == [(1,)]
+        assert not os.path.exists(leftover)
+    finally:
+        reap(proc)
+
+
+def test_captures_spooled_while_the_writer_runs_are_drained_periodically(tmp_path):
+    paths = make_paths(tmp_path)
+    proc = start_writer(paths, make_config({"writer": {"spoolDrainMs": 200}}))
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=5000)
+    try:
+        assert marker_counts(paths, 2) == {0: 0, 1: 0}
+        for i in range(2):
+            spool.append(paths.spool, read_payload(i, paths.project_root))
+        wait_until(lambda: marker_counts(paths, 2) == {0: 1, 1: 1}, timeout=COLD_START_S, what="periodic drain")
+        assert caller.call(protocol.Ping())["pid"] == proc.pid
+    finally:
+        caller.close()
+        reap(proc)
