@@ -32,7 +32,6 @@ SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; th
 
 
 def _ingest(tx, rec):
-
     try:
         plan = ingest.plan(rec.payload, tx.config)
     except BadRequest as e:
