@@ -7,8 +7,15 @@ hook imports this under ``python -I -S`` where every millisecond counts
 
 from __future__ import annotations
 
-import hashlib
 import os
+
+try:  # hashlib loads OpenSSL (~7 ms under -I -S); the builtin sha256 is enough here
+    from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover - Python 3.12+ renamed the module
+    try:
+        from _sha2 import sha256 as _sha256
+    except ImportError:
+        from hashlib import sha256 as _sha256
 
 # IPC socket paths longer than this fail at bind/connect (sun_path is 108 bytes).
 MAX_IPC_PATH = 107
@@ -46,7 +53,7 @@ def find_git_root(cwd: str) -> str | None:
 
 
 def _hash16(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def compute_project(cwd: str) -> tuple[str, str, bool]:
@@ -76,6 +83,11 @@ def resolve_project(cwd: str) -> tuple[str, str]:
     (two git calls cost more than the rest of the hook)."""
     home = memtree_home()
     root = find_git_root(os.path.realpath(cwd))
+    if root is None and "GIT_DIR" not in os.environ:
+        # No .git above: git would fail too, so this is compute_project's
+        # outside-git answer without spawning git (the hook runs here).
+        real = os.path.realpath(cwd)
+        return real, _hash16(real)
     if root is not None:
         try:
             with open(_cache_path(home, root), encoding="utf-8") as f:

@@ -1,0 +1,245 @@
+"""Claude Code PostToolUse / PostToolUseFailure hook: hand the payload to memtree.
+
+Runs as ``<python> -I -S <this file>`` (what ``memtree install`` registers) on
+every Read, Grep and Bash, synchronously: Claude Code waits for it. So it
+imports only cheap standard-library modules (``-X importtime`` shows each),
+sends one ``Ingest`` call to the writer's ingest socket with the stdlib ZMTP
+client, and waits ``capture.hookTimeoutMs`` (default 100 ms; env
+MEMTREE_HOOK_TIMEOUT_MS wins) for the acknowledgement, which the writer sends
+after commit. Without one, the payload is redacted (the only place ``re`` is
+loaded) and appended to the store's spool for the writer to drain later;
+a denied command or path spools nothing.
+
+Always exits 0 and never writes stdout (Claude Code would read it). Problems
+go to ``<store>/logs/hook.log`` as one line without any payload content.
+"""
+
+import os
+import sys
+
+DEFAULT_TIMEOUT_MS = 100
+# Writer replies that mean "will never work": spooling would only fail again.
+NO_RETRY = ("bad_request", "refused", "unknown_type")
+# A spooled string longer than this is cut before redaction (Claude Code caps
+# Bash at ~30K chars and Read by tokens, so real payloads stay far below it).
+SPOOL_MAX_CHARS = 1_000_000
+
+
+def _add_package_root() -> None:
+    """Put the directory holding the ``memtree`` package on sys.path (-I adds nothing).
+
+    Source checkout or editable install: <repo>/hooks/post_tool_use.py, the
+    package is <repo>/memtree. Installed: site-packages/memtree/hooks/..., the
+    package is site-packages/memtree.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.path.dirname(here), os.path.dirname(os.path.dirname(here))):
+        if os.path.isfile(os.path.join(cand, "memtree", "__init__.py")):
+            if cand not in sys.path:
+                sys.path.insert(0, cand)
+            return
+
+
+def _log(log_dir: str, message: str) -> None:
+    import time
+
+    try:
+        os.makedirs(log_dir, mode=0o700, exist_ok=True)
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook[{os.getpid()}]: {message}\n"
+        fd = os.open(os.path.join(log_dir, "hook.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # nowhere to report; never fail the tool call
+
+
+def _config_texts(project_root: str, home: str) -> list[str]:
+    """The global then the project config file's text (missing files skipped)."""
+    texts = []
+    for path in (os.path.join(home, "config.json"), os.path.join(project_root, ".memtree", "config.json")):
+        try:
+            with open(path, encoding="utf-8") as f:
+                texts.append(f.read())
+        except (OSError, ValueError):
+            pass
+    return texts
+
+
+def _timeout_ms(texts: list[str]) -> float:
+    """MEMTREE_HOOK_TIMEOUT_MS, else capture.hookTimeoutMs (project over global),
+    found without a JSON parser (the key name is unique in the schema)."""
+    candidates = [os.environ.get("MEMTREE_HOOK_TIMEOUT_MS")]
+    for text in reversed(texts):
+        at = text.find('"hookTimeoutMs"')
+        if at >= 0:
+            rest = text[at + len('"hookTimeoutMs"'):].lstrip()
+            if rest.startswith(":"):
+                rest = rest[1:].lstrip()
+                n = 0
+                while n < len(rest) and (rest[n].isdigit() or rest[n] == "."):
+                    n += 1
+                candidates.append(rest[:n])
+    for value in candidates:
+        try:
+            if value and float(value) > 0:
+                return float(value)
+        except ValueError:
+            pass
+    return DEFAULT_TIMEOUT_MS
+
+
+def _settings(texts: list[str]) -> dict:
+    """capture/bash/path sections merged (project over global); spool path only.
+    No validation: the supervisor validates; a broken file here means defaults."""
+    import json
+
+    merged: dict = {}
+    for text in texts:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            for section in ("capture", "bash", "path"):
+                if isinstance(data.get(section), dict):
+                    merged.setdefault(section, {}).update(data[section])
+    return merged
+
+
+def _read_stdin() -> bytes:
+    """Claude Code's payload as valid UTF-8 bytes (invalid bytes become U+FFFD:
+    store what is readable rather than lose the capture)."""
+    data = sys.stdin.buffer.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        data = data.decode("utf-8", "replace").encode("utf-8")
+    return data
+
+
+def _top_level_cwd(data: bytes):
+    """The payload's "cwd" without a JSON parser (``json`` imports ``re``,
+    ~20 ms here). Claude Code writes it near the start, unescaped; anything
+    unusual (escapes, not found) returns None and the caller parses properly."""
+    at = data.find(b'"cwd":"', 0, 4096)
+    if at < 0:
+        return None
+    start = at + len(b'"cwd":"')
+    end = data.find(b'"', start)
+    raw = data[start:end] if end > 0 else b"\\"
+    return None if b"\\" in raw else raw.decode("utf-8")
+
+
+def _parse(data: bytes):
+    import json
+
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def _send(paths, data: bytes, timeout_ms: float):
+    """The writer's reply: (ok, error code or None, why-not text)."""
+    import time
+
+    from memtree import protocol, zmtp
+
+    rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=int(time.time() * 1000))
+    try:
+        frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000)
+    except zmtp.ZmtpError as e:
+        return False, None, f"{type(e).__name__}: {e}"
+    if protocol.reply_is_ok(frames[-1], rid):
+        return True, None, None
+    try:  # not the plain ok reply: decode it properly (slow path)
+        env = protocol.decode(frames[-1])
+    except protocol.ProtocolError as e:
+        return False, None, f"undecodable reply ({e.code})"
+    if env.kind != "reply" or env.id != rid:
+        return False, None, "reply to another request"
+    if env.body.get("ok"):
+        return True, None, None
+    return False, str((env.body.get("error") or {}).get("code", "?")), "writer error"
+
+
+def _spool(paths, payload: dict, settings: dict) -> str:
+    """Redact and append; return what happened (for the log)."""
+    from memtree import redact, spool
+
+    tool, ti = payload.get("tool_name"), payload.get("tool_input")
+    ti = ti if isinstance(ti, dict) else {}
+    if tool == "Bash":
+        if settings.get("capture", {}).get("bash") is False:
+            return "not spooled: capture.bash is off"
+        cmd = ti.get("command")
+        if isinstance(cmd, str) and redact.command_denied(cmd, settings.get("bash", {}).get("deny") or ()):
+            return "not spooled: denied command"
+    deny_paths = settings.get("path", {}).get("deny") or ()
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    for key in ("file_path", "path"):
+        if isinstance(ti.get(key), str) and redact.path_denied(ti[key], deny_paths, cwd):
+            return "not spooled: denied path"
+
+    def cap(v):
+        if isinstance(v, str):
+            return v[:SPOOL_MAX_CHARS]
+        if isinstance(v, dict):
+            return {k: cap(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [cap(x) for x in v]
+        return v
+
+    clean, _tags = redact.redact_value(cap(payload))
+    os.makedirs(paths.store_dir, mode=0o700, exist_ok=True)
+    spool.append(paths.spool, clean)
+    return "spooled"
+
+
+def run() -> None:
+    _add_package_root()
+    data = _read_stdin()
+    from memtree import paths as mpaths
+
+    cwd = _top_level_cwd(data)
+    payload = None
+    if cwd is None:
+        payload = _parse(data)
+        cwd = payload.get("cwd") if isinstance(payload, dict) else None
+    # The front resolves the store from CLAUDE_PROJECT_DIR; so does the hook when it is set.
+    base = os.environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None)
+    paths = mpaths.paths_for_cwd(base or os.getcwd())
+    texts = _config_texts(paths.project_root, mpaths.memtree_home())
+    # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
+    ok, code, why = _send(paths, data, _timeout_ms(texts))
+    if ok:
+        return
+    if code in NO_RETRY:
+        _log(paths.log_dir, f"writer refused the payload ({code}); not spooled")
+        return
+    if code:
+        why = f"writer error {code}"
+    payload = payload if payload is not None else _parse(data)
+    if not isinstance(payload, dict):
+        _log(paths.log_dir, f"no ack from the writer ({why}); stdin is not a JSON object, not spooled")
+        return
+    _log(paths.log_dir, f"no ack from the writer ({why}); {_spool(paths, payload, _settings(texts))}")
+
+
+def main() -> int:
+    try:
+        run()
+    except BaseException as e:  # noqa: BLE001 - a hook never fails the tool call
+        try:
+            from memtree import paths as mpaths
+
+            _log(os.path.join(mpaths.memtree_home(), "logs"), f"hook failed: {type(e).__name__}")
+        except BaseException:  # noqa: BLE001
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
