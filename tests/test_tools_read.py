@@ -50,7 +50,7 @@ def _chunk_ids(out: str) -> list[str]:
 def test_symbol_slices_are_exactly_the_symbols_lines(h):
     rel, lines = _copy_source(h)
     text = "".join(lines)
-    for name in ("Actor.run", "run_actor", "ActorContext", "SingletonLock.try_acquire"):
+    for name in ("Actor.run", "run_actor", "Actor.socket", "SingletonLock.try_acquire"):
         out = h.run(read, rel, symbol=name, budget_tokens=20000)
         lo, hi = _ast_range(text, name)
         want = {i: lines[i - 1].rstrip("\r\n") for i in range(lo, hi + 1)}
