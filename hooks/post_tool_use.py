@@ -171,14 +171,15 @@ def _spool(paths, payload: dict, settings: dict) -> str:
 
     tool, ti = payload.get("tool_name"), payload.get("tool_input")
     ti = ti if isinstance(ti, dict) else {}
+    deny_paths = settings.get("path", {}).get("deny") or ()
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     if tool == "Bash":
         if settings.get("capture", {}).get("bash") is False:
             return "not spooled: capture.bash is off"
         cmd = ti.get("command")
-        if isinstance(cmd, str) and redact.command_denied(cmd, settings.get("bash", {}).get("deny") or ()):
+        if isinstance(cmd, str) and redact.command_denied(
+                cmd, settings.get("bash", {}).get("deny") or (), deny_paths, cwd):
             return "not spooled: denied command"
-    deny_paths = settings.get("path", {}).get("deny") or ()
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     for key in ("file_path", "path"):
         if isinstance(ti.get(key), str) and redact.path_denied(ti[key], deny_paths, cwd):
             return "not spooled: denied path"

@@ -261,7 +261,8 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
     description = _field(tool_input, "description", str, "tool_input.", required=False, default="")
     if not _setting(config, "capture", "bash", True):
         return _skipped("capture.bash is off for this project", sid)
-    denied = command_denied(command, _setting(config, "bash", "deny", []))
+    denied = command_denied(command, _setting(config, "bash", "deny", []), _setting(config, "path", "deny", []),
+                            payload.get("cwd"))
     if denied:
         return _skipped(f"denied command: {denied}", sid)
     if failed:

@@ -65,7 +65,7 @@ _RULES = [
          "private_key", ("private key",), flags=re.S),
     _sub(r"PuTTY-User-Key-File-\d+:.*?Private-MAC: *[0-9a-f]+", "private_key", ("putty-user-key",), flags=re.S),
     # scheme://user:password@host
-    _sub(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{1,256}:([^\s@/'\"]{1,512})@", "conn_password", ("://",), 1),
+    _sub(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{0,256}:([^\s@/'\"]{1,512})@", "conn_password", ("://",), 1),
     _sub(_NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA, "aws_access_key_id", tuple(a.lower() for a in _AWS)),
     _sub(_NB + r"AIza[0-9A-Za-z_\-]{35}" + _NA, "gcp_api_key", ("aiza",)),
     _sub(_NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _NA, "gcp_client_secret", ("gocspx-",)),
@@ -81,6 +81,7 @@ _RULES = [
     _sub(_NB + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _NA, "stripe_key", ("k_live_", "k_test_")),
     _sub(_NB + r"whsec_[0-9A-Za-z]{20,}" + _NA, "stripe_key", ("whsec_",)),
     _sub(_NB + r"npm_[A-Za-z0-9]{36}" + _NA, "npm_token", ("npm_",)),
+    _sub(_NB + r"dckr_pat_[A-Za-z0-9_\-]{20,}" + _NA, "docker_token", ("dckr_pat_",)),
     _sub(_NB + r"sk-ant-[" + _TOK + r"]{20,}" + _NA, "anthropic_key", ("sk-ant-",)),
     _sub(_NB + r"sk-(?:proj-|svcacct-|admin-)?[" + _TOK + r"]{20,}" + _NA, "openai_key", ("sk-",)),
     _sub(_NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _NA, "jwt", ("eyj",)),
@@ -91,6 +92,10 @@ _RULES = [
     # curl -u user:password, netrc "login x password y"
     _sub(r"(?:^|\s)(?:-u|--user)\s+['\"]?[^\s:'\"]+:([^\s'\"]{3,})", "basic_auth", ("-u",), 1),
     _sub(r"(?i)\blogin\s+\S+\s+password\s+(\S+)", "netrc_password", ("login",), 1),
+    # --password x, --token=x, mysql -pSECRET
+    _sub(r"(?i)(?:^|\s)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
+         r"(?:=|\s+)['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("--",), 1),
+    _sub(r"\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})", "mysql_password", ("mysql",), 1),
 ]
 
 # NAME=value (shell / .env / env dump; quoted or not), "name": "value" (JSON),
@@ -98,7 +103,7 @@ _RULES = [
 _ASSIGN_STRONG = re.compile(
     r"(?i)" + _STRONG + r"[A-Za-z0-9_.\-]{0,40}[\"']?"
     r"(?:"
-    r"=(?P<q1>[\"']?)(?P<v1>(?<=[\"'])[^\"'\n]{3,}(?=[\"'])|(?!\[REDACTED|\$\{|\$\()[^\s\"']{3,})"
+    r"=(?P<q1>[\"']?)(?P<v1>(?<=[\"'])[^\"'\n]{3,}(?=[\"'])|(?!\[REDACTED|\$\{|\$\()[^\s\"';&]{3,})"
     r"|\s*(?::=|=>|=|:)\s*(?P<q2>[\"'])(?P<v2>(?!\[REDACTED|\$\{)[^\"'\n]{3,})(?P=q2)"
     r"|\s*(?::|=)[ \t]*(?P<v3>(?!\[REDACTED)" + _SECRETISH + r"))"
 )
@@ -285,11 +290,14 @@ def _denied(command: str, depth: int) -> str | None:
     return None
 
 
-def command_denied(command: str, extra_regexes=()) -> str | None:
+def command_denied(command: str, extra_regexes=(), deny_globs=(), base_dir: str | None = None) -> str | None:
     """Why this Bash command's output must not be stored, or None.
 
     ``extra_regexes`` come from config ``bash.deny`` and are searched in the
     whole command; one that is not a valid regex matches as a plain substring.
+    A command naming a secret file (``cat .env``, ``less ~/.ssh/id_rsa``;
+    ``path_denied`` with config ``path.deny`` as ``deny_globs``) is denied
+    too: its output may hold secrets no pattern recognises.
     """
     for pattern in extra_regexes or ():
         try:
@@ -298,7 +306,19 @@ def command_denied(command: str, extra_regexes=()) -> str | None:
             hit = pattern in command
         if hit:
             return f"matches bash.deny pattern {pattern!r}"
-    return _denied(command, 0)
+    reason = _denied(command, 0)
+    if reason:
+        return reason
+    for words in _segments(command):
+        for w in words[1:]:
+            if w.startswith("-") and "=" not in w:
+                continue
+            w = os.path.expanduser(w.split("=", 1)[-1] if w.startswith("-") else w)
+            if "/" in w or w.startswith(".") or "." in w:
+                why = path_denied(w, deny_globs, base_dir)
+                if why:
+                    return f"names a secret file ({why})"
+    return None
 
 
 # -- paths ---------------------------------------------------------------------
