@@ -123,13 +123,18 @@ def _top_level_cwd(data: bytes):
     """The payload's "cwd" without a JSON parser (``json`` imports ``re``,
     ~20 ms here). Claude Code writes it near the start, unescaped; anything
     unusual (escapes, not found) returns None and the caller parses properly."""
-    at = data.find(b'"cwd":"', 0, 4096)
+    at = data.find(b'"cwd"', 0, 4096)
     if at < 0:
         return None
-    start = at + len(b'"cwd":"')
-    end = data.find(b'"', start)
-    raw = data[start:end] if end > 0 else b"\\"
-    return None if b"\\" in raw else raw.decode("utf-8")
+    rest = data[at + 5:at + 4096].lstrip()
+    if not rest.startswith(b":"):
+        return None
+    rest = rest[1:].lstrip()
+    if not rest.startswith(b'"'):
+        return None
+    end = rest.find(b'"', 1)
+    raw = rest[1:end] if end > 0 else b"\\"
+    return None if b"\\" in raw else raw.decode("utf-8", "replace")
 
 
 def _parse(data: bytes):

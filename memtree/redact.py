@@ -50,7 +50,19 @@ def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0):
     possibly match; a text without any skips the rule (a 1 MB Bash output
     then costs milliseconds, not a second).
     """
-    return re.compile(pattern, flags), tag, group, hints
+    return [pattern, flags], tag, group, hints
+
+
+def _lazy(pattern: str, flags: int = 0) -> list:
+    return [pattern, flags]
+
+
+def _compiled(spec: list):
+    """Compile a rule on first use: most texts trip few hints, and compiling all
+    rules up front is most of this module's import time (the hook's spool path)."""
+    if len(spec) == 2:
+        spec.append(re.compile(spec[0], spec[1]))
+    return spec[2]
 
 
 _AWS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
@@ -100,19 +112,19 @@ _RULES = [
 
 # NAME=value (shell / .env / env dump; quoted or not), "name": "value" (JSON),
 # name: value (YAML), name = "value" (code). The v* group is the secret.
-_ASSIGN_STRONG = re.compile(
+_ASSIGN_STRONG = _lazy(
     r"(?i)" + _STRONG + r"[A-Za-z0-9_.\-]{0,40}[\"']?"
     r"(?:"
     r"=(?P<q1>[\"']?)(?P<v1>(?<=[\"'])[^\"'\n]{3,}(?=[\"'])|(?!\[REDACTED|\$\{|\$\()[^\s\"';&]{3,})"
     r"|\s*(?::=|=>|=|:)\s*(?P<q2>[\"'])(?P<v2>(?!\[REDACTED|\$\{)[^\"'\n]{3,})(?P=q2)"
     r"|\s*(?::|=)[ \t]*(?P<v3>(?!\[REDACTED)" + _SECRETISH + r"))"
 )
-_ASSIGN_WEAK = re.compile(
+_ASSIGN_WEAK = _lazy(
     r"(?i)" + _WEAK_END + r"[\"']?\s*(?::=|=>|=|:)\s*[\"']?(?P<v>(?!\[REDACTED)" +
     _SECRETISH.replace("{12,}", "{16,}") + r")"
 )
 # A long hex/base64 blob right after a secret-like word ("token 3f9a...").
-_NEAR_WORD = re.compile(
+_NEAR_WORD = _lazy(
     r"(?i)\b(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature|auth)[A-Za-z_]{0,40}[\"']?"
     r"(?:\s*(?:[:=]|is|:=|=>)\s*|\s+)[\"']?(?P<v>(?!\[REDACTED)(?=[A-Za-z0-9+/_\-]{0,200}\d)"
     r"(?=[A-Za-z0-9+/_\-]{0,200}[A-Za-z])[A-Za-z0-9+/_\-]{20,}={0,2})(?![A-Za-z0-9+/_\-=])"
@@ -162,16 +174,16 @@ def redact_text(text: str) -> tuple[str, list[str]]:
         return text, []
     tags: set[str] = set()
     low = text.lower()
-    for rx, tag, group, hints in _RULES:
+    for spec, tag, group, hints in _RULES:
         if _any(low, hints):
-            text = _replace_group(rx, text, tag, group, tags)
+            text = _replace_group(_compiled(spec), text, tag, group, tags)
     if _any(low, _STRONG_HINTS):
-        text = _ASSIGN_STRONG.sub(_assign_repl(tags), text)
+        text = _compiled(_ASSIGN_STRONG).sub(_assign_repl(tags), text)
     if _any(low, _WEAK_HINTS):
-        text = _ASSIGN_WEAK.sub(_weak_repl(tags), text)
+        text = _compiled(_ASSIGN_WEAK).sub(_weak_repl(tags), text)
     if _any(low, _NEAR_HINTS):
         near: set[str] = set()
-        text = _NEAR_WORD.sub(_weak_repl(near), text)
+        text = _compiled(_NEAR_WORD).sub(_weak_repl(near), text)
         if near:
             tags.add("secret_near_keyword")
     return text, sorted(tags)
@@ -202,8 +214,8 @@ _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"}
 _WRAPPERS = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nice", "ionice",
              "stdbuf", "timeout", "xargs", "watch", "strace", "chroot", "unbuffer", "then", "do", "else", "!",
              "{", "}", "if", "while", "until"}
-_SPLIT = re.compile(r"\|\||&&|[;|&\n(){}`]|\$\(")
-_ENV_READERS = re.compile(
+_SPLIT = _lazy(r"\|\||&&|[;|&\n(){}`]|\$\(")
+_ENV_READERS = _lazy(
     r"/proc/(?:self|\d+|\$\$|\*)/environ|\bos\.environ\b(?!\s*(?:\[|\.get|\.setdefault|\.pop))|"
     r"\bprocess\.env\b(?!\s*(?:\.|\[))|\bENV\.(?:to_h|inspect)\b|%ENV\b(?!\s*\{)"
 )
@@ -219,7 +231,7 @@ def _segments(command: str) -> list[list[str]]:
     try:
         tokens = list(lex)
     except ValueError:  # unbalanced quotes: split on operators regardless of quoting
-        return [seg.split() for seg in _SPLIT.split(command)]
+        return [seg.split() for seg in _compiled(_SPLIT).split(command)]
     out, cur = [], []
     for tok in tokens:
         if tok and all(c in "();<>|&" for c in tok) or tok == "$":
@@ -281,7 +293,7 @@ def _segment_denied(words: list[str], depth: int) -> str | None:
 def _denied(command: str, depth: int) -> str | None:
     if depth > 4:
         return "command nests shells too deeply to check"
-    if _ENV_READERS.search(command):
+    if _compiled(_ENV_READERS).search(command):
         return "environment dump (reads the process environment)"
     for words in _segments(command):
         reason = _segment_denied(words, depth)

@@ -1,0 +1,173 @@
+"""Capture hook wall time, process start -> exit, as Claude Code runs it.
+
+Runs the hook exactly as `memtree install` registers it (absolute
+interpreter, -I -S, the hook script) against a real `memtree serve
+--no-front` on a scratch project, interleaved with the floors measured in
+the same run: the bare interpreter (`python -I -S -c pass`) and `python -c
+"import zmq"` (what a pyzmq-based hook would pay before doing anything).
+Then the same with the writer stopped (the spool path), and where the time
+goes (-X importtime of the hook's hot path).
+
+    .venv/bin/python -m memtree.eval.bench_hook [--runs 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from memtree.eval.stats import fmt_ms, summary
+from memtree.install import hook_argv
+
+
+def _payload(project: str, i: int) -> bytes:
+    return json.dumps({
+        "session_id": "bench-hook", "transcript_path": "/dev/null", "cwd": project, "permission_mode": "default",
+        "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        "tool_input": {"command": f"ls -la src/{i}", "description": "bench"},
+        "tool_response": {"stdout": "total 8\n" + "-rw-r--r-- 1 dev dev 120 app.py\n" * 20 + f"run {i}\n",
+                          "stderr": "", "interrupted": False, "isImage": False},
+        "tool_use_id": f"toolu_bench_{i}"}).encode()
+
+
+def _time(argv: list[str], data: bytes | None, env: dict, cwd: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd,
+                   check=False)
+    return time.perf_counter() - t0
+
+
+def _round(runs: int, env: dict, project: str) -> dict[str, list[float]]:
+    py = os.path.abspath(sys.executable)
+    series = {"hook": [], "bare -I -S": [], "import zmq": []}
+    for i in range(runs):  # interleaved so load on the box hits every series alike
+        series["hook"].append(_time(hook_argv(), _payload(project, i), env, project))
+        series["bare -I -S"].append(_time([py, "-I", "-S", "-c", "pass"], None, env, project))
+        series["import zmq"].append(_time([py, "-c", "import zmq"], None, env, project))
+    return series
+
+
+def _print(title: str, series: dict[str, list[float]]) -> None:
+    print(f"\n{title}")
+    for name, samples in series.items():
+        print(f"  {name:<12} {fmt_ms(summary(samples))}")
+    hook, bare = summary(series["hook"]), summary(series["bare -I -S"])
+    print(f"  hook / bare: median {hook['median'] / bare['median']:.2f}x, p95 {hook['p95'] / bare['p95']:.2f}x")
+
+
+def _importtime(env: dict, project: str, top: int = 10) -> list[tuple[int, str]]:
+    argv = hook_argv()
+    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=_payload(project, -1), env=env,
+                          cwd=project, capture_output=True, check=False)
+    rows = []
+    for line in done.stderr.decode(errors="replace").splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[0].startswith("import time:") and parts[1].strip().isdigit():
+            name = parts[2][1:]  # nesting shows as extra leading spaces
+            if not name.startswith(" "):
+                rows.append((int(parts[1]), name))
+    return sorted(rows, reverse=True)[:top]
+
+
+def _round_trips(project: str, runs: int) -> list[float]:
+    """The hook's network part alone, from this process: one connection per call, as the hook does."""
+    from memtree import protocol, zmtp
+    from memtree.paths import paths_for_cwd
+
+    ep = paths_for_cwd(project).endpoint(protocol.SOCK_INGEST)
+    out = []
+    for i in range(runs):
+        rid, frame = protocol.encode_ingest_raw(_payload(project, 10_000 + i))
+        t0 = time.perf_counter()
+        reply = zmtp.request(ep, [frame], 5.0)
+        out.append(time.perf_counter() - t0)
+        assert protocol.reply_is_ok(reply[-1], rid), reply
+    return out
+
+
+def _serve(project: str, env: dict) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "memtree.cli", "serve", "--no-front"], cwd=project, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    _wait_writer(project, env, up=True)
+    return proc
+
+
+def _ctl(project: str, env: dict, *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", *args], cwd=project, env=env,
+                   capture_output=True, timeout=120, check=False)
+
+
+def _writer_running(project: str, env: dict) -> bool:
+    done = subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "status", "--json"], cwd=project, env=env,
+                          capture_output=True, text=True, check=False)
+    try:
+        actors = json.loads(done.stdout)["actors"] if done.returncode == 0 else []
+    except (ValueError, KeyError, TypeError):
+        actors = []
+    return any(a.get("name") == "writer" and a.get("state") == "RUNNING" for a in actors)
+
+
+def _wait_writer(project: str, env: dict, up: bool, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _writer_running(project, env) == up:
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"writer did not become {'RUNNING' if up else 'stopped'} within {timeout}s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=200)
+    args = p.parse_args(argv)
+    work = tempfile.mkdtemp(prefix="memtree-bench-hook-")
+    project, home = os.path.join(work, "project"), os.path.join(work, "home")
+    os.makedirs(project)
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+    env["MEMTREE_HOME"] = os.environ["MEMTREE_HOME"] = home
+    proc = None
+    try:
+        proc = _serve(project, env)
+        print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
+        _print("writer up (ack after commit)", _round(args.runs, env, project))
+        rt = _round_trips(project, args.runs)
+        print(f"\n  in-process ZMTP Ingest round trip (connect, handshake, writer commit, ack): {fmt_ms(summary(rt))}")
+        print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")
+        for us, name in _importtime(env, project):
+            print(f"  {us / 1000:7.1f} ms  {name}")
+        _ctl(project, env, "stop", "writer")
+        _wait_writer(project, env, up=False)
+        _print("writer stopped (spool path: json + redaction + locked append)", _round(args.runs, env, project))
+        print("\nwhere the time goes (hook, writer stopped):")
+        for us, name in _importtime(env, project):
+            print(f"  {us / 1000:7.1f} ms  {name}")
+        from memtree import spool
+        from memtree.paths import paths_for_cwd
+
+        print(f"\nspooled entries waiting: {spool.pending_count(paths_for_cwd(project).spool)}")
+    finally:
+        if proc is not None:
+            _ctl(project, env, "shutdown")
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
