@@ -166,9 +166,10 @@ def _fits(run_dir: str) -> bool:
 
 def _runtime_dir(project_hash: str) -> str:
     """A short per-user directory for sockets, keyed by the project hash."""
-    import tempfile
-
-    bases = [os.environ.get("XDG_RUNTIME_DIR"), tempfile.gettempdir(), "/tmp"]
+    # tempfile.gettempdir()'s choice without importing tempfile (it pulls in re,
+    # random, shutil: ~25 ms in the hook, which resolves this path on every call).
+    env = os.environ
+    bases = [env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"), env.get("TEMP"), env.get("TMP"), "/tmp"]
     for base in bases:
         if base and os.path.isdir(base):
             run_dir = os.path.join(base, f"memtree-{os.getuid()}", project_hash)

@@ -151,7 +151,7 @@ def test_malformed_input_never_crashes_the_writer_and_is_counted(system):
     frames_before, ingest_before = counter(system, "frames_malformed"), counter(system, "ingest_malformed")
     run_hook(system, b"this is not json", **slow)
     run_hook(system, b"", **slow)
-    run_hook(system, b'{"cwd": "/x", "tool_name": "Bash"} trailing', **slow)
+    run_hook(system, b'{"cwd": "%s", "tool_name": "Bash"} trailing' % system.project.encode(), **slow)
     run_hook(system, b"[1, 2, 3]", **slow)
     run_hook(system, {"cwd": system.project, "tool_name": "Bash", "session_id": 7,
                       "tool_input": "MALFORMED-MARKER"}, **slow)

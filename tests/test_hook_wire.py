@@ -1,0 +1,73 @@
+"""The hook's fast path: raw Ingest frames, the cheap ok check, cwd without a JSON parser,
+and no expensive import while the writer acknowledges."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from memtree import protocol
+from memtree.hooks import post_tool_use as hook
+from memtree.install import hook_argv
+from tests.hook_support import bash_payload, contents, hook_env
+from tests.support import COLD_START_S, wait_until
+
+
+def test_a_raw_ingest_frame_decodes_like_an_encoded_ingest_call():
+    payload = {"cwd": "/p", "tool_name": "Bash", "tool_input": {"command": "ls ü \"q\""}, "n": [1, 2.5, None]}
+    rid, frame = protocol.encode_ingest_raw(json.dumps(payload).encode(), src="hook", received_at=7)
+    env = protocol.decode(frame)
+    assert (env.kind, env.type, env.src, env.id) == ("call", "Ingest", "hook", rid)
+    assert env.body == protocol.Ingest(payload=payload, received_at=7)
+    assert protocol.decode(protocol.encode_call(protocol.Ingest(payload=payload, received_at=7))[1]).body == env.body
+
+
+@pytest.mark.parametrize("bad", [b"not json", b"", b"[1]", b'{"a": 1} trailing'])
+def test_a_raw_frame_around_bad_json_is_a_malformed_frame(bad):
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode(protocol.encode_ingest_raw(bad)[1])
+
+
+def test_the_cheap_ok_check_only_says_true_for_an_ok_reply_to_this_request():
+    assert protocol.reply_is_ok(protocol.encode_ok("r1", {"ids": []}, src="writer"), "r1") is True
+    assert protocol.reply_is_ok(protocol.encode_error("r1", "bad_request", "x", src="writer"), "r1") is None
+    assert protocol.reply_is_ok(protocol.encode_ok("r2", {"ids": []}, src="writer"), "r1") is None
+    assert protocol.reply_is_ok(b"garbage", "r1") is None
+
+
+@pytest.mark.parametrize("data, cwd", [
+    (b'{"session_id":"s","cwd":"/a/b","tool_name":"Read"}', "/a/b"),
+    (b'{"session_id": "s", "cwd" : "/a b/c", "tool_name": "Read"}', "/a b/c"),
+    (b'{"cwd":"/a/\\u00fc"}', None),  # an escape: the caller parses properly
+    (b'{"session_id":"s"}', None),
+    (b"not json", None),
+])
+def test_cwd_is_found_without_a_json_parser_or_left_to_the_parser(data, cwd):
+    assert hook._top_level_cwd(data) == cwd
+
+
+def test_config_timeout_is_read_without_a_json_parser(monkeypatch):
+    monkeypatch.delenv("MEMTREE_HOOK_TIMEOUT_MS", raising=False)
+    assert hook._timeout_ms([]) == hook.DEFAULT_TIMEOUT_MS
+    assert hook._timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 250
+    assert hook._timeout_ms(['{"capture": {"hookTimeoutMs": 250}}', '{"capture":{"hookTimeoutMs":40}}']) == 40
+    monkeypatch.setenv("MEMTREE_HOOK_TIMEOUT_MS", "900")
+    assert hook._timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 900
+
+
+# (orjson is absent: importtime lists the failed attempt under -S, so it is not checked here.)
+EXPENSIVE = {"json", "re", "socket", "hashlib", "dataclasses", "enum", "typing", "subprocess", "zmq", "tempfile"}
+
+
+def test_an_acknowledged_capture_imports_nothing_expensive(system):
+    argv = hook_argv()
+    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=json.dumps(bash_payload(system, 1)).encode(),
+                          cwd=system.project, env=hook_env(system, MEMTREE_HOOK_TIMEOUT_MS="10000"),
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == b""
+    imported = {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
+    assert "memtree.zmtp" in imported and "memtree.protocol" in imported  # positive control
+    assert sorted(imported & EXPENSIVE) == [], done.stderr.decode()[-6000:]
+    wait_until(lambda: len(contents(system, "$ echo capture-1%")) == 1, timeout=COLD_START_S, what="the capture")
