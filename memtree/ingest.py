@@ -23,7 +23,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 
@@ -60,14 +59,6 @@ def _field(obj: dict, key: str, types, where: str, required: bool = True, defaul
         names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
         raise BadRequest(f"Ingest payload: field {where}{key!r} must be {names}, not {type(value).__name__}")
     return value
-
-
-def _sha(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 def _clean_meta(meta: dict) -> dict:
@@ -221,7 +212,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config) -> 
                         "case_insensitive": tool_input.get("-i") is True, "hits": len(hits),
                         "denied_lines": denied_lines, "origin": "hook", **counts})
     nodes = [{"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": text,
-              "source_uri": f"tool:Grep#{_sha(pattern, search_path or '', glob or '', mode, text)}",
+              "source_uri": "tool:Grep",  # the writer appends the hash of the redacted content
               "metadata": meta, "mtime": 0}]
     for i, (full, lineno, body) in enumerate(hits, 1):
         nodes.append({"ref": f"n{i}", "parent": {"ref": "n0"}, "kind": "file_chunk", "content": body,
@@ -293,5 +284,5 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
             if isinstance(v, (str, int)) and not isinstance(v, bool):
                 meta["persisted_output_path" if k.endswith("Path") else "persisted_output_size"] = v
     node = {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": content,
-            "source_uri": f"tool:Bash#{_sha(content)}", "metadata": _clean_meta(meta), "mtime": 0}
+            "source_uri": "tool:Bash", "metadata": _clean_meta(meta), "mtime": 0}
     return {"skipped": None, "session_id": sid, "nodes": [node]}

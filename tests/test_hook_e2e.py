@@ -16,6 +16,15 @@ from tests.hook_support import bash_payload, contents, counter, real_payloads, r
 from tests.support import COLD_START_S, PYTHON, test_config as make_config, wait_until
 
 
+def _stored_uri(n: dict) -> str:
+    """A planned tool output's source_uri gets the hash of its stored content from the writer."""
+    import hashlib
+
+    if n["kind"] == "tool_output" and "#" not in n["source_uri"]:
+        return f"{n['source_uri']}#{hashlib.sha256(n['content'].encode()).hexdigest()}"
+    return n["source_uri"]
+
+
 def _node(system, source_uri: str, kind: str, parent_id: str | None = None):
     sql = ("SELECT n.id, n.content, n.status, p.kind, p.source_uri, n.parent_id FROM nodes n"
            " LEFT JOIN nodes p ON p.id = n.parent_id WHERE n.source_uri = ? AND n.kind = ?")
@@ -58,7 +67,7 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
         for n in pl["nodes"]:
             parent = n["parent"]
             nid, content, got_status, pkind, puri, parent_id = _node(
-                system, n["source_uri"], n["kind"], ids.get(parent.get("ref")))
+                system, _stored_uri(n), n["kind"], ids.get(parent.get("ref")))
             ids[n["ref"]] = nid
             assert (content, got_status) == (n["content"], status)
             if "file" in parent:

@@ -205,3 +205,17 @@ def test_a_skipped_plan_stores_nothing_and_audits_the_reason_only(db):
     assert one(db, "SELECT count(*) FROM nodes")[0] == 0
     assert [tuple(r) for r in db.execute("SELECT actor, action, node_id, reason FROM audit")] == [
         ("hook", "skipped", None, "denied command")]
+
+
+def test_huge_content_is_cut_before_redaction_yet_redacted_and_sized_right():
+    from memtree.store.mutations import prepare_content
+
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEowIBAAKCAQEA" * 200  # never terminated
+    text = "token ghp_" + "a" * 36 + "\n" + "y" * 99_000 + key + "z" * 10_000_000
+    stored, truncated, original = prepare_content(text, 100_000)
+    assert truncated and original == len(text.encode())
+    assert len(stored.encode()) <= 100_000
+    assert "ghp_" + "a" * 36 not in stored and "[REDACTED:" in stored
+    assert "MIIEowIBAAKCAQEA" not in stored  # the key straddling the cut is gone too
+    # positive control: a small capture keeps its size and is not cut
+    assert prepare_content("plain words", 100_000) == ("plain words", False, 11)

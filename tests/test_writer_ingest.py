@@ -77,3 +77,16 @@ def test_a_malformed_payload_is_a_bad_request_counted_and_logged_without_content
     assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
     assert "MALFORMED-MARKER" not in open(paths.log_file("writer"), encoding="utf-8").read()
     assert ingest(paths, payload("Read"))["ok"] and proc.poll() is None  # still serving
+
+
+def test_a_tool_output_is_keyed_by_its_redacted_content_never_the_raw_output(writer):
+    import hashlib
+
+    paths, _ = writer
+    p = payload("Bash")
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    p["tool_response"]["stdout"] = f"aws_access_key_id = {secret}\nregion = eu-west-1\n"
+    [nid] = ingest(paths, p)["result"]["ids"]
+    [(uri, content, digest)] = rows(paths, "SELECT source_uri, content, content_hash FROM nodes WHERE id = ?", [nid])
+    assert secret not in content and "[REDACTED:" in content
+    assert uri == f"tool:Bash#{digest}" and digest == hashlib.sha256(content.encode()).hexdigest()

@@ -174,15 +174,18 @@ def apply_plan(tx: Tx, plan: dict) -> dict:
         else:
             parent_id = session_root(tx, sid) if sid else None
         prepared = prepare_content(n.get("content") or "", tx.config.capture.maxBytes)
-        kind = n.get("kind")
+        kind, uri = n.get("kind"), n.get("source_uri")
         if kind == "tool_output":
-            dup = recent_output(tx, content_hash(prepared[0]))
+            digest = content_hash(prepared[0])
+            dup = recent_output(tx, digest)
             if dup:
                 deduped.append(dup)
                 refs[n.get("ref")] = None
                 continue
+            if uri and "#" not in uri:  # keyed by the stored (redacted) content, never the raw output
+                uri = f"{uri}#{digest}"
         try:
-            node_id = insert_node(tx, kind, "", parent_id=parent_id, source_uri=n.get("source_uri"),
+            node_id = insert_node(tx, kind, "", parent_id=parent_id, source_uri=uri,
                                   metadata=n.get("metadata") or {}, session_id=sid, status="pending",
                                   mtime=n.get("mtime") or 0, prepared=prepared)
         except Refused:

@@ -80,16 +80,27 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# Redaction costs up to ~1 s per MB (dense base64), so a huge capture is cut
+# well past max_bytes before it is redacted. The margin outlasts any bounded
+# secret pattern, and an unterminated private-key block is redacted to the
+# end, so nothing straddling the first cut survives into the kept part.
+REDACT_MARGIN_CHARS = 16384
+
+
 def prepare_content(text: str, max_bytes: int) -> tuple[str, bool, int]:
     """Redact, then cut to ``max_bytes`` on a character boundary.
 
     Returns (stored text, truncated, bytes before truncation).
     """
+    original = None
+    if len(text) > max_bytes + REDACT_MARGIN_CHARS:
+        original = len(text.encode("utf-8", "replace"))
+        text = text[: max_bytes + REDACT_MARGIN_CHARS]  # >= that many bytes: the final cut still applies
     clean, _tags = redact_text(text)
     raw = clean.encode("utf-8", "replace")  # lone surrogates cannot be stored as UTF-8
     if len(raw) <= max_bytes:
         return raw.decode("utf-8"), False, len(raw)
-    return raw[:max_bytes].decode("utf-8", "ignore"), True, len(raw)
+    return raw[:max_bytes].decode("utf-8", "ignore"), True, original or len(raw)
 
 
 def is_tombstoned(db, digest: str) -> bool:
