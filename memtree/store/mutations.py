@@ -98,7 +98,7 @@ def prepare_content(text: str, max_bytes: int) -> tuple[str, bool, int]:
         text = text[: max_bytes + REDACT_MARGIN_CHARS]  # >= that many bytes: the final cut still applies
     clean, _tags = redact_text(text)
     raw = clean.encode("utf-8", "replace")  # lone surrogates cannot be stored as UTF-8
-    if len(raw) <= max_bytes:
+    if len(raw) <= max_bytes and original is None:
         return raw.decode("utf-8"), False, len(raw)
     return raw[:max_bytes].decode("utf-8", "ignore"), True, original or len(raw)
 
