@@ -8,8 +8,8 @@ import subprocess
 
 from memtree.install import hook_argv
 from tests.actor_procs import rows
+from tests.support import PAYLOAD_DIR
 
-PAYLOAD_DIR = "/work/shared/claude-code/payloads"
 RECORDED_PROJECT = "/tmp/claude-code-harness/proj"
 
 
@@ -38,7 +38,7 @@ def start_hook(system, **extra_env) -> subprocess.Popen:
 def real_payloads(project: str) -> list[dict]:
     """Every recorded payload, moved into ``project`` (whose files are created to match)."""
     out = []
-    for name in sorted(os.listdir(PAYLOAD_DIR)):
+    for name in sorted(n for n in os.listdir(PAYLOAD_DIR) if n.endswith(".jsonl")):
         with open(os.path.join(PAYLOAD_DIR, name), encoding="utf-8") as f:
             for line in f:
                 if line.strip():

@@ -14,6 +14,8 @@ from memtree.config.defaults import defaults
 from memtree.paths import StorePaths, prepare_store, store_paths
 
 PYTHON = sys.executable
+# Real hook payloads captured from the real Claude Code CLI (see the folder's README).
+PAYLOAD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "claude_code")
 # A cold interpreter that imports zmq/apsw/mcp takes 1-3 s on a loaded 2-core box.
 COLD_START_S = 20.0
 

@@ -10,14 +10,13 @@ import pytest
 
 from memtree.errors import BadRequest
 from memtree.ingest import plan
-from tests.support import test_config as make_config
+from tests.support import PAYLOAD_DIR, test_config as make_config
 
-PAYLOAD_DIR = "/work/shared/claude-code/payloads"
 
 
 def real_payloads() -> list[dict]:
     out = []
-    for name in sorted(os.listdir(PAYLOAD_DIR)):
+    for name in sorted(n for n in os.listdir(PAYLOAD_DIR) if n.endswith(".jsonl")):
         with open(os.path.join(PAYLOAD_DIR, name), encoding="utf-8") as f:
             out += [json.loads(line) for line in f if line.strip()]
     return out

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 
 import orjson
 import pytest
 
 from memtree import protocol
 from tests.actor_procs import raw_call, rows, start_writer
-from tests.support import make_paths, reap, test_config as make_config
+from tests.support import PAYLOAD_DIR, make_paths, reap, test_config as make_config
 
-PAYLOADS = "/work/shared/claude-code/payloads/basic.jsonl"
+PAYLOADS = os.path.join(PAYLOAD_DIR, "basic.jsonl")
 
 
 def payload(tool: str) -> dict:
