@@ -15,6 +15,34 @@ from memtree import protocol
 from memtree.errors import CallTimeout, MemtreeError, Unavailable, from_code
 
 
+NOT_OURS = object()
+
+
+def dealer(ctx, endpoint: str):
+    """A DEALER for calls: linger 0, and queueing only on a live connection."""
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.IMMEDIATE, 1)
+    sock.connect(endpoint)
+    return sock
+
+
+def match_reply(frame: bytes, rid: str):
+    """The result of the reply to call ``rid`` in ``frame``, or NOT_OURS for
+    garbage or a late reply to an earlier call; an error reply raises its
+    MemtreeError."""
+    try:
+        env = protocol.decode(frame)
+    except protocol.ProtocolError:
+        return NOT_OURS
+    if env.kind != "reply" or env.id != rid:
+        return NOT_OURS
+    try:
+        return protocol.reply_result(env)
+    except protocol.ProtocolError as e:
+        raise from_code(e.code, e.message) from None
+
+
 class Caller:
     def __init__(self, endpoint: str, src: str, timeout_ms: int = 5000, ctx: zmq.Context | None = None):
         self.endpoint = endpoint
@@ -25,11 +53,7 @@ class Caller:
 
     def _socket(self) -> zmq.Socket:
         if self.sock is None:
-            sock = self.ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.IMMEDIATE, 1)  # queue only on a live connection
-            sock.connect(self.endpoint)
-            self.sock = sock
+            self.sock = dealer(self.ctx, self.endpoint)
         return self.sock
 
     def reset(self) -> None:
@@ -55,19 +79,12 @@ class Caller:
             if remaining <= 0 or not sock.poll(remaining, zmq.POLLIN):
                 self.reset()
                 raise CallTimeout(f"no reply from {self.endpoint} within {timeout:.1f}s")
-            try:
-                env = protocol.decode(sock.recv())
-            except protocol.ProtocolError:
-                continue  # garbage from the peer; keep waiting for ours
-            if env.kind != "reply" or env.id != rid:
-                continue  # a late reply to an earlier call
-            try:
-                return protocol.reply_result(env)
-            except protocol.ProtocolError as e:
-                raise from_code(e.code, e.message) from None
+            result = match_reply(sock.recv(), rid)
+            if result is not NOT_OURS:
+                return result
 
     def close(self) -> None:
         self.reset()
 
 
-__all__ = ["Caller", "MemtreeError"]
+__all__ = ["Caller", "MemtreeError", "dealer", "match_reply", "NOT_OURS"]

@@ -20,7 +20,8 @@ import zmq.asyncio
 
 from memtree import protocol
 from memtree.config import Config
-from memtree.errors import CallTimeout, MemtreeError, Unavailable, from_code
+from memtree.client import NOT_OURS, dealer, match_reply
+from memtree.errors import CallTimeout, MemtreeError, Unavailable
 from memtree.ids import ulid
 from memtree.paths import StorePaths
 from memtree.store import db as store_db
@@ -43,11 +44,7 @@ class AsyncCaller:
 
     def _socket(self) -> zmq.asyncio.Socket:
         if self.sock is None:
-            sock = self.zctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.IMMEDIATE, 1)  # queue only on a live connection
-            sock.connect(self.endpoint)
-            self.sock = sock
+            self.sock = dealer(self.zctx, self.endpoint)
         return self.sock
 
     def reset(self) -> None:
@@ -69,16 +66,9 @@ class AsyncCaller:
             if remaining <= 0 or not await sock.poll(remaining, zmq.POLLIN):
                 self.reset()
                 raise CallTimeout(f"the writer did not answer within {timeout_ms / 1000:.1f}s; nothing was confirmed")
-            try:
-                env = protocol.decode(await sock.recv())
-            except protocol.ProtocolError:
-                continue  # garbage from the peer; keep waiting for ours
-            if env.kind != "reply" or env.id != rid:
-                continue  # a late reply to an earlier call
-            try:
-                return protocol.reply_result(env)
-            except protocol.ProtocolError as e:
-                raise from_code(e.code, e.message) from None
+            result = match_reply(await sock.recv(), rid)
+            if result is not NOT_OURS:
+                return result
 
 
 class Services:
