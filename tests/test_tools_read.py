@@ -101,6 +101,27 @@ def test_edit_makes_old_chunks_stale_then_superseded_with_edges_and_audit(h):
         assert ("live", "stale") in moves and ("stale", "superseded") in moves, moves
 
 
+def test_read_of_a_file_the_hook_captured_supersedes_the_capture_without_calling_it_a_change(h):
+    from memtree import protocol
+
+    full = h.write("pkg/small.py", "def one():\n    return 1\n\n\ndef two():\n    return 2\n")
+    payload = {"session_id": "s1", "cwd": h.root, "hook_event_name": "PostToolUse", "tool_name": "Read",
+               "tool_input": {"file_path": full},
+               "tool_response": {"type": "text", "file": {"filePath": full, "content": open(full).read(),
+                                                          "numLines": 6, "startLine": 1, "totalLines": 6}}}
+
+    async def capture(svc):
+        return await svc.call(protocol.Ingest(payload=payload))
+
+    [captured] = h.run(capture)["ids"]
+    h.run(lambda svc: svc.call(protocol.SetStatus(ids=[captured], status="live", expect=["pending"])))
+    out = h.run(read, "pkg/small.py", symbol="two")
+    assert "1 earlier capture(s) of this version superseded" in out and "changed since" not in out
+    reasons = {r for (r,) in h.rows("SELECT reason FROM audit WHERE node_id = ? AND to_status IN ('stale', 'superseded')",
+                                    (captured,))}
+    assert reasons == {"re-chunked by read (same file version)"}
+
+
 @pytest.mark.parametrize("budget", [1, 5, 20, 100, 1000, None])
 def test_budget_is_never_exceeded(h, budget):
     rel, _ = _copy_source(h)

@@ -90,16 +90,20 @@ def put_file(tx: Tx, rec) -> dict:
             continue
         chunk_ids.append(nid)
         new.append((nid, start, end, symbol))
-    superseded = []
-    for old_id, status, meta, _ in old:
+    superseded, changed = [], False
+    for old_id, status, meta, old_mtime in old:
         if not new:
             break
+        # Same version: a hook capture (or an older chunking) replaced by read's chunks.
+        reason = "file changed" if old_mtime != rec.mtime else "re-chunked by read (same file version)"
+        changed = changed or old_mtime != rec.mtime
         if status == "live":
-            change_status(tx, old_id, "file_chunk", "live", "stale", "file changed")
-        change_status(tx, old_id, "file_chunk", "stale", "superseded", "file changed", action="supersede")
+            change_status(tx, old_id, "file_chunk", "live", "stale", reason)
+        change_status(tx, old_id, "file_chunk", "stale", "superseded", reason, action="supersede")
         add_edges(tx, [{"src": _successor(meta, new), "dst": old_id, "kind": "supersedes"}])
         superseded.append(old_id)
-    out = {"root_id": root, "chunk_ids": chunk_ids, "reused": False, "superseded": superseded}
+    out = {"root_id": root, "chunk_ids": chunk_ids, "reused": False, "superseded": superseded,
+           "changed": changed}
     if refused:
         out["refused"] = refused
     return out

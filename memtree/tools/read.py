@@ -210,7 +210,9 @@ async def read(svc, path, lines=None, symbol=None, budget_tokens=None) -> str:
     n = chunked.line_count
     state = "unchanged, chunks reused" if reply.get("reused") else "chunks stored"
     if reply.get("superseded"):
-        state = f"changed since the last read, {len(reply['superseded'])} old chunks superseded"
+        n_old = len(reply["superseded"])
+        state = (f"changed since the last read, {n_old} old chunks superseded" if reply.get("changed")
+                 else f"{n_old} earlier capture(s) of this version superseded by these chunks")
     head = (f"{shown}: {n} lines, {loaded.size} bytes, {chunked.language}"
             f"{' (does not parse: ' + chunked.parse_error + ')' if chunked.parse_error else ''}; "
             f"file node {reply.get('root_id')}; {state}")
