@@ -73,7 +73,7 @@ def importtime_front(top: int = 8) -> list[tuple[int, str]]:
         parts = line.split("|")
         if len(parts) == 3 and parts[1].strip().isdigit():
             raw = parts[2].rstrip()
-            if len(raw) - len(raw.lstrip()) <= 1:  # top-level imports only
+            if len(raw) - len(raw.lstrip()) <= 3:  # the front and what it imports directly
                 rows.append((int(parts[1]), raw.strip()))
     return sorted(rows, reverse=True)[:top]
 
