@@ -78,11 +78,10 @@ def importtime_front(top: int = 8) -> list[tuple[int, str]]:
     return sorted(rows, reverse=True)[:top]
 
 
-async def _session_figures(project: str, env: dict, notes: int, searches: int, tput_rows: int) -> dict:
+async def _session_figures(project: str, env: dict, notes: list[int], searches: int, tput_rows: int) -> dict:
     from mcp import Client, StdioServerParameters
 
     from memtree import protocol
-    from memtree.client import Caller
     from memtree.paths import paths_for_cwd
 
     cmd = _memtree()
@@ -97,41 +96,43 @@ async def _session_figures(project: str, env: dict, notes: int, searches: int, t
         figures["note_rtt"] = rtt
 
         os.environ["MEMTREE_HOME"] = env["MEMTREE_HOME"]
-        paths = paths_for_cwd(project)
-        caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=30000)
+        endpoint = paths_for_cwd(project).endpoint(protocol.SOCK_WRITE)
+        figures["tput"] = {c: add_notes(endpoint, tput_rows, c, _row) for c in (1, 8)}
         words = ["parser", "cache", "socket", "budget", "walker", "sqlite", "token", "hook", "spool", "graph"]
-        t0 = time.perf_counter()
-        for i in range(notes):
-            w = words[i % 10], words[(i * 7) % 10], words[(i * 3) % 10]
-            caller.call(protocol.AddNode(kind="note", status="live",
-                                         content=f"note {i}: the {w[0]} talks to the {w[1]} through the {w[2]} ({i})"))
-        figures["seed_s"] = time.perf_counter() - t0
-        caller.close()
 
-        lat = []
-        for i in range(searches):
-            q = f"{words[i % 10]} {words[(i * 7) % 10]}"
+        def seed_text(i: int) -> str:
+            w = words[i % 10], words[(i * 7) % 10], words[(i * 3) % 10]
+            return f"note {i}: the {w[0]} talks to the {w[1]} through the {w[2]} ({i})"
+
+        seeded, figures["search"] = 0, {}
+        for size in notes:
             t0 = time.perf_counter()
-            await client.call_tool("search", {"query": q, "mode": "keyword", "limit": 10})
-            lat.append(time.perf_counter() - t0)
-        figures["search"] = lat
-        figures["tput"] = {c: writer_throughput(paths.endpoint(protocol.SOCK_WRITE), tput_rows, c) for c in (1, 8)}
+            add_notes(endpoint, size - seeded, 8, lambda i, base=seeded: seed_text(base + i))
+            figures.setdefault("seed_s", {})[size] = time.perf_counter() - t0
+            seeded = size
+            lat = []
+            for i in range(searches):
+                q = f"{words[i % 10]} {words[(i * 7) % 10]}"
+                t0 = time.perf_counter()
+                await client.call_tool("search", {"query": q, "mode": "keyword", "limit": 10})
+                lat.append(time.perf_counter() - t0)
+            figures["search"][size] = lat
     return figures
 
 
-def writer_throughput(endpoint: str, rows: int, clients: int) -> float:
-    """Notes/s through the real writer: ``clients`` threads, one DEALER each."""
+def add_notes(endpoint: str, rows: int, clients: int, text) -> float:
+    """Add ``rows`` live notes (``text(i)``) through the real writer from
+    ``clients`` threads, one DEALER each; returns notes/s."""
     from memtree import protocol
     from memtree.client import Caller
 
-    per = rows // clients
     errors: list[BaseException] = []
 
     def worker(k: int) -> None:
-        caller = Caller(endpoint, src=f"bench{k}", timeout_ms=60000, ctx=None)
+        caller = Caller(endpoint, src=f"bench{k}", timeout_ms=60000)
         try:
-            for i in range(per):
-                caller.call(protocol.AddNode(kind="note", status="live", content=_row(k * per + i)))
+            for i in range(k, rows, clients):
+                caller.call(protocol.AddNode(kind="note", status="live", content=text(i)))
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
         finally:
@@ -146,7 +147,7 @@ def writer_throughput(endpoint: str, rows: int, clients: int) -> float:
     took = time.perf_counter() - t0
     if errors:
         raise errors[0]
-    return per * clients / took
+    return rows / took
 
 
 def raw_apsw_throughput(workdir: str, rows: int) -> float:
@@ -178,7 +179,7 @@ def _row(i: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--starts", type=int, default=10)
-    ap.add_argument("--notes", type=int, default=10000)
+    ap.add_argument("--notes", default="10000,100000", help="store sizes to search at, comma-separated")
     ap.add_argument("--searches", type=int, default=200)
     ap.add_argument("--throughput-rows", type=int, default=4000)
     args = ap.parse_args(argv)
@@ -196,11 +197,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"        {us:>9}  {name}")
         project = os.path.join(workdir, "session")
         os.makedirs(project)
-        figs = anyio.run(_session_figures, project, _env(os.path.join(workdir, "home")), args.notes, args.searches,
+        figs = anyio.run(_session_figures, project, _env(os.path.join(workdir, "home")), sorted(int(n) for n in args.notes.split(",")), args.searches,
                          args.throughput_rows)
         print(f"note write round trip over stdio           {fmt_ms(summary(figs['note_rtt']))}")
-        print(f"seeded {args.notes} notes through the writer in {figs['seed_s']:.1f}s")
-        print(f"keyword search at {args.notes} notes over stdio   {fmt_ms(summary(figs['search']))}")
+        for size, lat in figs["search"].items():
+            print(f"keyword search at {size:>6} notes over stdio  {fmt_ms(summary(lat))}"
+                  f"  (seeded through the writer in {figs['seed_s'][size]:.0f}s)")
         for clients in (1, 8):
             print(f"writer throughput, {clients} client(s), group commit: {figs['tput'][clients]:8.0f} notes/s")
         raw = raw_apsw_throughput(workdir, args.throughput_rows)
