@@ -62,6 +62,7 @@ class Actor:
         self.poller = zmq.Poller()
         self._readers: dict[zmq.Socket, Callable[[zmq.Socket], None]] = {}
         self._stopping = False
+        self._next_tick = float("inf")
         self.backlog = 0  # reported in heartbeats; subclasses keep it current
         self.info: dict = {}  # extra status for `memtree ctl status`
 
@@ -86,6 +87,11 @@ class Actor:
 
     def stop(self) -> None:
         self._stopping = True
+
+    def tick_soon(self, delay_s: float) -> None:
+        """Run ``on_tick`` within ``delay_s`` (sooner if already due): lets an
+        event trigger work after a short settle, batching a burst."""
+        self._next_tick = min(self._next_tick, time.monotonic() + delay_s)
 
     @property
     def stopping(self) -> bool:
@@ -132,17 +138,18 @@ class Actor:
         log.info("%s: running pid=%d", self.ctx.name, os.getpid())
         hb_period = self.config.supervisor.heartbeatMs / 1000
         next_hb = 0.0
-        next_tick = time.monotonic() + (self.tick_interval_s or 0)
+        interval = self.tick_interval_s if self.tick_interval_s is not None else float("inf")
+        self._next_tick = time.monotonic() + interval
         try:
             while not self._stopping:
                 now = time.monotonic()
                 if now >= next_hb:
                     self._heartbeat("running")
                     next_hb = now + hb_period
-                if self.tick_interval_s is not None and now >= next_tick:
+                if now >= self._next_tick:
                     self.on_tick()
-                    next_tick = time.monotonic() + self.tick_interval_s
-                wake = min(next_hb, next_tick if self.tick_interval_s is not None else next_hb)
+                    self._next_tick = time.monotonic() + interval
+                wake = min(next_hb, self._next_tick)
                 timeout_ms = max(0, int((wake - time.monotonic()) * 1000))
                 # Capped so a stop request is noticed promptly.
                 for sock, _ in self.poller.poll(min(timeout_ms, 250)):

@@ -14,6 +14,7 @@ def defaults() -> dict:
         },
         "walkers": {
             "filterIntervalMs": 2000,  # safety sweep besides the event trigger
+            "filterSettleMs": 100,  # after a new-pending event, wait this long to batch a burst
             "stalenessIntervalMs": 30000,
             "prunerIntervalMs": 300000,
             "embeddingIdleMs": 5000,

@@ -1,6 +1,7 @@
 """Filter walker: decides each pending node's fate (live or dropped).
 
-Triggered by ``NodesChanged`` events with status pending, plus a safety sweep
+Triggered by ``NodesChanged`` events with status pending (after a short
+``walkers.filterSettleMs`` settle), plus a safety sweep
 every ``walkers.filterIntervalMs`` (events are lost while the walker is down
 and PUB drops them for slow subscribers). Reads through its own read-only
 connection; every change is a ``SetStatus(expect=["pending"])`` call to the
@@ -59,8 +60,10 @@ class FilterWalker(Walker):
     interval_ms_key = "filterIntervalMs"
 
     def on_events(self, records: list) -> None:
+        # Not at once: a capture's hook is still exiting on these 2 cores, and
+        # parallel tool calls arrive as a burst that one pass can take.
         if any(getattr(r, "status", None) == "pending" for r in records):
-            self.sweep()
+            self.tick_soon(self.config.walkers.filterSettleMs / 1000)
 
     def sweep(self) -> None:
         try:
