@@ -14,7 +14,7 @@ trap 'rm -rf "$WORK"' EXIT
 cp -r "$HARNESS_SRC" "$WORK/harness" && chmod +x "$WORK"/harness/*.sh "$WORK"/harness/*.py
 CLAUDE_CODE_VERSION=${CLAUDE_CODE_VERSION:-2.1.197} "$WORK/harness/install.sh"
 "$WORK/harness/setup_proj.sh" >/dev/null
-(cd "$CCREAL_ROOT/proj" && git add -A && git -c user.name=e2e -c user.email=e2e@localhost commit -qm init)
+(cd "$CCREAL_ROOT/proj" && git add -A && { git diff --cached --quiet || git -c user.name=e2e -c user.email=e2e@localhost commit -qm init; })
 export MEMTREE_HOME=$CCREAL_ROOT/home/.memtree   # what ~/.memtree is for the isolated CLI
 (cd "$CCREAL_ROOT/proj" && "$REPO/.venv/bin/memtree" install)
 SCRIPT=$REPO/eval/claude_code_script.json ALLOWED="Read Grep Bash mcp__demo mcp__memtree" \
