@@ -7,7 +7,7 @@ import subprocess
 import psutil
 import pytest
 
-from tests.support import COLD_START_S, PYTHON, wait_until
+from tests.support import COLD_START_S, PYTHON
 
 
 def _memtree(*args, cwd, env, stdin=subprocess.DEVNULL, timeout=60):
