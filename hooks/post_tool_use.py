@@ -1,7 +1,9 @@
 """Claude Code PostToolUse / PostToolUseFailure hook: hand the payload to memtree.
 
-Runs as ``<python> -I -S <this file>`` (what ``memtree install`` registers) on
-every Read, Grep and Bash, synchronously: Claude Code waits for it. So it
+Runs as ``<python> -I -S hooks/launch.py`` (what ``memtree install`` registers;
+the launcher imports this module so it loads from cached bytecode) on every
+Read, Grep and Bash, synchronously: Claude Code waits for it. Running this
+file directly still works (earlier installs registered it). So it
 imports only cheap standard-library modules (``-X importtime`` shows each),
 sends one ``Ingest`` call to the writer's ingest socket with the stdlib ZMTP
 client, and waits ``capture.hookTimeoutMs`` (default 100 ms; env

@@ -29,12 +29,13 @@ SERVER_NAME = "memtree"
 
 
 def hook_script() -> str:
-    """Absolute path of hooks/post_tool_use.py (memtree.hooks.post_tool_use)."""
+    """Absolute path of hooks/launch.py (memtree.hooks.launch), the tiny
+    launcher of memtree.hooks.post_tool_use."""
     import importlib.util
 
-    spec = importlib.util.find_spec("memtree.hooks.post_tool_use")
+    spec = importlib.util.find_spec("memtree.hooks.launch")
     if spec is None or not spec.origin:
-        raise ConfigError("memtree.hooks.post_tool_use is missing from this installation")
+        raise ConfigError("memtree.hooks.launch is missing from this installation")
     return os.path.abspath(spec.origin)
 
 
@@ -60,11 +61,12 @@ def _is_ours(hook: dict) -> bool:
     for w in words:
         if os.path.basename(w) == "memtree-hook":
             return True
-        if w.endswith(os.path.join("hooks", "post_tool_use.py")):
-            root = os.path.dirname(os.path.dirname(w))
-            if w.endswith(os.path.join("memtree", "hooks", "post_tool_use.py")) or os.path.isfile(
-                    os.path.join(root, "memtree", "__init__.py")):
-                return True
+        for script in ("post_tool_use.py", "launch.py"):  # earlier installs registered the former
+            if w.endswith(os.path.join("hooks", script)):
+                root = os.path.dirname(os.path.dirname(w))
+                if w.endswith(os.path.join("memtree", "hooks", script)) or os.path.isfile(
+                        os.path.join(root, "memtree", "__init__.py")):
+                    return True
     return False
 
 

@@ -35,7 +35,7 @@ def test_install_writes_both_hooks_and_the_server_with_absolute_paths(tmp_path):
         assert hook["type"] == "command" and hook["timeout"] == 10
         argv = shlex.split(hook["command"])
         assert argv == hook_argv() and argv[1:3] == ["-I", "-S"]
-        assert os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith("post_tool_use.py")
+        assert os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith(os.path.join("hooks", "launch.py"))
     server = load(tmp_path / ".mcp.json")["mcpServers"]["memtree"]
     assert server["type"] == "stdio" and os.path.isabs(server["command"])
     assert server["args"] in (["serve"], ["-m", "memtree.cli", "serve"])
@@ -84,7 +84,7 @@ def test_an_earlier_memtree_hook_is_replaced_not_duplicated(tmp_path):
 
 def test_print_shows_the_result_and_writes_nothing(tmp_path):
     done = install(tmp_path, "--print")
-    assert done.returncode == 0 and "post_tool_use.py" in done.stdout and '"memtree"' in done.stdout
+    assert done.returncode == 0 and "launch.py" in done.stdout and '"memtree"' in done.stdout
     assert sorted(os.listdir(tmp_path)) == []
 
 
@@ -99,3 +99,19 @@ def test_a_broken_settings_file_is_an_error_naming_it_and_nothing_is_written(tmp
 
 def test_hook_argv_uses_the_running_interpreter():
     assert hook_argv()[0] == os.path.abspath(sys.executable)
+
+
+def test_the_launcher_without_its_package_still_exits_zero_silently(tmp_path):
+    import shutil
+
+    lone = tmp_path / "somewhere" / "hooks"
+    lone.mkdir(parents=True)
+    shutil.copy(os.path.join(REPO, "hooks", "launch.py"), lone / "launch.py")
+    done = subprocess.run([sys.executable, "-I", "-S", str(lone / "launch.py")], input=b'{"cwd": "/"}',
+                          capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, b"")
+    # positive control: the real launcher imports the hook and handles the same input
+    real = subprocess.run(hook_argv(), input=b"not json", capture_output=True, timeout=60,
+                          env={**os.environ, "MEMTREE_HOME": str(tmp_path / "home")}, cwd=str(tmp_path))
+    assert (real.returncode, real.stdout) == (0, b"")
+    assert os.listdir(tmp_path / "home")  # it ran far enough to resolve a store

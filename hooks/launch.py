@@ -1,0 +1,31 @@
+"""What `memtree install` registers: ``<python> -I -S <this file>``.
+
+Python compiles a script run as ``__main__`` from source on every start (the
+hook module costs ~7 ms of that), while an imported module loads from cached
+bytecode; so this file stays tiny and imports the hook. It must never fail a
+tool call: any problem exits 0 silently.
+"""
+
+import os
+import sys
+
+
+def _launch() -> int:
+    # -I puts nothing of ours on sys.path: the folder holding the `memtree`
+    # package is this file's grandparent (checkout) or great-grandparent (installed).
+    here = os.path.dirname(os.path.abspath(__file__))
+    for root in (os.path.dirname(here), os.path.dirname(os.path.dirname(here))):
+        if os.path.isfile(os.path.join(root, "memtree", "__init__.py")):
+            sys.path.insert(0, root)
+            break
+    from memtree.hooks.post_tool_use import main
+
+    return main()
+
+
+if __name__ == "__main__":
+    try:
+        code = _launch()
+    except BaseException:  # noqa: BLE001 - a hook never fails the tool call
+        code = 0
+    sys.exit(code)
