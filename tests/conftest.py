@@ -209,3 +209,14 @@ def system(system_factory):
     system_factory.serve()
     system_factory.wait_running()
     return system_factory
+
+
+@pytest.fixture
+def h(tmp_path):
+    """A real writer process and a Services instance for driving the wrapped
+    tools directly (tests/tools_harness.py)."""
+    from tests.tools_harness import Harness
+
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()

@@ -12,23 +12,12 @@ from memtree import tokens
 from memtree.errors import BadRequest
 from memtree.tools.bash import bash
 from tests.support import wait_until
-from tests.tools_harness import Harness
-
-
-@pytest.fixture
-def h(tmp_path):
-    harness = Harness(tmp_path)
-    yield harness
-    harness.close()
-
-
-def _node_id(out: str) -> str:
-    return re.search(r"as node ([0-9A-Z]{26})", out).group(1)
+from tests.tools_harness import Harness, stored_node_id
 
 
 def test_command_exit_stdout_and_stderr_are_stored(h):
     out = h.run(bash, "pwd; echo to-stderr >&2; exit 3")
-    node = _node_id(out)
+    node = stored_node_id(out)
     assert "exit 3" in out and h.root in out and "to-stderr" in out
     kind, content, code, cmd = h.rows(
         "SELECT kind, content, json_extract(metadata,'$.exit'), json_extract(metadata,'$.command')"
@@ -39,7 +28,7 @@ def test_command_exit_stdout_and_stderr_are_stored(h):
 
 def test_secrets_in_output_are_redacted_before_storage(h):
     out = h.run(bash, "echo AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
-    content = h.rows("SELECT content FROM nodes WHERE id=?", (_node_id(out),))[0][0]
+    content = h.rows("SELECT content FROM nodes WHERE id=?", (stored_node_id(out),))[0][0]
     assert "wJalrXUtnFEMI" not in content and "REDACTED" in content
 
 
@@ -92,7 +81,7 @@ def test_output_over_the_cap_is_counted_and_dropped(tmp_path):
     try:
         out = h.run(bash, "head -c 5000 /dev/zero | tr '\\0' 'a'; echo")
         assert "5001 bytes stdout" in out and "4001 bytes over bash.maxOutputBytes" in out
-        content = h.rows("SELECT content FROM nodes WHERE id=?", (_node_id(out),))[0][0]
+        content = h.rows("SELECT content FROM nodes WHERE id=?", (stored_node_id(out),))[0][0]
         assert content.count("a") <= 1100
     finally:
         h.close()
@@ -113,7 +102,7 @@ def test_budget_is_never_exceeded_and_the_elision_says_what_was_left_out(h, budg
     out = h.run(bash, "seq 1 5000; seq 1 300 >&2", budget_tokens=budget)
     assert tokens.count(out) <= (budget or 2000)
     if budget is None or budget >= 100:
-        node = _node_id(out)
+        node = stored_node_id(out)
         m = re.search(r"… (\d+) lines \((\d+) bytes\) of stdout left out; get\(node_id=\"(\w+)\"\)", out)
         assert m and m.group(3) == node, out
         block = out.split("--- stdout ---\n")[1].split("\n--- stderr ---")[0]

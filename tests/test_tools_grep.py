@@ -10,18 +10,7 @@ import pytest
 from memtree import tokens
 from memtree.errors import BadRequest, Refused
 from memtree.tools.grep import grep
-from tests.tools_harness import Harness
-
-
-@pytest.fixture
-def h(tmp_path):
-    harness = Harness(tmp_path)
-    yield harness
-    harness.close()
-
-
-def _node_id(out: str) -> str:
-    return re.search(r"as node ([0-9A-Z]{26})", out).group(1)
+from tests.tools_harness import Harness, stored_node_id
 
 
 def _children(h, node_id: str) -> set[str]:
@@ -33,7 +22,7 @@ def test_hits_are_stored_as_one_node_with_a_child_per_hit(h):
     b = h.write("src/b.txt", "needle_three\n")
     h.write("src/c.txt", "nothing here\n")
     out = h.run(grep, "needle_\\w+")
-    node = _node_id(out)
+    node = stored_node_id(out)
     assert "3 hits in 2 files" in out
     assert _children(h, node) == {f"file://{a}#L2-2", f"file://{a}#L4-4", f"file://{b}#L1-1"}
     kind, content, meta = h.rows("SELECT kind, content, json_extract(metadata,'$.hits') FROM nodes WHERE id=?", (node,))[0]
@@ -43,10 +32,10 @@ def test_hits_are_stored_as_one_node_with_a_child_per_hit(h):
 
 def test_same_search_twice_is_stored_once(h):
     h.write("a.txt", "needle\n" * 3)
-    first = _node_id(h.run(grep, "needle"))
+    first = stored_node_id(h.run(grep, "needle"))
     before = h.counts()
     second = h.run(grep, "needle")
-    assert _node_id(second) == first and "already stored" in second
+    assert stored_node_id(second) == first and "already stored" in second
     assert h.counts() == before
 
 
@@ -69,7 +58,7 @@ def test_secret_files_are_never_searched_or_stored(h):
     h.write("certs/server.pem", "needle\n")
     os.symlink(os.path.join(h.root, ".env"), os.path.join(h.root, "app", "looks_fine.txt"))
     out = h.run(grep, "needle")
-    assert _children(h, _node_id(out)) == {f"file://{control}#L1-1"}
+    assert _children(h, stored_node_id(out)) == {f"file://{control}#L1-1"}
     stored = " ".join(r[0] for r in h.rows("SELECT content FROM nodes"))
     assert "needle=1" not in stored and "needle=2" not in stored
     before = h.counts()
@@ -85,7 +74,7 @@ def test_config_path_deny_extends_the_denylist(tmp_path):
         keep = h.write("pub/a.txt", "needle\n")
         h.write("private/b.txt", "needle\n")
         out = h.run(grep, "needle")
-        assert _children(h, _node_id(out)) == {f"file://{keep}#L1-1"}
+        assert _children(h, stored_node_id(out)) == {f"file://{keep}#L1-1"}
     finally:
         h.close()
 

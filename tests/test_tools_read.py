@@ -12,17 +12,11 @@ from memtree import tokens
 from memtree.chunking import WINDOW_LINES, split_lines
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.tools.read import read
-from tests.tools_harness import Harness, numbered
+from tests.tools_harness import numbered
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(REPO, "actors", "base.py")  # a real Python file with classes, methods, functions
 
-
-@pytest.fixture
-def h(tmp_path):
-    harness = Harness(tmp_path)
-    yield harness
-    harness.close()
 
 
 def _copy_source(h) -> tuple[str, list[str]]:

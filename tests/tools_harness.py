@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 
 from memtree.services import Services
 from tests.actor_procs import rows, start_writer
@@ -57,3 +58,8 @@ def numbered(out: str) -> dict[int, str]:
         if tab and head.strip().isdigit() and len(head) == 6:
             got[int(head)] = text
     return got
+
+
+def stored_node_id(out: str) -> str:
+    """The node id a grep/bash answer reports its stored result as."""
+    return re.search(r"as node ([0-9A-Z]{26})", out).group(1)
