@@ -211,3 +211,20 @@ def test_empty_file_is_answered_and_stores_nothing(h):
     out = h.run(read, "empty.txt")
     assert "empty file" in out and "nothing stored" in out
     assert h.counts() == before
+
+
+def test_a_forgotten_chunk_read_again_from_a_changed_file_is_refused_and_audited(h):
+    from memtree import protocol
+
+    full = h.write("pkg/plans.py", "def keep():\n    return 1\n\n\ndef secret_plan():\n    return 'launch codes'\n")
+    [plan_id] = _chunk_ids(h.run(read, "pkg/plans.py", symbol="secret_plan"))
+    h.run(lambda svc: svc.call(protocol.Forget(node_id=plan_id, reason="user asked")))
+    st = os.stat(full)
+    os.utime(full, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # a new version, same text
+    out = h.run(read, "pkg/plans.py", budget_tokens=5000)
+    stored = {c for (c,) in h.rows("SELECT content FROM nodes WHERE kind = 'file_chunk' AND status = 'live'")}
+    assert not any("launch codes" in c for c in stored)
+    assert any("def keep" in c for c in stored)  # positive control: the rest of the file is stored
+    assert "(forgotten)" in out
+    refused = h.rows("SELECT actor, reason FROM audit WHERE action = 'refused'")
+    assert refused == [("test", "content was forgotten (tombstoned)")]
