@@ -104,15 +104,15 @@ class Front:
 
 def load_context():
     """The supervisor's context from the environment; run standalone (no
-    supervisor env), the project is found from CLAUDE_PROJECT_DIR or the cwd."""
+    supervisor env), the project is found as every entry point finds it (paths.start_dir)."""
     from memtree.actorenv import ENV_STORE_DIR, ActorContext
 
     if os.environ.get(ENV_STORE_DIR):
         return ActorContext.from_env("mcp")
     from memtree.config import load_config
-    from memtree.paths import memtree_home, paths_for_cwd, prepare_store
+    from memtree.paths import memtree_home, paths_for_cwd, prepare_store, start_dir
 
-    paths = paths_for_cwd(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    paths = paths_for_cwd(start_dir())
     prepare_store(paths)
     return ActorContext("mcp", paths, load_config(paths.project_root, memtree_home()), None)
 

@@ -216,9 +216,9 @@ def run() -> None:
     if cwd is None:
         payload = _parse(data)
         cwd = payload.get("cwd") if isinstance(payload, dict) else None
-    # The front resolves the store from CLAUDE_PROJECT_DIR; so does the hook when it is set.
-    base = os.environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None)
-    paths = mpaths.paths_for_cwd(base or os.getcwd())
+    # The same rule as `memtree serve`: CLAUDE_PROJECT_DIR first, then the payload's cwd.
+    payload_cwd = cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
+    paths = mpaths.paths_for_cwd(mpaths.start_dir(fallback=payload_cwd))
     texts = _config_texts(paths.project_root, mpaths.memtree_home())
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
     ok, code, why = _send(paths, data, _timeout_ms(texts))

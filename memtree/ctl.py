@@ -241,7 +241,7 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    from memtree.paths import paths_for_cwd
+    from memtree.paths import paths_for_cwd, start_dir
 
     args = build_parser().parse_args(argv)
     if args.project is not None and not os.path.isdir(args.project):
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sups = None
     try:
-        sups = Supervisors(paths_for_cwd(args.project or os.getcwd()))
+        sups = Supervisors(paths_for_cwd(start_dir(args.project)))
         return COMMANDS[args.command](sups, args)
     except CtlFailure as e:
         print(f"memtree ctl: {e.message}", file=sys.stderr)

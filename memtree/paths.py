@@ -187,6 +187,14 @@ def store_paths(project_root: str, project_hash: str, home: str | None = None) -
     return StorePaths(project_root, project_hash, store_dir, run_dir)
 
 
+def start_dir(explicit: str | None = None, fallback: str | None = None) -> str:
+    """Where the project is resolved from, the same for every entry point:
+    an explicit --project, else Claude Code's CLAUDE_PROJECT_DIR (stable while
+    the agent cd's around; set for MCP servers, hooks and its Bash tool), else
+    ``fallback`` (the hook passes the payload's cwd), else the process cwd."""
+    return explicit or os.environ.get("CLAUDE_PROJECT_DIR") or fallback or os.getcwd()
+
+
 def paths_for_cwd(cwd: str) -> StorePaths:
     root, phash = resolve_project(cwd)
     return store_paths(root, phash)

@@ -263,12 +263,12 @@ def _configure_logging(paths) -> None:
 
 def serve(project: str | None, front: bool) -> int:
     from memtree.config import ConfigError, load_config
-    from memtree.paths import memtree_home, paths_for_cwd, prepare_store
+    from memtree.paths import memtree_home, paths_for_cwd, prepare_store, start_dir
 
     if project is not None and not os.path.isdir(project):
         print(f"memtree serve: --project {project}: not a directory", file=sys.stderr)
         return 2
-    paths = paths_for_cwd(project or os.getcwd())
+    paths = paths_for_cwd(start_dir(project))
     prepare_store(paths)
     _configure_logging(paths)
     try:

@@ -220,3 +220,10 @@ def h(tmp_path):
     harness = Harness(tmp_path)
     yield harness
     harness.close()
+
+
+@pytest.fixture(autouse=True)
+def _outside_claude_code(monkeypatch):
+    """Every entry point prefers CLAUDE_PROJECT_DIR (paths.start_dir); a test
+    run from inside Claude Code must not inherit the developer's project."""
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)

@@ -7,7 +7,7 @@ import subprocess
 import psutil
 import pytest
 
-from tests.support import COLD_START_S, PYTHON
+from tests.support import COLD_START_S, PYTHON, spawn
 
 
 def _memtree(*args, cwd, env, stdin=subprocess.DEVNULL, timeout=60):
@@ -100,3 +100,16 @@ def test_serve_stops_children_in_reverse_start_order_on_sigterm(system):
     lines = [ln for ln in system.log_tail(lines=40).splitlines() if "STOPPING" in ln]
     order = [ln.split("]: ", 1)[1].split(":")[0] for ln in lines]
     assert order[-1] == "writer" and order.index("walker.filter") < order.index("writer")
+
+
+def test_serve_started_elsewhere_finds_the_project_from_claude_project_dir(system_factory, tmp_path):
+    system_factory.write_config()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = spawn([PYTHON, "-m", "memtree.cli", "serve", "--no-front"], cwd=str(elsewhere),
+                 env={**system_factory.env, "CLAUDE_PROJECT_DIR": system_factory.project}, stdin=subprocess.DEVNULL)
+    system_factory.procs.append(proc)
+    system_factory.seen_pids.add(proc.pid)
+    actors = system_factory.wait_running()  # found through the project's own store
+    assert {a["name"] for a in actors} >= {"writer", "walker.filter"}
+    assert not os.listdir(elsewhere)

@@ -186,3 +186,19 @@ def test_malformed_input_never_crashes_the_writer_and_is_counted(system):
     assert truncated == 1 and original > 10_000_000
     assert "MALFORMED-MARKER" not in open(system.paths.log_file("writer"), errors="replace").read()
     assert "Traceback" not in open(system.paths.log_file("writer"), errors="replace").read()
+
+
+def test_a_hook_from_a_subdirectory_lands_in_the_store_serve_uses(system):
+    """Outside git the store is keyed by the directory: Claude Code's
+    CLAUDE_PROJECT_DIR keeps the hook on the server's store when the agent cd's."""
+    sub = os.path.join(system.project, "sub", "deeper")
+    os.makedirs(sub)
+    p = bash_payload(system, 7, extra="captured after cd into a subdirectory")
+    p["cwd"] = sub
+    run_hook(system, p, CLAUDE_PROJECT_DIR=system.project, MEMTREE_HOOK_TIMEOUT_MS="10000")
+    assert list(contents(system, "%after cd into a subdirectory%").values()) == [1]
+    # control: without the variable the payload's cwd is another (non-git) project, another store
+    q = bash_payload(system, 8, extra="captured without CLAUDE_PROJECT_DIR")
+    q["cwd"] = sub
+    run_hook(system, q, MEMTREE_HOOK_TIMEOUT_MS="300")
+    assert contents(system, "%without CLAUDE_PROJECT_DIR%") == {}

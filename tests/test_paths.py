@@ -84,3 +84,13 @@ def test_deep_store_moves_sockets_to_a_short_runtime_dir(tmp_path, monkeypatch):
             shallow, "0123456789abcdef", "run")
     finally:
         os.rmdir(shallow)
+
+
+def test_every_entry_point_starts_from_the_same_directory(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    assert paths.start_dir() == str(tmp_path)
+    assert paths.start_dir(fallback="/payload/cwd") == "/payload/cwd"
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", "/claude/project")
+    assert paths.start_dir(fallback="/payload/cwd") == "/claude/project"  # stable while the agent cd's
+    assert paths.start_dir("/explicit") == "/explicit"
