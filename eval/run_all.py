@@ -1,0 +1,20 @@
+"""`make bench`: every benchmark in turn (core, hook, tools), figures to stdout."""
+
+from __future__ import annotations
+
+import sys
+
+from memtree.eval import bench_core, bench_hook, bench_tools
+
+
+def main() -> int:
+    for name, bench in (("core", bench_core), ("hook", bench_hook), ("tools", bench_tools)):
+        print(f"\n===== {name} =====", flush=True)
+        code = bench.main([])
+        if code:
+            return code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
