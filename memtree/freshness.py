@@ -10,42 +10,64 @@ import os
 
 from memtree import protocol
 from memtree.errors import MemtreeError
-from memtree.render import file_path
+from memtree.render import metadata
 
 log = logging.getLogger(__name__)
 
+# The one rule for "this file chunk no longer matches its file", shared by
+# answers here and by the staleness walker's sweeps.
 REASON = "file changed on disk since capture"
+GONE = "file deleted"
 
 
-def _to_ms(mtime: int) -> int:
-    """Stored mtimes are epoch s, ms or ns depending on the writer; compare in ms."""
-    if mtime > 10**16:
-        return mtime // 1_000_000
-    if mtime < 10**11:
-        return mtime * 1000
-    return mtime
+def chunk_file(node: dict) -> str | None:
+    """The file behind a chunk: its metadata ``path``, else its ``file://`` uri
+    (written unquoted, as ``file://<abs path>#L<start>-<end>``)."""
+    path = metadata(node).get("path")
+    if isinstance(path, str) and path.startswith("/"):
+        return path
+    uri = node.get("source_uri") or ""
+    if not uri.startswith("file://"):
+        return None
+    path = uri[len("file://"):]
+    return (path.rsplit("#L", 1)[0] if "#L" in path else path) or None
 
 
-def is_stale(node: dict) -> bool:
-    if node.get("kind") != "file_chunk" or not node.get("mtime"):
-        return False
-    path = file_path(node)
+def mtime_changed(stored: int, created_at_ms: int, st) -> bool:
+    """Whether the file's mtime is no longer the one the chunk was made from.
+
+    Chunks store nanoseconds; older captures may hold milliseconds, or nothing
+    (0), in which case the file only counts as changed once it is newer than
+    the chunk itself.
+    """
+    if stored >= 10**15:  # nanoseconds (any date after 1970-01-12)
+        return st.st_mtime_ns != stored
+    if stored:
+        return st.st_mtime_ns // 1_000_000 != stored
+    return st.st_mtime_ns // 1_000_000 > created_at_ms
+
+
+def disk_change(node: dict, stat=os.stat) -> str | None:
+    """Why a file chunk is out of date on disk (REASON or GONE), or None.
+    A file that cannot be stat'ed for another reason is judged next time."""
+    if node.get("kind") != "file_chunk":
+        return None
+    path = chunk_file(node)
     if path is None:
-        return False
+        return None
     try:
-        now_ms = os.stat(path).st_mtime_ns // 1_000_000
+        st = stat(path)
+    except FileNotFoundError:
+        return GONE
     except OSError:
-        return True  # the file is gone
-    stored = node["mtime"]
-    if stored < 10**11:  # stored in whole seconds: compare at that precision
-        return now_ms // 1000 != stored
-    return abs(now_ms - _to_ms(stored)) > 1
+        return None
+    return REASON if mtime_changed(node.get("mtime") or 0, node.get("created_at") or 0, st) else None
 
 
 def check(svc, nodes) -> set[str]:
     """Ids of ``nodes`` that are stale on disk; live ones are sent to the
     writer as SetStatus(stale, expect=[live]) in the background."""
-    stale = {n["id"] for n in nodes if is_stale(n)}
+    stale = {n["id"] for n in nodes if disk_change(n)}
     to_mark = sorted(n["id"] for n in nodes if n["id"] in stale and n.get("status") == "live")
     if to_mark:
         svc.background(_mark, svc, to_mark)

@@ -22,17 +22,6 @@ def metadata(node: dict) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def file_path(node: dict) -> str | None:
-    """The absolute path behind a ``file://`` source uri (without ``#L..``)."""
-    uri = node.get("source_uri") or ""
-    if not uri.startswith("file://"):
-        return None
-    path = uri[len("file://"):]
-    if "#L" in path:
-        path = path.rsplit("#L", 1)[0]
-    return path or None
-
-
 def source_uri(node: dict) -> str:
     """``file:///abs/path#L<start>-<end>`` for file chunks, else the stored uri."""
     uri = node.get("source_uri") or ""

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from memtree.actors.walkers.staleness import CHANGED, GONE, mtime_advanced
+from memtree.actors.walkers.staleness import CHANGED, GONE, mtime_changed
 from memtree.tools.read import read
 from tests.actor_procs import start_actor
 from tests.support import COLD_START_S, reap, wait_until
@@ -57,6 +57,6 @@ def test_touched_and_deleted_files_make_exactly_their_chunks_stale(h):
 def test_mtime_units_ns_ms_and_unknown():
     class St:
         st_mtime_ns = 1_700_000_000_500_000_000
-    assert mtime_advanced(St.st_mtime_ns - 1, 0, St) and not mtime_advanced(St.st_mtime_ns, 0, St)
-    assert mtime_advanced(1_700_000_000_000, 0, St) and not mtime_advanced(1_700_000_000_500, 0, St)
-    assert mtime_advanced(0, 1_700_000_000_000, St) and not mtime_advanced(0, 1_700_000_001_000, St)
+    assert mtime_changed(St.st_mtime_ns - 1, 0, St) and not mtime_changed(St.st_mtime_ns, 0, St)
+    assert mtime_changed(1_700_000_000_000, 0, St) and not mtime_changed(1_700_000_000_500, 0, St)
+    assert mtime_changed(0, 1_700_000_000_000, St) and not mtime_changed(0, 1_700_000_001_000, St)

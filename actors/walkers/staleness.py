@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from urllib.parse import unquote
 
-import orjson
-
-from memtree import protocol
+from memtree import freshness, protocol
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
@@ -23,54 +20,30 @@ from memtree.store.live import status_clause
 log = logging.getLogger(__name__)
 
 BATCH = 500  # chunks per tick
-CHANGED = "file changed (mtime advanced)"
-GONE = "file deleted"
-
-
-def chunk_path(source_uri: str | None, metadata: str | None) -> str | None:
-    """The file behind a chunk: metadata ``path``, else its ``file://`` uri."""
-    try:
-        path = orjson.loads(metadata or "{}").get("path")
-    except orjson.JSONDecodeError:
-        path = None
-    if isinstance(path, str) and path.startswith("/"):
-        return path
-    if source_uri and source_uri.startswith("file://"):
-        return unquote(source_uri[len("file://"):].split("#", 1)[0]) or None
-    return None
-
-
-def mtime_advanced(stored: int, created_at_ms: int, st: os.stat_result) -> bool:
-    """Whether the file's mtime is past the one the chunk was made from.
-
-    The read tool stores nanoseconds; a capture may store milliseconds or
-    nothing (0), in which case the chunk's creation time stands in.
-    """
-    if stored >= 10**15:  # nanoseconds (any date after 1970-01-12)
-        return st.st_mtime_ns > stored
-    return st.st_mtime_ns // 1_000_000 > (stored or created_at_ms)
+CHANGED, GONE = freshness.REASON, freshness.GONE
+mtime_changed = freshness.mtime_changed
 
 
 def judge(rows: list[tuple], stat=os.stat) -> dict[str, list[str]]:
     """reason -> ids of the chunks that are stale, from (id, uri, metadata, mtime, created_at) rows."""
     out: dict[str, list[str]] = {}
-    stats: dict[str, os.stat_result | None] = {}
-    for node_id, uri, meta, mtime, created in rows:
-        path = chunk_path(uri, meta)
-        if path is None:
-            continue
+    stats: dict[str, object] = {}
+
+    def cached_stat(path):  # chunks of one file share one stat
         if path not in stats:
             try:
                 stats[path] = stat(path)
-            except FileNotFoundError:
-                stats[path] = None
-            except OSError:
-                continue  # unreadable now (permissions, a dying mount): judge it next time
-        st = stats[path]
-        if st is None:
-            out.setdefault(GONE, []).append(node_id)
-        elif mtime_advanced(mtime or 0, created or 0, st):
-            out.setdefault(CHANGED, []).append(node_id)
+            except OSError as e:
+                stats[path] = e
+        if isinstance(stats[path], OSError):
+            raise stats[path]
+        return stats[path]
+
+    for node_id, uri, meta, mtime, created in rows:
+        node = {"kind": "file_chunk", "source_uri": uri, "metadata": meta, "mtime": mtime, "created_at": created}
+        reason = freshness.disk_change(node, stat=cached_stat)
+        if reason:
+            out.setdefault(reason, []).append(node_id)
     return out
 
 
