@@ -152,7 +152,12 @@ class Actor:
                 wake = min(next_hb, self._next_tick)
                 timeout_ms = max(0, int((wake - time.monotonic()) * 1000))
                 # Capped so a stop request is noticed promptly.
-                for sock, _ in self.poller.poll(min(timeout_ms, 250)):
+                timeout_ms = min(timeout_ms, 250)
+                if not self._readers:
+                    # An empty zmq poll returns at once: a walker with no socket must sleep.
+                    time.sleep(timeout_ms / 1000)
+                    continue
+                for sock, _ in self.poller.poll(timeout_ms):
                     self._readers[sock](sock)
                     if self._stopping:
                         break
