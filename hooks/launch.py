@@ -3,7 +3,8 @@
 Python compiles a script run as ``__main__`` from source on every start (the
 hook module costs ~7 ms of that), while an imported module loads from cached
 bytecode; so this file stays tiny and imports the hook. It must never fail a
-tool call: any problem exits 0 silently.
+tool call: any problem exits 0 silently. ``launch.py stop`` runs the Stop
+hook (memtree.hooks.stop) instead of the capture hook.
 """
 
 import os
@@ -18,8 +19,10 @@ def _launch() -> int:
         if os.path.isfile(os.path.join(root, "memtree", "__init__.py")):
             sys.path.insert(0, root)
             break
-    from memtree.hooks.post_tool_use import main
-
+    if sys.argv[1:2] == ["stop"]:
+        from memtree.hooks.stop import main
+    else:
+        from memtree.hooks.post_tool_use import main
     return main()
 
 

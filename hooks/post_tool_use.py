@@ -14,6 +14,7 @@ a denied command or path spools nothing.
 
 Always exits 0 and never writes stdout (Claude Code would read it). Problems
 go to ``<store>/logs/hook.log`` as one line without any payload content.
+Every run counts its outcome in the capture heartbeat (memtree.heartbeat).
 """
 
 import os
@@ -121,14 +122,16 @@ def _read_stdin() -> bytes:
     return data
 
 
-def _top_level_cwd(data: bytes):
-    """The payload's "cwd" without a JSON parser (``json`` imports ``re``,
-    ~20 ms here). Claude Code writes it near the start, unescaped; anything
-    unusual (escapes, not found) returns None and the caller parses properly."""
-    at = data.find(b'"cwd"', 0, 4096)
+def _top_level_str(data: bytes, key: bytes):
+    """A top-level string field (``cwd``, ``session_id``) without a JSON parser
+    (``json`` imports ``re``, ~20 ms here). Claude Code writes them near the
+    start, unescaped; anything unusual (escapes, not found) returns None and
+    the caller parses properly."""
+    quoted = b'"' + key + b'"'
+    at = data.find(quoted, 0, 4096)
     if at < 0:
         return None
-    rest = data[at + 5:at + 4096].lstrip()
+    rest = data[at + len(quoted):at + 4096].lstrip()
     if not rest.startswith(b":"):
         return None
     rest = rest[1:].lstrip()
@@ -149,7 +152,8 @@ def _parse(data: bytes):
 
 
 def _send(paths, data: bytes, timeout_ms: float):
-    """The writer's reply: (ok, error code or None, why-not text)."""
+    """The writer's reply: (ok, error code or None, why-not text). An ok reply
+    whose plan was skipped by the gate has code "skipped"."""
     import time
 
     from memtree import protocol, zmtp
@@ -160,7 +164,7 @@ def _send(paths, data: bytes, timeout_ms: float):
     except zmtp.ZmtpError as e:
         return False, None, f"{type(e).__name__}: {e}"
     if protocol.reply_is_ok(frames[-1], rid):
-        return True, None, None
+        return True, (None if b'"skipped":null' in frames[-1] else "skipped"), None
     try:  # not the plain ok reply: decode it properly (slow path)
         env = protocol.decode(frames[-1])
     except protocol.ProtocolError as e:
@@ -168,7 +172,8 @@ def _send(paths, data: bytes, timeout_ms: float):
     if env.kind != "reply" or env.id != rid:
         return False, None, "reply to another request"
     if env.body.get("ok"):
-        return True, None, None
+        skipped = (env.body.get("result") or {}).get("skipped") if isinstance(env.body.get("result"), dict) else None
+        return True, ("skipped" if skipped else None), None
     return False, str((env.body.get("error") or {}).get("code", "?")), "writer error"
 
 
@@ -206,46 +211,72 @@ def _spool(paths, payload: dict, settings: dict) -> str:
     return "spooled"
 
 
-def run() -> None:
+def run(state: dict) -> str:
+    """Hand the payload over; return the outcome for the capture heartbeat
+    (memtree.heartbeat.OUTCOMES). ``state`` gets the store paths and session."""
     _add_package_root()
     data = _read_stdin()
     from memtree import paths as mpaths
 
-    cwd = _top_level_cwd(data)
+    cwd = _top_level_str(data, b"cwd")
+    state["session"] = _top_level_str(data, b"session_id")
     payload = None
-    if cwd is None:
+    if cwd is None or state["session"] is None:
         payload = _parse(data)
-        cwd = payload.get("cwd") if isinstance(payload, dict) else None
+        if isinstance(payload, dict):
+            cwd = payload.get("cwd") if cwd is None else cwd
+            state["session"] = payload.get("session_id") if isinstance(payload.get("session_id"), str) else "?"
     # The same rule as `memtree serve`: CLAUDE_PROJECT_DIR first, then the payload's cwd.
     payload_cwd = cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
-    paths = mpaths.paths_for_cwd(mpaths.start_dir(fallback=payload_cwd))
+    paths = state["paths"] = mpaths.paths_for_cwd(mpaths.start_dir(fallback=payload_cwd))
     texts = _config_texts(paths.project_root, mpaths.memtree_home())
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
     ok, code, why = _send(paths, data, _timeout_ms(texts))
     if ok:
-        return
+        return "refused" if code == "skipped" else "stored"
     if code in NO_RETRY:
         _log(paths.log_dir, f"writer refused the payload ({code}); not spooled")
-        return
+        return "refused" if code == "refused" else "failed"
     if code:
         why = f"writer error {code}"
     payload = payload if payload is not None else _parse(data)
     if not isinstance(payload, dict):
         _log(paths.log_dir, f"no ack from the writer ({why}); stdin is not a JSON object, not spooled")
-        return
-    _log(paths.log_dir, f"no ack from the writer ({why}); {_spool(paths, payload, _settings(texts))}")
+        return "failed"
+    done = _spool(paths, payload, _settings(texts))
+    _log(paths.log_dir, f"no ack from the writer ({why}); {done}")
+    return "spooled" if done == "spooled" else "refused"
+
+
+def _count(state: dict, outcome: str) -> None:
+    """One heartbeat count; it must never fail the hook either."""
+    if state.get("paths") is None:
+        return  # failed before the store was known: only hook.log can tell
+    try:
+        from memtree import heartbeat
+
+        heartbeat.count(state["paths"].store_dir, state.get("session") or "?", outcome)
+    except OSError as e:
+        _log(state["paths"].log_dir, f"heartbeat not counted: {type(e).__name__}")
 
 
 def main() -> int:
+    state: dict = {}
     try:
-        run()
+        outcome = run(state)
     except BaseException as e:  # noqa: BLE001 - a hook never fails the tool call
+        outcome = "failed"
         try:
             from memtree import paths as mpaths
 
-            _log(os.path.join(mpaths.memtree_home(), "logs"), f"hook failed: {type(e).__name__}")
+            log_dir = state["paths"].log_dir if state.get("paths") else os.path.join(mpaths.memtree_home(), "logs")
+            _log(log_dir, f"hook failed: {type(e).__name__}")
         except BaseException:  # noqa: BLE001
             pass
+    try:
+        _count(state, outcome)
+    except BaseException:  # noqa: BLE001
+        pass
     return 0
 
 

@@ -187,12 +187,17 @@ def _table(actors: list[dict], several: bool) -> str:
 @command("status")
 def cmd_status(sups: Supervisors, args) -> int:
     """Show every actor: state, pid, uptime, restarts, rss, cpu, heartbeat age, backlog."""
+    from memtree import heartbeat
+
     statuses = sups.statuses()
     actors = [a for pid in sorted(statuses) for a in statuses[pid]["actors"]]
+    captures = heartbeat.read_all(sups.paths.store_dir)
     if args.json:
-        print(json.dumps({"supervisors": sorted(statuses), "actors": actors}, indent=2))
+        print(json.dumps({"supervisors": sorted(statuses), "actors": actors, "capture": captures}, indent=2))
     else:
         print(_table(actors, several=len(statuses) > 1))
+        print()  # the table ends at the first blank line
+        print(heartbeat.summary(captures))
     return 0
 
 

@@ -5,6 +5,8 @@ Writes two files under the project, merging with what is there:
   on ``Read|Grep|Bash`` running ``<abs python> -I -S <abs hook script>``
   (an absolute interpreter with -I -S starts in ~10 ms; a version-manager
   shim costs 90-130 ms on every tool call).
+- the same, with ``stop``, as a Stop hook: the capture heartbeat's check
+  (memtree.heartbeat; it never blocks the agent).
 - ``.mcp.json``: the ``memtree`` stdio server (``memtree serve``).
 
 Other hooks and servers are kept; an earlier memtree entry is replaced in
@@ -24,6 +26,7 @@ from memtree.errors import ConfigError
 
 MATCHER = "Read|Grep|Bash"
 EVENTS = ("PostToolUse", "PostToolUseFailure")
+STOP_EVENT = "Stop"
 HOOK_TIMEOUT_S = 10
 SERVER_NAME = "memtree"
 
@@ -76,8 +79,10 @@ def merge_settings(settings: dict, command: str, where: str) -> dict:
     if not isinstance(hooks, dict):
         raise ConfigError(f"{where}: 'hooks' must be an object")
     hooks = dict(hooks)
-    ours = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
-    for event in EVENTS:
+    wanted = {event: (MATCHER, command) for event in EVENTS}
+    wanted[STOP_EVENT] = (None, f"{command} stop")  # Stop takes no matcher
+    for event, (matcher, cmd) in wanted.items():
+        ours = {"type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S}
         groups = hooks.get(event, [])
         if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
             raise ConfigError(f"{where}: 'hooks.{event}' must be a list of objects")
@@ -88,7 +93,7 @@ def merge_settings(settings: dict, command: str, where: str) -> dict:
                 raise ConfigError(f"{where}: 'hooks.{event}[].hooks' must be a list")
             if any(isinstance(h, dict) and _is_ours(h) for h in inner):
                 others = [h for h in inner if not (isinstance(h, dict) and _is_ours(h))]
-                if not placed and group.get("matcher") == MATCHER:
+                if not placed and group.get("matcher") == matcher:
                     kept.append({**group, "hooks": others + [ours]})
                     placed = True
                 elif others:
@@ -96,7 +101,7 @@ def merge_settings(settings: dict, command: str, where: str) -> dict:
             else:
                 kept.append(group)
         if not placed:
-            kept.append({"matcher": MATCHER, "hooks": [ours]})
+            kept.append({"matcher": matcher, "hooks": [ours]} if matcher else {"hooks": [ours]})
         hooks[event] = kept
     out["hooks"] = hooks
     return out

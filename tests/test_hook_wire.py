@@ -45,7 +45,12 @@ def test_the_cheap_ok_check_only_says_true_for_an_ok_reply_to_this_request():
     (b"not json", None),
 ])
 def test_cwd_is_found_without_a_json_parser_or_left_to_the_parser(data, cwd):
-    assert hook._top_level_cwd(data) == cwd
+    assert hook._top_level_str(data, b"cwd") == cwd
+
+
+def test_session_id_is_found_the_same_way():
+    assert hook._top_level_str(b'{"session_id":"abc-1","cwd":"/a"}', b"session_id") == "abc-1"
+    assert hook._top_level_str(b'{"cwd":"/a"}', b"session_id") is None
 
 
 def test_config_timeout_is_read_without_a_json_parser(monkeypatch):

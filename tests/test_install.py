@@ -36,6 +36,8 @@ def test_install_writes_both_hooks_and_the_server_with_absolute_paths(tmp_path):
         argv = shlex.split(hook["command"])
         assert argv == hook_argv() and argv[1:3] == ["-I", "-S"]
         assert os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith(os.path.join("hooks", "launch.py"))
+    [stop] = settings["hooks"]["Stop"]
+    assert "matcher" not in stop and shlex.split(stop["hooks"][0]["command"]) == [*hook_argv(), "stop"]
     server = load(tmp_path / ".mcp.json")["mcpServers"]["memtree"]
     assert server["type"] == "stdio" and os.path.isabs(server["command"])
     assert server["args"] in (["serve"], ["-m", "memtree.cli", "serve"])

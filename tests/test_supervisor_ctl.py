@@ -30,7 +30,7 @@ def test_ctl_status_json_lists_every_actor_with_its_fields(system):
         assert a["backlog"] >= 0 and a["restarts"] == 0
     table = system.ctl("status")
     assert table.returncode == 0
-    header, *lines = table.stdout.splitlines()
+    header, *lines = table.stdout.split("\n\n")[0].splitlines()
     assert header.split()[:9] == ["ACTOR", "STATE", "PID", "UPTIME", "RESTARTS", "RSS", "CPU", "HEARTBEAT", "BACKLOG"]
     assert {ln.split()[0] for ln in lines} == set(rows)
 

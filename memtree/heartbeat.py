@@ -1,0 +1,210 @@
+"""The capture heartbeat: is the hook actually running, and does memtree hold
+what the agent saw?
+
+Every capture-hook run counts one outcome for its session: ``stored`` (the
+writer acknowledged it), ``spooled`` (no ack; left in the spool), ``refused``
+(the gate said no: a denied path or command, ``capture.bash`` off, a
+forgotten hash) or ``failed`` (lost). ``seen`` counts every run. The Stop
+hook (memtree.hooks.stop) then counts the Read/Grep/Bash calls in the
+session's transcript and records ``gap`` = calls - (stored + spooled +
+refused): calls memtree has no account of (a hook that is not registered,
+a missing interpreter, a crash).
+
+State is one fixed-size file, ``<store>/heartbeat.bin``: a header and
+``SLOTS`` slots, one per session, the least recently used slot reused, so it
+never grows. Updates take an exclusive flock (hooks of parallel tool calls
+run concurrently). Standard library only, no ``struct``: the hook imports
+this under ``python -I -S``.
+"""
+
+from __future__ import annotations
+
+import os
+
+MAGIC = b"MTHB0001"
+SLOTS = 64
+SID_BYTES = 48
+# Counters in slot order; each a little-endian uint32.
+COUNTERS = ("seen", "stored", "spooled", "refused", "failed", "transcript_calls", "gap", "checks")
+OUTCOMES = ("stored", "spooled", "refused", "failed")
+_TIMES = ("last_ms", "checked_ms")  # uint64 each
+SLOT_BYTES = SID_BYTES + 4 * len(COUNTERS) + 8 * len(_TIMES)
+FILE_BYTES = len(MAGIC) + SLOTS * SLOT_BYTES
+FILE_NAME = "heartbeat.bin"
+# The native tools memtree captures: the calls a transcript is checked for.
+CAPTURED_TOOLS = ("Read", "Grep", "Bash")
+
+
+def path_for(store_dir: str) -> str:
+    return os.path.join(store_dir, FILE_NAME)
+
+
+def _sid_key(session_id: str) -> bytes:
+    key = session_id.encode("utf-8", "replace")[:SID_BYTES]
+    return key.ljust(SID_BYTES, b"\0")
+
+
+def _decode_slot(raw: bytes) -> dict:
+    sid = raw[:SID_BYTES].rstrip(b"\0").decode("utf-8", "replace")
+    out: dict = {"session": sid}
+    at = SID_BYTES
+    for name in COUNTERS:
+        out[name] = int.from_bytes(raw[at:at + 4], "little")
+        at += 4
+    for name in _TIMES:
+        out[name] = int.from_bytes(raw[at:at + 8], "little")
+        at += 8
+    return out
+
+
+def _encode_slot(slot: dict) -> bytes:
+    parts = [_sid_key(slot["session"])]
+    parts += [min(int(slot.get(n, 0)), 0xFFFFFFFF).to_bytes(4, "little") for n in COUNTERS]
+    parts += [int(slot.get(n, 0)).to_bytes(8, "little") for n in _TIMES]
+    return b"".join(parts)
+
+
+def _pick(data: bytes, key: bytes) -> tuple[int, bool]:
+    """(slot index, found): the session's slot, else an empty one, else the least recently used."""
+    empty, oldest, oldest_ms = -1, 0, None
+    last_at = SID_BYTES + 4 * len(COUNTERS)
+    for i in range(SLOTS):
+        base = len(MAGIC) + i * SLOT_BYTES
+        sid = data[base:base + SID_BYTES]
+        if sid == key:
+            return i, True
+        if sid[:1] == b"\0":
+            if empty < 0:
+                empty = i
+            continue
+        ms = int.from_bytes(data[base + last_at:base + last_at + 8], "little")
+        if oldest_ms is None or ms < oldest_ms:
+            oldest, oldest_ms = i, ms
+    return (empty if empty >= 0 else oldest), False
+
+
+def _update(store_dir: str, session_id: str, change) -> None:
+    """Lock, read the file, apply ``change(slot)`` to the session's slot, write it back."""
+    import fcntl
+
+    os.makedirs(store_dir, mode=0o700, exist_ok=True)
+    fd = os.open(path_for(store_dir), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = os.pread(fd, FILE_BYTES, 0)
+        if len(data) != FILE_BYTES or not data.startswith(MAGIC):
+            data = MAGIC + b"\0" * (FILE_BYTES - len(MAGIC))  # new or damaged: start over
+            os.pwrite(fd, data, 0)
+        key = _sid_key(session_id)
+        i, found = _pick(data, key)
+        base = len(MAGIC) + i * SLOT_BYTES
+        slot = _decode_slot(data[base:base + SLOT_BYTES] if found else bytes(SLOT_BYTES))
+        slot["session"] = session_id
+        change(slot)
+        os.pwrite(fd, _encode_slot(slot), base)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+def count(store_dir: str, session_id: str, outcome: str) -> None:
+    """One hook run for ``session_id`` ended in ``outcome`` (one of OUTCOMES)."""
+    now = _now_ms()
+
+    def change(slot: dict) -> None:
+        slot["seen"] = slot.get("seen", 0) + 1
+        slot[outcome] = slot.get(outcome, 0) + 1
+        slot["last_ms"] = now
+
+    _update(store_dir, session_id or "?", change)
+
+
+def record_check(store_dir: str, session_id: str, transcript_calls: int) -> dict:
+    """The Stop hook's comparison; returns the session's slot afterwards."""
+    now = _now_ms()
+    out: dict = {}
+
+    def change(slot: dict) -> None:
+        accounted = slot.get("stored", 0) + slot.get("spooled", 0) + slot.get("refused", 0)
+        slot["transcript_calls"] = transcript_calls
+        slot["gap"] = max(0, transcript_calls - accounted)
+        slot["checks"] = slot.get("checks", 0) + 1
+        slot["checked_ms"] = now
+        slot["last_ms"] = max(slot.get("last_ms", 0), now)
+        out.update(slot)
+
+    _update(store_dir, session_id or "?", change)
+    return out
+
+
+def read_all(store_dir: str) -> list[dict]:
+    """Every session slot in use, most recent first (empty when there is no file)."""
+    try:
+        with open(path_for(store_dir), "rb") as f:
+            data = f.read(FILE_BYTES)
+    except OSError:
+        return []
+    if len(data) != FILE_BYTES or not data.startswith(MAGIC):
+        return []
+    slots = []
+    for i in range(SLOTS):
+        base = len(MAGIC) + i * SLOT_BYTES
+        if data[base:base + 1] != b"\0":
+            slots.append(_decode_slot(data[base:base + SLOT_BYTES]))
+    return sorted(slots, key=lambda s: s["last_ms"], reverse=True)
+
+
+def transcript_calls(transcript_path: str, tools=CAPTURED_TOOLS) -> int:
+    """Calls of ``tools`` in a Claude Code session transcript (JSONL) that
+    completed without error. A call the user denied, or one that failed,
+    may fire no capture hook at all: counting it would report a false gap."""
+    import json
+
+    wanted, ok = set(), set()
+    with open(transcript_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if '"tool_use"' not in line and '"tool_result"' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line still being written
+            msg = entry.get("message") if isinstance(entry, dict) else None
+            content = msg.get("content") if isinstance(msg, dict) else None
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and block.get("name") in tools:
+                    wanted.add(block.get("id"))
+                elif block.get("type") == "tool_result" and not block.get("is_error"):
+                    ok.add(block.get("tool_use_id"))
+    return len((wanted & ok) - {None})
+
+
+def problems(slots: list[dict]) -> list[str]:
+    """One line per session whose captures do not add up."""
+    out = []
+    for s in slots:
+        if s["gap"]:
+            out.append(f"session {s['session'][:12]}: {s['gap']} of {s['transcript_calls']} Read/Grep/Bash "
+                       f"calls in the transcript were not captured (hook runs seen: {s['seen']})")
+        elif s["failed"]:
+            out.append(f"session {s['session'][:12]}: {s['failed']} of {s['seen']} hook runs failed "
+                       "(see logs/hook.log)")
+    return out
+
+
+def summary(slots: list[dict]) -> str:
+    """One line for ``memtree ctl status``."""
+    if not slots:
+        return "capture: no hook run recorded yet"
+    totals = {k: sum(s[k] for s in slots) for k in ("seen", "stored", "spooled", "refused", "failed")}
+    head = (f"capture: {len(slots)} sessions, hook runs {totals['seen']} (stored {totals['stored']}, "
+            f"spooled {totals['spooled']}, refused {totals['refused']}, failed {totals['failed']})")
+    bad = problems(slots)
+    return head + ("; GAP: " + "; ".join(bad) if bad else "; no gap")
