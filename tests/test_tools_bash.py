@@ -110,3 +110,87 @@ def test_budget_is_never_exceeded_and_the_elision_says_what_was_left_out(h, budg
         assert int(m.group(1)) + len(shown) == 5000
         if budget != 100:  # head and tail both have room
             assert shown[0] == "1" and shown[-1] == "5000"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _status_line(out: str) -> str:
+    """The '[exit ...; N bytes stdout' part of an answer (the node id wording differs once deduped)."""
+    return out.splitlines()[1].split(" bytes stdout")[0]
+
+
+def test_background_child_holding_the_output_gets_the_same_answer_every_time(h):
+    command = "sleep 300 & echo started"
+    answers = [h.run(bash, command, timeout_s=3) for _ in range(3)]
+    for out in answers:
+        assert "started" in out and "timeout" not in out, out
+        assert "[exit 0; background processes still held the output after the shell exited: killed with its " \
+               "process group;" in out, out
+    assert {_status_line(out) for out in answers} == {_status_line(answers[0])}
+    durations = [r[0] for r in h.rows("SELECT json_extract(metadata,'$.duration_ms') FROM nodes"
+                                      " WHERE kind='tool_output' ORDER BY created_at")]
+    assert len(durations) == 1 and durations[0] < 3000  # returned when the shell exited, not at the timeout
+
+
+def test_background_child_holding_the_output_is_killed(h, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    control = tmp_path / "control.pid"
+    out = h.run(bash, f"sleep 300 & echo $! > {pidfile}; echo started", timeout_s=5)
+    assert "killed with its process group" in out
+    wait_until(lambda: _gone(int(pidfile.read_text())), timeout=10, what="background child killed")
+    # Positive control: a child that let go of the pipes is left running, and the answer says so.
+    out = h.run(bash, f"sleep 300 >/dev/null 2>&1 & echo $! > {control}; echo started", timeout_s=5)
+    pid = int(control.read_text())
+    try:
+        assert "let go of the output and are still running" in out, out
+        assert not _gone(pid)
+    finally:
+        os.kill(pid, 9)
+
+
+def test_a_cancelled_call_kills_the_process_group_of_its_command(h, tmp_path):
+    import asyncio
+
+    from memtree.services import Services
+
+    pidfile = tmp_path / "child.pid"
+
+    async def main():
+        svc = Services(h.config, h.paths, session_id="test-session", src="test")
+        try:
+            task = asyncio.ensure_future(bash(svc, f"sleep 300 & echo $! > {pidfile}; wait", timeout_s=600))
+            deadline = asyncio.get_running_loop().time() + 20
+            while not (pidfile.exists() and pidfile.read_text().strip()):
+                assert asyncio.get_running_loop().time() < deadline, "command never started"
+                await asyncio.sleep(0.02)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            svc.close()
+            svc.zctx.destroy(linger=0)
+
+    asyncio.run(main())
+    wait_until(lambda: _gone(int(pidfile.read_text())), timeout=10, what="cancelled command's child killed")
+
+
+def test_a_front_that_exits_kills_the_commands_it_was_running(tmp_path):
+    from tests.front_harness import Front
+
+    pidfile = tmp_path / "child.pid"
+    f = Front(tmp_path)
+    try:
+        pending = f.portal.start_task_soon(
+            f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
+        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=20, what="command started")
+        child = int(pidfile.read_text())
+        assert not _gone(child)  # positive control: it runs while the front does
+    finally:
+        f.close()  # closes the front's stdin: the front exits
+    wait_until(lambda: _gone(child), timeout=10, what="the running command's child killed on front exit")
+    assert pending.done()

@@ -1,8 +1,10 @@
 """The wrapped ``bash`` tool: run a command in the project, store what it
 printed, return the head and tail that fit the budget plus the node id.
 
-The command runs as ``bash -c`` in its own process group, so a timeout kills
-everything it started. Output beyond ``bash.maxOutputBytes`` is counted and
+The command runs as ``bash -c`` in its own process group, so a timeout, a
+cancelled call or the front's exit kills everything it started. The shell's
+exit is reported at once; background processes still holding its output are
+killed with the group (run_command has the one rule). Output beyond ``bash.maxOutputBytes`` is counted and
 dropped. A command on the denylist (redact.command_denied, config
 ``bash.deny``) still runs but nothing of it is stored; so is everything when
 ``capture.bash`` is off. The writer's redaction gate cleans what is stored.
@@ -11,8 +13,10 @@ dropped. A command on the denylist (redact.command_denied, config
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import signal
+import subprocess
 import time
 
 from memtree import protocol, redact
@@ -21,6 +25,9 @@ from memtree.tools import check_budget, clip_line, count, finish, fit_block
 
 MAX_TIMEOUT_S = 600
 KILL_GRACE_S = 2.0  # after SIGTERM to the group, before SIGKILL
+# After the shell exits, how long its background processes may keep the
+# output pipes open (trailing output) before they are killed with the group.
+PIPE_GRACE_S = 0.25
 
 
 class Captured:
@@ -53,54 +60,133 @@ def _check_args(command, timeout_s, default_timeout) -> float:
     return float(timeout_s)
 
 
-def _signal_group(pid: int, sig: int) -> None:
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when no process is left in it."""
     try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process took the id; nothing of ours is left to signal
+    return True
+
+
+# Process groups of the commands in flight: a cancelled call and an exiting
+# front kill them (the front only has to cancel the task).
+_RUNNING: set[int] = set()
+
+
+def kill_running() -> None:
+    """SIGKILL the process group of every command still running (front exit)."""
+    for pgid in list(_RUNNING):
+        _signal_group(pgid, signal.SIGKILL)
+    _RUNNING.clear()
+
+
+atexit.register(kill_running)
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's ``Process.wait()`` returns only once the pipes close too; a
+    background child holding them would hide the shell's exit. ``exited`` is
+    set when the shell itself exits."""
+
+    def __init__(self, loop):
+        super().__init__(limit=2 ** 16, loop=loop)
+        self.exited = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _spawn(command: str, cwd: str):
+    loop = asyncio.get_running_loop()
+    transport, proto = await loop.subprocess_exec(
+        lambda: _Protocol(loop), "bash", "-c", command, cwd=cwd, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    return asyncio.subprocess.Process(transport, proto, loop), proto.exited, transport
+
+
+async def _exit_within(exited, wait_s: float) -> bool:
+    try:
+        await asyncio.wait_for(asyncio.shield(exited), wait_s)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+async def _settle(readers: list, wait_s: float) -> bool:
+    """True when both streams reached end of file within ``wait_s``."""
+    _done, pending = await asyncio.wait(readers, timeout=wait_s)
+    return not pending
 
 
 async def run_command(command: str, cwd: str, timeout_s: float, cap: int) -> dict:
-    """Run ``command``; kill its process group at the deadline. Output beyond
-    ``cap`` bytes (stdout and stderr each) is counted, not kept."""
+    """Run ``command`` in its own process group; output beyond ``cap`` bytes
+    (stdout and stderr each) is counted, not kept.
+
+    One rule for what the shell leaves behind: its exit is reported as soon
+    as it exits (with its status). Background processes that still hold
+    stdout/stderr ``PIPE_GRACE_S`` later are killed with the process group,
+    and the answer says so; those that let go of the pipes keep running and
+    the answer says that too. At the timeout, or when the call is cancelled,
+    the whole group is killed.
+    """
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-    )
+    proc, exited, transport = await _spawn(command, cwd)
+    pgid = proc.pid
+    _RUNNING.add(pgid)
     out, err = Captured(cap), Captured(cap)
-    readers = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr))
-    timed_out = detached = False
+    readers = [asyncio.ensure_future(out.drain(proc.stdout)), asyncio.ensure_future(err.drain(proc.stderr))]
+    timed_out, leftover = False, None
     try:
-        await asyncio.wait_for(asyncio.shield(proc.wait()), timeout_s)
-    except asyncio.TimeoutError:
-        timed_out = True
-        _signal_group(proc.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_GRACE_S)
-        except asyncio.TimeoutError:
-            pass
-        _signal_group(proc.pid, signal.SIGKILL)
-        await proc.wait()
-    # Background children may keep the pipes open after bash exits: wait for
-    # their output until the deadline, then stop reading and leave them be.
-    left = max(0.1, timeout_s - (time.monotonic() - started))
-    try:
-        await asyncio.wait_for(asyncio.shield(readers), KILL_GRACE_S if timed_out else left)
-    except asyncio.TimeoutError:
-        detached = True
-        readers.cancel()
+        if not await _exit_within(exited, timeout_s):
+            timed_out = True
+            _signal_group(pgid, signal.SIGTERM)
+            if not await _exit_within(exited, KILL_GRACE_S):
+                _signal_group(pgid, signal.SIGKILL)
+                await exited
+        if not await _settle(readers, PIPE_GRACE_S):
+            leftover = "killed"  # background processes still hold the pipes
+            _signal_group(pgid, signal.SIGKILL)
+            if not await _settle(readers, KILL_GRACE_S):
+                leftover = "detached"  # they left the process group (setsid): stop reading
+        elif not timed_out and _signal_group(pgid, 0):
+            leftover = "running"  # let go of the pipes (redirected, nohup): left alone, said so
+    finally:
+        _RUNNING.discard(pgid)
+        if leftover != "running":
+            # Also when cancelled (front cancel, request cancel, front exit): nothing of it outlives the call.
+            _signal_group(pgid, signal.SIGKILL)
+        for task in readers:
+            task.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+        transport.close()  # the pipes, also when a detached child still holds them
     return {"exit": proc.returncode, "stdout": out, "stderr": err, "timed_out": timed_out,
-            "detached": detached, "duration_ms": int((time.monotonic() - started) * 1000)}
+            "leftover": leftover, "duration_ms": int((time.monotonic() - started) * 1000)}
+
+
+LEFTOVER = {
+    "killed": "background processes still held the output after the shell exited: killed with its process group",
+    "detached": "background processes left the process group and still hold the output: detached, not read further",
+    "running": "background processes let go of the output and are still running, detached from memtree",
+}
 
 
 def _status(res: dict, timeout_s: float) -> str:
     code = res["exit"]
     if res["timed_out"]:
-        return f"killed after the {timeout_s:g}s timeout (process group terminated)"
-    if code is not None and code < 0:
-        return f"killed by signal {-code}"
-    return f"exit {code}"
+        status = f"killed after the {timeout_s:g}s timeout (process group terminated)"
+    elif code is not None and code < 0:
+        status = f"killed by signal {-code}"
+    else:
+        status = f"exit {code}"
+    if res["leftover"] and not (res["timed_out"] and res["leftover"] == "killed"):
+        status += "; " + LEFTOVER[res["leftover"]]
+    return status
 
 
 def stored_text(command: str, res: dict, status: str) -> str:
@@ -172,9 +258,8 @@ def _block(name: str, cap: Captured, room: int, fetch: str) -> list[str]:
 
 def preview(command: str, res: dict, status: str, where: str, fetch: str, budget: int) -> str:
     out, err = res["stdout"], res["stderr"]
-    detached = "; background processes kept the output open, stopped reading" if res["detached"] else ""
     header = [f"$ {clip_line(command, 200)}", f"[{status}; {len(out.data) + out.dropped} bytes stdout, "
-              f"{len(err.data) + err.dropped} bytes stderr; {where}{detached}]"]
+              f"{len(err.data) + err.dropped} bytes stderr; {where}]"]
     room = budget - count("\n".join(header) + "\n")
     text = "\n".join(header)
     for _ in range(8):  # the elision lines' sizes are estimates: shrink until it fits
