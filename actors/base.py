@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import signal
 import sys
@@ -150,9 +151,9 @@ class Actor:
                     self.on_tick()
                     self._next_tick = time.monotonic() + interval
                 wake = min(next_hb, self._next_tick)
-                timeout_ms = max(0, int((wake - time.monotonic()) * 1000))
-                # Capped so a stop request is noticed promptly.
-                timeout_ms = min(timeout_ms, 250)
+                # Rounded up: a deadline 0.4 ms away must not become a 0 ms
+                # poll that spins until it passes. Capped so a stop is noticed promptly.
+                timeout_ms = min(max(0, math.ceil((wake - time.monotonic()) * 1000)), 250)
                 if not self._readers:
                     # An empty zmq poll returns at once: a walker with no socket must sleep.
                     time.sleep(timeout_ms / 1000)

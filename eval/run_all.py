@@ -1,14 +1,14 @@
-"""`make bench`: every benchmark in turn (core, hook, tools), figures to stdout."""
+"""`make bench`: every benchmark in turn (core, hook, tools, idle), figures to stdout."""
 
 from __future__ import annotations
 
 import sys
 
-from memtree.eval import bench_core, bench_hook, bench_tools
+from memtree.eval import bench_core, bench_hook, bench_idle, bench_tools
 
 
 def main() -> int:
-    for name, bench in (("core", bench_core), ("hook", bench_hook), ("tools", bench_tools)):
+    for name, bench in (("core", bench_core), ("hook", bench_hook), ("tools", bench_tools), ("idle", bench_idle)):
         print(f"\n===== {name} =====", flush=True)
         code = bench.main([])
         if code:

@@ -174,7 +174,7 @@ def _table(actors: list[dict], several: bool) -> str:
     for a in actors:
         row = [a["name"], a["state"], str(a["pid"] or "-"), _fmt_age(a["uptime_s"]), str(a["restarts"]),
                _fmt_bytes(a["rss"]), "-" if a["cpu"] is None else f"{a['cpu']:.1f}%",
-               _fmt_age(a["last_heartbeat_s"]), str(a["backlog"])]
+               _fmt_age(a["last_heartbeat_s"]), "-" if a["backlog"] is None else str(a["backlog"])]
         if several:
             row.append(str(a["supervisor_pid"]))
         if notes:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 from typing import Callable
 
+from memtree.cpu import CpuRate, cpu_seconds
 from memtree.supervisor.policy import Backoff, RestartWindow
 from memtree.supervisor.spec import PERMANENT, TRANSIENT, ChildSpec
 from memtree.supervisor.states import ALIVE, State
@@ -66,6 +67,7 @@ class Child:
         self.kill_reason = ""  # why the watchdog killed it (logged with the exit)
         self.op = None  # the operator command in progress (control.py), one at a time
         self._ps = None  # psutil.Process, for rss/cpu in status
+        self._cpu = CpuRate()
 
     @property
     def pid(self) -> int | None:
@@ -84,7 +86,7 @@ class Child:
     # -- commands ---------------------------------------------------------------
     def start(self, now: float) -> None:
         self.proc = self.launch(self.spec)
-        self._ps = None
+        self._ps, self._cpu = None, CpuRate()
         self.started_at = now
         self.running_since = self.last_hb = None
         self.backlog, self.info, self.kill_reason = 0, {}, ""
@@ -122,6 +124,7 @@ class Child:
             return
         self.last_hb = now
         self.backlog, self.info = backlog, info
+        self._sample_cpu(now)
         if state == "running" and self.state is not State.RUNNING:
             self.running_since = now
             self.change_state(State.RUNNING)  # READY
@@ -169,25 +172,50 @@ class Child:
         self.change_state(State.BACKOFF, f"exited {how}, restart in {delay:.1f}s")
 
     # -- status -----------------------------------------------------------------
+    def _process(self):
+        """The psutil.Process of the live child, or None."""
+        pid = self.pid
+        if pid is None:
+            return None
+        import psutil
+
+        try:
+            if self._ps is None or self._ps.pid != pid:
+                self._ps = psutil.Process(pid)
+        except psutil.Error:
+            return None
+        return self._ps
+
+    def _sample_cpu(self, now: float) -> None:
+        """One cpu-time sample per heartbeat: status then shows a recent rate."""
+        ps = self._process()
+        if ps is None:
+            return
+        import psutil
+
+        try:
+            self._cpu.add(now, cpu_seconds(ps))
+        except psutil.Error:
+            pass
+
     def status(self, now: float) -> dict:
         rss = cpu = None
-        pid = self.pid
-        if pid is not None:
+        ps = self._process()
+        if ps is not None:
             import psutil
 
             try:
-                if self._ps is None or self._ps.pid != pid:
-                    self._ps = psutil.Process(pid)
-                    self._ps.cpu_percent(None)  # primes the counter; the next call measures
-                rss = self._ps.memory_info().rss
-                cpu = self._ps.cpu_percent(None)
+                rss = ps.memory_info().rss
+                cpu = round(self._cpu.percent(now, cpu_seconds(ps), now - self.started_at), 1)
             except psutil.Error:
-                pass
+                rss = cpu = None
+        alive = ps is not None
         return {
-            "name": self.name, "module": self.spec.module, "state": self.state.value, "pid": pid,
+            "name": self.name, "module": self.spec.module, "state": self.state.value, "pid": self.pid,
             "restarts": self.restarts,
-            "uptime_s": round(now - self.started_at, 3) if pid is not None else None,
+            "uptime_s": round(now - self.started_at, 3) if alive else None,
             "rss": rss, "cpu": cpu,
-            "last_heartbeat_s": round(now - self.last_hb, 3) if self.last_hb is not None else None,
-            "backlog": self.backlog, "info": self.info,
+            # A child that is not running has no heartbeat and no current counters.
+            "last_heartbeat_s": round(now - self.last_hb, 3) if alive and self.last_hb is not None else None,
+            "backlog": self.backlog if alive else None, "info": self.info if alive else {},
         }

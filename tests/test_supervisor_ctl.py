@@ -129,3 +129,20 @@ def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_hold
     rows = wait_until(lambda: {a["supervisor_pid"]: a["state"] for a in s.status() if a["name"] == "walker.filter"}
                       == {first.pid: "STOPPED", second.pid: "RUNNING"}, timeout=20, what="standby filter takeover")
     assert rows
+
+
+def test_a_stopped_row_shows_no_heartbeat_cpu_or_counters_of_its_last_run(system):
+    done = system.ctl("stop", "filter")
+    assert done.returncode == 0, done.stderr
+    rows = {a["name"]: a for a in json.loads(system.ctl("status", "--json").stdout)["actors"]}
+    stopped = rows["walker.filter"]
+    assert stopped["state"] == "STOPPED"
+    assert {k: stopped[k] for k in ("pid", "uptime_s", "rss", "cpu", "last_heartbeat_s", "backlog", "info")} == {
+        "pid": None, "uptime_s": None, "rss": None, "cpu": None, "last_heartbeat_s": None, "backlog": None,
+        "info": {}}
+    # Positive control: a running walker still reports all of them.
+    running = rows["walker.staleness"] if "walker.staleness" in rows else rows["writer"]
+    assert running["pid"] and running["last_heartbeat_s"] is not None and running["backlog"] is not None
+    table = system.ctl("status").stdout.splitlines()
+    line = next(ln.split() for ln in table if ln.startswith("walker.filter"))
+    assert line[1:9] == ["STOPPED", "-", "-", "0", "-", "-", "-", "-"]  # then a NOTE column, "-"

@@ -1,0 +1,74 @@
+"""CPU use as a rate, from cpu-time deltas.
+
+psutil's first ``cpu_percent()`` on a process returns 0.0 and every later one
+measures since whichever call came last, so ``ctl status``, the idle test and
+the idle benchmark all take rates here, from ``cpu_times()`` samples.
+psutil is imported only where a process is measured: the supervisor loads
+this before it spawns the front.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+WINDOW_S = 1.0  # a status rate covers at least this much recent time when it can
+
+
+def cpu_seconds(proc) -> float:
+    """User + system seconds of a psutil.Process (its own, not its children's)."""
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+class CpuRate:
+    """Percent of one core over the last ``WINDOW_S`` or more, from samples of
+    (monotonic time, cpu seconds) fed at heartbeats and status requests."""
+
+    def __init__(self, window_s: float = WINDOW_S):
+        self.window_s = window_s
+        self.samples: deque[tuple[float, float]] = deque(maxlen=32)
+
+    def add(self, now: float, cpu_s: float) -> None:
+        if self.samples and now - self.samples[-1][0] < 0.05:
+            return  # too close to the last one to matter
+        self.samples.append((now, cpu_s))
+
+    def percent(self, now: float, cpu_s: float, lifetime_s: float) -> float:
+        """The rate since the newest sample at least ``window_s`` old (else the
+        oldest one); with no usable sample, the average over the process lifetime."""
+        base = None
+        for t, c in self.samples:
+            if now - t >= self.window_s:
+                base = (t, c)
+            elif base is None and now - t >= 0.05:
+                base = (t, c)
+                break
+        self.add(now, cpu_s)
+        if base is not None:
+            return max(0.0, 100.0 * (cpu_s - base[1]) / (now - base[0]))
+        return 100.0 * cpu_s / lifetime_s if lifetime_s > 0 else 0.0
+
+
+def measure(pids: list[int], seconds: float) -> dict[int, float]:
+    """Percent of one core each pid used over the next ``seconds`` (a pid that
+    exits meanwhile is left out)."""
+    import psutil
+
+    procs, start = {}, {}
+    for pid in pids:
+        try:
+            procs[pid] = psutil.Process(pid)
+            start[pid] = cpu_seconds(procs[pid])
+        except psutil.Error:
+            pass
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    took = time.monotonic() - t0
+    out = {}
+    for pid, proc in procs.items():
+        try:
+            out[pid] = 100.0 * (cpu_seconds(proc) - start[pid]) / took
+        except psutil.Error:
+            pass
+    return out
