@@ -59,7 +59,11 @@ HANDLERS = {
     protocol.PutFile: captures.put_file,
     protocol.PutToolOutput: captures.put_tool_output,
     protocol.Purge: lambda tx, rec: {"purged": mutations.purge(tx, rec.ids, rec.reason)},
+    protocol.Reclaim: lambda tx, rec: mutations.reclaim(tx, rec.pages),
+    protocol.RebuildIndexes: lambda tx, rec: mutations.rebuild_indexes(tx, rec.reason),
 }
+# After a batch holding one of these, checkpoint the WAL so the file really shrinks.
+CHECKPOINT_AFTER = (protocol.Reclaim,)
 # The hook's socket takes only what a hook sends.
 INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
 
@@ -171,6 +175,8 @@ class Writer(Actor):
             db.execute("ROLLBACK")
             raise  # outside per-request handling: exit, the supervisor restarts us
         self.stats["batches"] += 1
+        if any(isinstance(req.env.body, CHECKPOINT_AFTER) for req in batch):
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         for req in batch:
             self._send(req.sock, req.route, req.reply)
         self._publish(changed)

@@ -30,6 +30,9 @@ def defaults() -> dict:
             "dedupeWindowS": 3600,  # same tool output within this window is stored once
         },
         "bash": {"deny": [], "timeoutS": 60, "maxOutputBytes": 1000000},
+        # Disk budget per project: over it, the pruner removes superseded, then stale,
+        # then the oldest captures (never notes or pinned nodes) and vacuums.
+        "storage": {"maxBytes": 1 << 30},
         "path": {"deny": []},
         "supervisor": {
             "heartbeatMs": 1000,

@@ -192,13 +192,40 @@ def cmd_status(sups: Supervisors, args) -> int:
     statuses = sups.statuses()
     actors = [a for pid in sorted(statuses) for a in statuses[pid]["actors"]]
     captures = heartbeat.read_all(sups.paths.store_dir)
+    store = _store_line(sups.paths)
     if args.json:
-        print(json.dumps({"supervisors": sorted(statuses), "actors": actors, "capture": captures}, indent=2))
+        print(json.dumps({"supervisors": sorted(statuses), "actors": actors, "capture": captures,
+                          "store": store}, indent=2))
     else:
         print(_table(actors, several=len(statuses) > 1))
         print()  # the table ends at the first blank line
+        print(store)
         print(heartbeat.summary(captures))
     return 0
+
+
+def _store_line(paths) -> str:
+    """Store size, budget and bytes stored per byte captured (memtree.store.budget)."""
+    from memtree.config.loader import load_config
+    from memtree.errors import MemtreeError
+    from memtree.paths import memtree_home
+    from memtree.store import budget
+
+    try:
+        max_bytes = load_config(paths.project_root, memtree_home()).storage.maxBytes
+    except MemtreeError as e:
+        return f"store: config error: {e.message}"
+    db = None
+    try:
+        from memtree.store.db import open_read
+
+        db = open_read(paths.db)
+        return budget.summary(paths.db, max_bytes, db)
+    except Exception:  # noqa: BLE001 - no store yet, or busy: size only
+        return budget.summary(paths.db, max_bytes)
+    finally:
+        if db is not None:
+            db.close()
 
 
 @command("restart", takes_name=True)

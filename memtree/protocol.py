@@ -161,6 +161,8 @@ SetStatus = _rec(
 AddEdges = _rec("AddEdges", ("edges", L, REQ))  # [{"src", "dst", "kind"}]
 Forget = _rec("Forget", ("node_id", S, REQ), ("reason", S, REQ))
 Purge = _rec("Purge", ("ids", L, REQ), ("reason", S, REQ))  # delete pruned rows past retention; audit stays
+Reclaim = _rec("Reclaim", ("pages", I, 0))  # incremental vacuum: free pages back to the OS (0 = all)
+RebuildIndexes = _rec("RebuildIndexes", ("reason", S, REQ))  # FTS and vectors rebuilt from nodes (doctor --fix)
 PutFile = _rec(
     "PutFile",  # chunks of one file read by the wrapped read tool
     ("path", S, REQ), ("mtime", I, REQ), ("size", I, 0), ("chunks", L, REQ), ("session_id", S, None),

@@ -82,6 +82,7 @@ def test_the_real_hooks_count_outcomes_and_the_stop_hook_finds_no_gap(system, tm
         {"seen": 4, "stored": 3, "refused": 1, "spooled": 0, "failed": 0, "transcript_calls": 4, "gap": 0}
     status = system.ctl("status")
     assert status.returncode == 0 and "no gap" in status.stdout, status.stdout
+    assert "bytes stored per byte captured" in status.stdout and "budget storage.maxBytes 1024 MiB" in status.stdout
 
 
 def test_a_session_whose_hook_never_ran_shows_the_gap_in_ctl_status_and_the_log(system, tmp_path):

@@ -19,6 +19,8 @@ EXAMPLES = {
     "AddEdges": protocol.AddEdges(edges=[{"src": "A", "dst": "B", "kind": "follows"}]),
     "Forget": protocol.Forget(node_id="A", reason="leaked"),
     "Purge": protocol.Purge(ids=["A", "B"], reason="pruned for more than 30 days"),
+    "Reclaim": protocol.Reclaim(pages=64),
+    "RebuildIndexes": protocol.RebuildIndexes(reason="doctor --fix"),
     "PutFile": protocol.PutFile(path="/p/a.py", mtime=12, size=3, session_id="s",
                                 chunks=[{"start": 1, "end": 2, "symbol": "f", "kind": "function", "content": "x"}]),
     "PutToolOutput": protocol.PutToolOutput(tool="Bash", content="out", metadata={"exit": 0}, session_id="s",

@@ -7,6 +7,10 @@ Every ``walkers.prunerIntervalMs``, by ``retention`` in config:
   the rows stay for audit)
 - pruned for longer than ``prunedDays`` -> ``Purge``: the row is deleted, its
   audit rows stay.
+Then the disk budget (``storage.maxBytes``, memtree.store.budget): while the
+pages in use exceed it, the oldest superseded, then stale, then any captures
+go ``pruned`` and are deleted at once (audited with the budget as reason),
+down to 90 % of the budget; each batch followed by ``Reclaim`` (FTS optimize, incremental vacuum).
 Age is time since the last status change (``updated_at``, which the writer
 sets with every change). Each step is one bounded batch through the writer
 with ``expect`` set, so a node another actor changed meanwhile is left alone.
@@ -21,11 +25,14 @@ from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.ids import now_ms
+from memtree.store import budget
 from memtree.store.live import status_clause
 
 log = logging.getLogger(__name__)
 
 BATCH = 500  # nodes per step per tick
+BUDGET_ROUNDS = 20  # budget batches per tick at most, so heartbeats keep flowing
+MIB = 1048576
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 
@@ -44,7 +51,7 @@ class PrunerWalker(Walker):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.info = {"pruned": 0, "purged": 0}
+        self.info = {"pruned": 0, "purged": 0, "over_budget_removed": 0}
 
     def steps(self, now: int) -> list[tuple[str, int, str]]:
         """(status, cutoff, reason) for the steps that end in ``pruned``."""
@@ -73,8 +80,44 @@ class PrunerWalker(Walker):
                 result = self.call_writer(protocol.Purge(ids=ids, reason=f"pruned for more than {days:g} days"))
                 if result is not None:
                     self._count("purged", result.get("purged") or [], "rows deleted, audit kept")
+            self.enforce_budget(db)
         except MemtreeError as e:
             log.warning("%s: writer refused a step: %s", self.ctx.name, e.message)
+
+    def enforce_budget(self, db) -> None:
+        limit = self.config.storage.maxBytes
+        used = budget.used_bytes(db)
+        self.info["store_mib"] = round(used / MIB, 1)
+        if used <= limit:
+            return
+        target = int(limit * budget.TARGET)
+        reason = f"disk budget: {used / MIB:.1f} MiB in use, storage.maxBytes is {limit / MIB:.1f} MiB"
+        removed = 0
+        for _ in range(BUDGET_ROUNDS):
+            rows = budget.victims(db, int((used - target) / budget.bytes_per_content_byte(db)), BATCH)
+            if not rows:
+                log.warning("%s: over the disk budget with no capture left to remove (%s)", self.ctx.name, reason)
+                break
+            ids = [r[0] for r in rows]
+            statuses = sorted({r[1] for r in rows if r[1] != "pruned"})
+            if statuses and self.call_writer(protocol.SetStatus(ids=ids, status="pruned", reason=reason,
+                                                                expect=statuses)) is None:
+                return  # writer away; next tick
+            result = self.call_writer(protocol.Purge(ids=ids, reason=reason))
+            if result is None:
+                return
+            purged = result.get("purged") or []
+            removed += len(purged)
+            # Pages come free only once the FTS index drops the rows too: measure after that.
+            if self.call_writer(protocol.Reclaim()) is None:
+                return
+            used = budget.used_bytes(db)
+            if used <= target or not purged:
+                break
+        self.info["over_budget_removed"] += removed
+        self.info["store_mib"] = round(used / MIB, 1)
+        log.info("%s: removed %d captures over the disk budget (%s); now %.1f MiB in use",
+                 self.ctx.name, removed, reason, used / MIB)
 
     def _count(self, key: str, ids: list, reason: str) -> None:
         self.info[key] += len(ids)

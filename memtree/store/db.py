@@ -25,6 +25,7 @@ def open_write(path: str) -> apsw.Connection:
     os.chmod(path, 0o600)
     conn = apsw.Connection(path)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    _incremental_vacuum_mode(conn)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     _load_vec(conn)
@@ -33,6 +34,17 @@ def open_write(path: str) -> apsw.Connection:
         if os.path.exists(path + suffix):
             os.chmod(path + suffix, 0o600)
     return conn
+
+
+def _incremental_vacuum_mode(conn: apsw.Connection) -> None:
+    """auto_vacuum=INCREMENTAL, so the disk budget can hand freed pages back
+    (``Reclaim``). A new file takes the mode before its first table; an older
+    store needs one VACUUM, which cannot run inside a migration's transaction."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+        return
+    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+    if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None:
+        conn.execute("VACUUM").fetchall()
 
 
 def open_read(path: str) -> apsw.Connection:

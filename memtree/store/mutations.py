@@ -16,7 +16,7 @@ import orjson
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms, ulid
 from memtree.redact import redact_text
-from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.live import ALL_STATUSES, INDEXED, LIVE, status_clause
 
 NODE_KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")
 EDGE_KINDS = ("derived_from", "references", "summarizes", "supersedes", "follows")
@@ -294,3 +294,34 @@ def purge(tx: Tx, ids: list, reason: str) -> list[str]:
         tx.audit("purge", node_id, "pruned", None, reason, detail={"kind": row[0]})
         purged.append(node_id)
     return purged
+
+
+def reclaim(tx: Tx, pages: int) -> dict:
+    """Hand free pages back to the OS (auto_vacuum=INCREMENTAL); the file
+    shrinks at the writer's next checkpoint. The FTS index is optimized
+    first: deleting a row only adds a delete marker to it, so its pages would
+    stay in use until segments merge."""
+    if not isinstance(pages, int) or pages < 0:
+        raise BadRequest("pages must be a non-negative integer (0 = every free page)")
+    tx.db.execute("INSERT INTO nodes_fts(nodes_fts) VALUES('optimize')")
+    before = tx.db.execute("PRAGMA freelist_count").fetchone()[0]
+    # One page per step: the pragma runs only as far as its rows are read.
+    tx.db.execute(f"PRAGMA incremental_vacuum({pages})" if pages else "PRAGMA incremental_vacuum").fetchall()
+    after = tx.db.execute("PRAGMA freelist_count").fetchone()[0]
+    return {"freed_pages": before - after}
+
+
+def rebuild_indexes(tx: Tx, reason: str) -> dict:
+    """Derived indexes from nodes: the FTS index holds exactly the indexed
+    statuses, and no vector outlives its live node. (The embed walker
+    re-embeds live nodes that have none.)"""
+    indexed, iparams = status_clause("n", INDEXED)
+    tx.db.execute("INSERT INTO nodes_fts(nodes_fts) VALUES('delete-all')")
+    tx.db.execute(f"INSERT INTO nodes_fts(rowid, content, source_uri)"
+                  f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE {indexed}", iparams)
+    fts = tx.db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
+    live, lparams = status_clause("n", LIVE)
+    tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {live})", lparams)
+    dropped = tx.db.changes()
+    tx.audit("rebuild_indexes", None, None, None, reason, detail={"fts_rows": fts, "vectors_dropped": dropped})
+    return {"fts_rows": fts, "vectors_dropped": dropped}

@@ -1,0 +1,102 @@
+"""The disk budget (``storage.maxBytes``): how big the store is, and what goes first.
+
+Removal order when the store is over budget: rows already pruned (out of
+every index, kept only for audit), then superseded captures, then
+stale ones, then the oldest captures of any other status, each oldest first.
+Only captures (``tool_output``, ``file_chunk``) are candidates: notes,
+sessions, file roots and summaries never are, nor any node whose metadata
+says ``"pinned": true``. A capture goes with its children (a grep result's
+hits), so nothing is left orphaned.
+"""
+
+from __future__ import annotations
+
+import os
+
+from memtree.store.live import ALL_STATUSES, status_clause
+
+CAPTURE_KINDS = ("tool_output", "file_chunk")
+# Statuses in removal order; the last step takes whatever capture is left, oldest first.
+# Rows already pruned (out of every index, kept for audit) are deleted before anything else.
+ORDER = (("pruned",), ("superseded",), ("stale",), ("pending", "live", "dropped", "forgotten"))
+ROW_OVERHEAD = 200  # bytes per row besides its content (ids, metadata, indexes): an estimate
+TARGET = 0.9  # prune down to this fraction of the budget, so one capture does not start it again
+
+
+def file_bytes(db_path: str) -> int:
+    """Bytes on disk: the database file and its write-ahead log."""
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.path.getsize(db_path + suffix)
+        except OSError:
+            pass
+    return total
+
+
+def used_bytes(db) -> int:
+    """Bytes in pages that hold data (free pages excluded: vacuum returns those)."""
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    count = db.execute("PRAGMA page_count").fetchone()[0]
+    free = db.execute("PRAGMA freelist_count").fetchone()[0]
+    return (count - free) * size
+
+
+def captured_bytes(db) -> int:
+    """Bytes of the tool output and file text the stored nodes were made from."""
+    where, params = status_clause("n", ALL_STATUSES)
+    return db.execute(f"SELECT COALESCE(SUM(n.original_bytes), 0) FROM nodes n WHERE {where}",
+                      params).fetchone()[0]
+
+
+def bytes_per_content_byte(db) -> float:
+    """Pages in use per byte of stored row (content + overhead): the FTS index
+    and the other indexes make a row cost more than its text."""
+    where, params = status_clause("n", ALL_STATUSES)
+    stored = db.execute(f"SELECT COALESCE(SUM(length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD}), 0)"
+                        f" FROM nodes n WHERE {where}", params).fetchone()[0]
+    return max(1.0, used_bytes(db) / stored) if stored else 1.0
+
+
+def victims(db, need_bytes: int, limit: int) -> list[tuple[str, str, int]]:
+    """(id, status, estimated bytes) of captures to remove, in removal order,
+    until ``need_bytes`` is covered or ``limit`` rows are chosen; children
+    follow their parent."""
+    out: list[tuple[str, str, int]] = []
+    freed = 0
+    kinds = ",".join("?" * len(CAPTURE_KINDS))
+    for statuses in ORDER:
+        where, params = status_clause("n", statuses)
+        rows = db.execute(
+            f"SELECT n.id, n.status, length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD} FROM nodes n"
+            f" LEFT JOIN nodes p ON p.id = n.parent_id"
+            f" WHERE {where} AND n.kind IN ({kinds})"
+            f" AND (p.id IS NULL OR p.kind NOT IN ({kinds}))"  # top-level captures; children follow
+            f" AND COALESCE(json_extract(n.metadata, '$.pinned'), 0) = 0"
+            f" ORDER BY n.updated_at, n.created_at LIMIT ?",
+            [*params, *CAPTURE_KINDS, *CAPTURE_KINDS, limit]).fetchall()
+        for node_id, status, size in rows:
+            group = [(node_id, status, size), *children(db, node_id)]
+            out.extend(group)
+            freed += sum(g[2] for g in group)
+            if freed >= need_bytes or len(out) >= limit:
+                return out
+    return out
+
+
+def children(db, node_id: str) -> list[tuple[str, str, int]]:
+    where, params = status_clause("n", ALL_STATUSES)
+    return [tuple(r) for r in db.execute(
+        f"SELECT n.id, n.status, length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD} FROM nodes n"
+        f" WHERE n.parent_id = ? AND {where}", [node_id, *params])]
+
+
+def summary(db_path: str, max_bytes: int, db=None) -> str:
+    """One line for ``memtree ctl status``: size, budget, bytes stored per byte captured."""
+    size = file_bytes(db_path)
+    line = f"store: {size / 1048576:.1f} MiB on disk (budget storage.maxBytes {max_bytes / 1048576:.0f} MiB)"
+    if db is not None:
+        captured = captured_bytes(db)
+        if captured:
+            line += f", {size / captured:.2f} bytes stored per byte captured"
+    return line
