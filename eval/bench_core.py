@@ -27,7 +27,7 @@ from memtree.eval.stats import fmt_ms, summary
 
 def _memtree() -> list[str]:
     exe = shutil.which("memtree", path=os.path.dirname(sys.executable))
-    return [exe] if exe else [sys.executable, "-m", "memtree.cli"]
+    return [exe] if exe else [sys.executable, "-P", "-m", "memtree.cli"]
 
 
 def _env(home: str) -> dict:

@@ -93,7 +93,7 @@ def _round_trips(project: str, runs: int) -> list[float]:
 
 
 def _serve(project: str, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "memtree.cli", "serve", "--no-front"], cwd=project, env=env,
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"], cwd=project, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     _wait_writer(project, env, up=True)
@@ -101,12 +101,12 @@ def _serve(project: str, env: dict) -> subprocess.Popen:
 
 
 def _ctl(project: str, env: dict, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", *args], cwd=project, env=env,
+    subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "ctl", *args], cwd=project, env=env,
                    capture_output=True, timeout=120, check=False)
 
 
 def _writer_running(project: str, env: dict) -> bool:
-    done = subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "status", "--json"], cwd=project, env=env,
+    done = subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "ctl", "status", "--json"], cwd=project, env=env,
                           capture_output=True, text=True, check=False)
     try:
         actors = json.loads(done.stdout)["actors"] if done.returncode == 0 else []

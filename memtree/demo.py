@@ -30,7 +30,7 @@ def say(msg: str) -> None:
 
 def _memtree_cmd() -> list[str]:
     exe = shutil.which("memtree", path=os.path.dirname(sys.executable))
-    return [exe] if exe else [sys.executable, "-m", "memtree.cli"]
+    return [exe] if exe else [sys.executable, "-P", "-m", "memtree.cli"]  # -P: never import from the cwd
 
 
 def _ctl(project: str, env: dict, *args: str) -> subprocess.CompletedProcess:

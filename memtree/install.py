@@ -51,7 +51,13 @@ def server_entry() -> dict:
     script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "memtree")
     if os.path.isfile(script) and os.access(script, os.X_OK):
         return {"type": "stdio", "command": script, "args": ["serve"]}
-    return {"type": "stdio", "command": os.path.abspath(sys.executable), "args": ["-m", "memtree.cli", "serve"]}
+    return fallback_server_entry()
+
+
+def fallback_server_entry() -> dict:
+    """No `memtree` script beside the interpreter: run the module. -P, because
+    Claude Code starts the server in the project, which must not shadow our imports."""
+    return {"type": "stdio", "command": os.path.abspath(sys.executable), "args": ["-P", "-m", "memtree.cli", "serve"]}
 
 
 def _is_ours(hook: dict) -> bool:

@@ -61,7 +61,9 @@ class Launcher:
                 io = {"stdin": None, "stdout": None, "stderr": fd}
             else:
                 io = {"stdin": subprocess.DEVNULL, "stdout": fd, "stderr": fd}
-            return subprocess.Popen([sys.executable, "-m", spec.module], env=env, cwd=self.paths.project_root,
+            # -P: `-m` would put the cwd (the user's project) first on sys.path, and a
+            # project with its own email/, zmq.py or pydantic/ would shadow ours.
+            return subprocess.Popen([sys.executable, "-P", "-m", spec.module], env=env, cwd=self.paths.project_root,
                                     close_fds=True, preexec_fn=self.preexec, **io)
         finally:
             os.close(fd)

@@ -40,7 +40,7 @@ def test_install_writes_both_hooks_and_the_server_with_absolute_paths(tmp_path):
     assert "matcher" not in stop and shlex.split(stop["hooks"][0]["command"]) == [*hook_argv(), "stop"]
     server = load(tmp_path / ".mcp.json")["mcpServers"]["memtree"]
     assert server["type"] == "stdio" and os.path.isabs(server["command"])
-    assert server["args"] in (["serve"], ["-m", "memtree.cli", "serve"])
+    assert server["args"] in (["serve"], ["-P", "-m", "memtree.cli", "serve"])
 
 
 def test_the_installed_hook_command_runs_and_exits_zero_silently(tmp_path):
