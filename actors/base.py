@@ -148,8 +148,9 @@ class Actor:
                     self._heartbeat("running")
                     next_hb = now + hb_period
                 if now >= self._next_tick:
+                    # Set before the tick, so on_tick may ask for the next one sooner (tick_soon).
+                    self._next_tick = now + interval
                     self.on_tick()
-                    self._next_tick = time.monotonic() + interval
                 wake = min(next_hb, self._next_tick)
                 # Rounded up: a deadline 0.4 ms away must not become a 0 ms
                 # poll that spins until it passes. Capped so a stop is noticed promptly.

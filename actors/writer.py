@@ -21,7 +21,7 @@ from memtree import ingest, protocol, spool
 from memtree.actors.base import Actor, main_for
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
-from memtree.store import captures, mutations
+from memtree.store import captures, mutations, vector_writes
 from memtree.store.mutations import Tx
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,8 @@ HANDLERS = {
     protocol.Purge: lambda tx, rec: {"purged": mutations.purge(tx, rec.ids, rec.reason)},
     protocol.Reclaim: lambda tx, rec: mutations.reclaim(tx, rec.pages),
     protocol.RebuildIndexes: lambda tx, rec: mutations.rebuild_indexes(tx, rec.reason),
+    protocol.PutVectors: vector_writes.put_vectors,
+    protocol.Supersede: vector_writes.supersede,
 }
 # After a batch holding one of these, checkpoint the WAL so the file really shrinks.
 CHECKPOINT_AFTER = (protocol.Reclaim,)

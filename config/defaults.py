@@ -5,8 +5,15 @@ from __future__ import annotations
 
 def defaults() -> dict:
     return {
-        "embeddingModel": "local",
-        "summarizerModel": "extractive",
+        "embeddingModel": "local",  # "local" (bundled static model) or "ollama:<model>"
+        "summarizerModel": "extractive",  # "extractive" (local); "anthropic" when ANTHROPIC_API_KEY is set
+        "ollama": {"url": "http://127.0.0.1:11434", "timeoutMs": 30000},
+        "anthropic": {
+            "url": "https://api.anthropic.com",  # ANTHROPIC_BASE_URL overrides
+            "model": "claude-haiku-4-5",
+            "dailyCap": 200,  # summaries per day through the API; then extractive
+            "minIntervalMs": 2000,  # at most one API summary per this interval
+        },
         "retention": {
             "staleHours": 24,  # stale chunks are pruned after this
             "supersededDays": 7,  # superseded chunks are pruned after this
@@ -19,8 +26,12 @@ def defaults() -> dict:
             "prunerIntervalMs": 300000,
             "embeddingIdleMs": 5000,
             "embeddingBatchSize": 32,
+            "embedQueryTimeoutMs": 300,  # a query embedding slower than this: hybrid degrades to keyword
             "dedupeIntervalMs": 60000,
+            "dedupeThreshold": 0.97,  # cosine at or above this among live nodes of one kind: near-duplicate
+            "summarizerIntervalMs": 30000,
             "summarizerSubtreeThreshold": 25,
+            "summaryTokens": 300,  # size of one summary
         },
         "capture": {
             "maxBytes": 100000,  # content over this is truncated, original size kept

@@ -17,6 +17,7 @@ Sockets (names for ``paths.endpoint``):
 - ``write``   writer ROUTER  <- DEALER (front, walkers): calls
 - ``ingest``  writer ROUTER  <- DEALER (hook, ZMTP): Ingest calls, ack after commit
 - ``events``  writer PUB     -> SUB (walkers, front): NodesChanged events
+- ``embed``   embed walker ROUTER <- DEALER (front, CLI): EmbedQuery calls
 - ``sup-<pid>.hb``  supervisor PULL <- PUSH (every actor): Heartbeat casts
 - ``sup-<pid>.ctl`` supervisor ROUTER <- DEALER (memtree ctl): Ctl* calls
 """
@@ -51,6 +52,7 @@ KINDS = ("call", "cast", "reply", "event")
 SOCK_WRITE = "write"
 SOCK_INGEST = "ingest"
 SOCK_EVENTS = "events"
+SOCK_EMBED = "embed"
 
 
 def sup_heartbeat_sock(pid: int) -> str:
@@ -172,6 +174,17 @@ PutToolOutput = _rec(
     ("tool", S, REQ), ("content", S, REQ), ("metadata", D, dict), ("children", L, list),
     ("session_id", S, None), ("source_uri", S, None),
 )
+PutVectors = _rec(
+    "PutVectors",  # [{"node_id", "content_hash", "vector": [float]}], all of one model and dimension
+    ("model", S, REQ), ("dim", I, REQ), ("items", L, REQ),
+)
+Supersede = _rec(
+    "Supersede",  # dedupe: keep_id (newer) supersedes old_id; score audited
+    ("keep_id", S, REQ), ("old_id", S, REQ), ("score", F, REQ), ("reason", S, ""),
+)
+
+# embed walker (its own ROUTER): the front never loads the model
+EmbedQuery = _rec("EmbedQuery", ("text", S, REQ))  # -> {"model", "dim", "vector"}
 
 # supervisor
 Heartbeat = _rec(

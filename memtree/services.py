@@ -23,7 +23,7 @@ from memtree.config import Config
 from memtree.client import NOT_OURS, dealer, match_reply
 from memtree.errors import CallTimeout, MemtreeError, Unavailable
 from memtree.ids import ulid
-from memtree.paths import StorePaths
+from memtree.paths import StorePaths, socket_path
 from memtree.store import db as store_db
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,10 @@ class Services:
         self._caller = AsyncCaller(paths.endpoint(protocol.SOCK_WRITE), src,
                                    int(config.writer.callTimeoutMs), self.zctx)
         self._db: apsw.Connection | None = None
+        # Query embeddings come from the embed walker, so the front never loads a model.
+        self._embedder = AsyncCaller(paths.endpoint(protocol.SOCK_EMBED), src,
+                                     int(config.walkers.embedQueryTimeoutMs), self.zctx)
+        self._embed_lock = anyio.Lock()
         # Set by the front once its task group runs: fire-and-forget writer calls
         # (freshness marks) go there so an answer never waits on them.
         self.task_group = None
@@ -101,6 +105,25 @@ class Services:
         # One DEALER socket: calls take turns, or one would skip another's reply.
         async with self._call_lock:
             return await self._caller.call(rec, timeout_ms)
+
+    async def embed_query(self, text: str, timeout_ms: int | None = None) -> dict | None:
+        """``{"model", "dim", "vector"}`` for ``text`` from the embed walker, or
+        None when it cannot answer within ``walkers.embedQueryTimeoutMs``
+        (stopped, busy, not running, no model): the caller degrades to keyword."""
+        timeout_ms = int(self.config.walkers.embedQueryTimeoutMs if timeout_ms is None else timeout_ms)
+        if not os.path.exists(socket_path(self.paths.endpoint(protocol.SOCK_EMBED))):
+            return None  # no embed walker has bound here: do not wait for one
+        with anyio.move_on_after(timeout_ms / 1000):
+            async with self._embed_lock:  # one DEALER: queries take turns inside the same bound
+                try:
+                    return await self._embedder.call(protocol.EmbedQuery(text=text), timeout_ms)
+                except MemtreeError as e:
+                    log.info("query embedding unavailable: %s", e.message)
+                    return None
+                except anyio.get_cancelled_exc_class():
+                    self._embedder.reset()  # a late reply must not answer the next query
+                    raise
+        return None
 
     def db(self) -> apsw.Connection:
         """The front's read-only connection; Unavailable until the store exists."""

@@ -45,6 +45,9 @@ DEFAULT_TABLE = (
     ("walker.filter", "memtree.actors.walkers.filter"),
     ("walker.staleness", "memtree.actors.walkers.staleness"),
     ("walker.pruner", "memtree.actors.walkers.pruner"),
+    ("walker.embed", "memtree.actors.walkers.embed"),
+    ("walker.dedupe", "memtree.actors.walkers.dedupe"),
+    ("walker.summarize", "memtree.actors.walkers.summarize"),
 )
 _ACTOR_KEYS = {"module": str, "enabled": bool}
 

@@ -33,6 +33,9 @@ STAND_IN = "tests.actors.sleepy"
 OPTIONAL_ACTORS = {
     "walker.staleness": "memtree.actors.walkers.staleness",
     "walker.pruner": "memtree.actors.walkers.pruner",
+    "walker.embed": "memtree.actors.walkers.embed",
+    "walker.dedupe": "memtree.actors.walkers.dedupe",
+    "walker.summarize": "memtree.actors.walkers.summarize",
 }
 
 

@@ -50,10 +50,11 @@ def _predicate_helpers(tree: ast.AST) -> set[str]:
     return helpers
 
 
-def read_sites(source: str, rel: str) -> dict[str, bool]:
-    """``path::function`` -> uses status_clause, for each function reading nodes/fts/edges."""
+def read_sites(source: str, rel: str, shared: frozenset = frozenset()) -> dict[str, bool]:
+    """``path::function`` -> uses status_clause, for each function reading nodes/fts/edges.
+    ``shared``: predicate helpers of other modules (reads._filters_sql, imported by vectors.knn)."""
     tree = ast.parse(source)
-    helpers = _predicate_helpers(tree)
+    helpers = _predicate_helpers(tree) | shared
     sites: dict[str, bool] = {}
 
     def visit(node, fn, name):
@@ -72,16 +73,25 @@ def read_sites(source: str, rel: str) -> dict[str, bool]:
     return sites
 
 
-def all_sites() -> dict[str, bool]:
+def _sources() -> dict[str, str]:
     out = {}
     for top in SCANNED:
         for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
             for f in files:
                 if f.endswith(".py"):
                     path = os.path.join(dirpath, f)
-                    rel = os.path.relpath(path, ROOT)
                     with open(path, encoding="utf-8") as fh:
-                        out.update(read_sites(fh.read(), rel))
+                        out[os.path.relpath(path, ROOT)] = fh.read()
+    return out
+
+
+def all_sites() -> dict[str, bool]:
+    sources = _sources()
+    # store/reads.py's predicate helpers (e.g. _filters_sql) count where another module imports them.
+    shared = frozenset(_predicate_helpers(ast.parse(sources["memtree/store/reads.py"]))) - {"status_clause"}
+    out = {}
+    for rel, src in sources.items():
+        out.update(read_sites(src, rel, shared))
     return out
 
 

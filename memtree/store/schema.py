@@ -112,6 +112,13 @@ def m001_initial(db) -> None:
     """)
 
 
+@migration
+def m002_nodes_vec_model(db) -> None:
+    # The model-safety check (store/vectors.check_model) asks "any vector of
+    # another model?" on every semantic search: an index answers without a scan.
+    db.execute("CREATE INDEX IF NOT EXISTS nodes_vec_model ON nodes_vec(model, dim)")
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -1,0 +1,188 @@
+"""Embed walker: gives live nodes vectors, and embeds queries for the front.
+
+Loads the configured provider once (memtree/recall/embeddings.py). After a
+``NodesChanged`` event with status live it waits ``walkers.embeddingIdleMs``
+(a burst of captures becomes one backlog), then embeds the backlog in
+batches of ``walkers.embeddingBatchSize``: content already embedded under
+another node (same content hash, same model) is copied, not recomputed.
+Vectors go to the writer (``PutVectors``) with model name and dimension.
+
+It binds the ``embed`` ROUTER and answers ``EmbedQuery`` so the front never
+loads the model; between two batches it answers queued queries, so a long
+backlog delays a query by one batch at most. A provider that cannot load
+(a package missing, Ollama away) leaves the walker idle with the reason in
+``memtree ctl status``; queries then get an ``unavailable`` error at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import apsw
+import zmq
+
+from memtree import protocol
+from memtree.actors.base import main_for
+from memtree.actors.walkers.common import Walker
+from memtree.errors import MemtreeError
+from memtree.recall import embeddings
+from memtree.store import vectors
+
+log = logging.getLogger(__name__)
+
+EMBED_KINDS = ("file_chunk", "tool_output", "summary", "note", "observation")
+SWEEP_SECONDS = 0.5  # one sweep's work, then back to the loop (heartbeats, stop); the rest right after
+RETRY_PROVIDER_S = 60  # a provider that failed (Ollama away) is retried this often
+
+
+class EmbedWalker(Walker):
+    name = "walker.embed"
+    topics = (protocol.NodesChanged.TYPE,)
+    interval_ms_key = "embeddingIdleMs"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.provider: embeddings.Provider | None = None
+        self.unavailable = ""
+        self._provider_tried = 0.0
+        self.batch = max(1, int(self.config.walkers.embeddingBatchSize))
+        self.stats = {"embedded": 0, "copied": 0}
+
+    def on_start(self) -> None:
+        self._load_provider()
+        self.router = self._bind_router()
+        self.add_reader(self.router, lambda s: self.serve_queries())
+        super().on_start()
+
+    def _load_provider(self) -> None:
+        self._provider_tried = time.monotonic()
+        t0 = time.perf_counter()
+        try:
+            self.provider = embeddings.load_provider(self.config)
+        except embeddings.ProviderUnavailable as e:
+            self.provider, self.unavailable = None, e.message
+            self.info = {"idle": e.message}
+            log.warning("%s: idle: %s", self.ctx.name, e.message)
+            return
+        self.unavailable = ""
+        self.info = {"model": self.provider.name, **self.stats}
+        log.info("%s: model %s (%d dims) loaded in %.2fs", self.ctx.name, self.provider.name,
+                 self.provider.dim, time.perf_counter() - t0)
+
+    def _bind_router(self) -> zmq.Socket:
+        sock = self.socket(zmq.ROUTER)
+        ep = self.paths.endpoint(protocol.SOCK_EMBED)
+        path = ep[len("ipc://"):]
+        if os.path.exists(path):  # left by a dead walker; we hold the singleton lock
+            os.unlink(path)
+        sock.bind(ep)
+        os.chmod(path, 0o600)
+        return sock
+
+    # -- query embeddings ---------------------------------------------------------
+    def serve_queries(self) -> None:
+        """Answer every queued EmbedQuery (without blocking)."""
+        while True:
+            try:
+                parts = self.router.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            route, frame = parts[:-1], parts[-1]
+            if route:
+                self._send(route, self._answer(frame))
+
+    def _answer(self, frame: bytes) -> bytes:
+        try:
+            env = protocol.decode(frame)
+        except protocol.ProtocolError as e:
+            return protocol.encode_error(getattr(e, "req_id", ""), e.code, e.message, src=self.ctx.name)
+        if env.kind != "call" or not isinstance(env.body, protocol.EmbedQuery):
+            return protocol.encode_error(env.id, protocol.ErrorCode.UNKNOWN_TYPE,
+                                         f"{env.type} is not a call the embed walker takes", src=self.ctx.name)
+        if self.provider is None:
+            return protocol.encode_error(env.id, protocol.ErrorCode.UNAVAILABLE,
+                                         f"embeddings unavailable: {self.unavailable}", src=self.ctx.name)
+        try:
+            vec = self.provider.embed([env.body.text])[0]
+        except MemtreeError as e:
+            return protocol.encode_error(env.id, e.code, e.message, src=self.ctx.name)
+        return protocol.encode_ok(env.id, {"model": self.provider.name, "dim": self.provider.dim,
+                                           "vector": vec.tolist()}, src=self.ctx.name)
+
+    def _send(self, route, frame: bytes) -> None:
+        try:
+            self.router.send_multipart([*route, frame], zmq.NOBLOCK)
+        except zmq.ZMQError as e:  # the asker gave up or is gone
+            log.info("embed reply dropped: %s", e)
+
+    # -- the backlog ----------------------------------------------------------------
+    def on_events(self, records: list) -> None:
+        if any(getattr(r, "status", None) == "live" for r in records):
+            self.tick_soon(self.config.walkers.embeddingIdleMs / 1000)
+
+    def sweep(self) -> None:
+        if self.provider is None:
+            if time.monotonic() - self._provider_tried >= RETRY_PROVIDER_S:
+                self._load_provider()
+            if self.provider is None:
+                return
+        deadline = time.monotonic() + SWEEP_SECONDS
+        try:
+            while time.monotonic() < deadline and not self.stopping:
+                if not self._one_batch():
+                    break
+                self.serve_queries()
+            else:
+                self.tick_soon(0)  # more backlog: continue after a turn of the loop
+            db = self.db()
+            self.backlog = vectors.backlog_count(db, self.provider.name, EMBED_KINDS) if db is not None else 0
+        except apsw.Error as e:
+            log.warning("%s: read failed (%s); reopening next tick", self.ctx.name, e)
+            self.reader.reset()
+        except embeddings.ProviderUnavailable as e:
+            log.warning("%s: provider failed: %s", self.ctx.name, e.message)
+            self.provider, self.unavailable = None, e.message
+            self.info = {"idle": e.message}
+        self.info = {"model": self.provider.name, **self.stats} if self.provider else self.info
+
+    def _one_batch(self) -> bool:
+        """Embed one batch of the backlog; True when it was full (there may be more)."""
+        db = self.db()
+        if db is None:
+            return False
+        model, dim = self.provider.name, self.provider.dim
+        rows = vectors.backlog(db, model, self.batch, EMBED_KINDS)
+        if not rows:
+            return False
+        known = vectors.embedded_hashes(db, sorted({h for _, h, _ in rows}), model)
+        todo: dict[str, str] = {}  # hash -> text, each content embedded once
+        for _, digest, content in rows:
+            if digest not in known:
+                todo.setdefault(digest, content)
+        fresh = dict(zip(todo, (v.tolist() for v in self.provider.embed(list(todo.values()))))) if todo else {}
+        items = []
+        for node_id, digest, _ in rows:
+            vec = fresh.get(digest)
+            if vec is None:
+                vec = vectors.from_blob(known[digest])
+            items.append({"node_id": node_id, "content_hash": digest, "vector": vec})
+        try:
+            result = self.call_writer(protocol.PutVectors(model=model, dim=dim, items=items))
+        except MemtreeError as e:
+            log.error("%s: PutVectors refused: %s", self.ctx.name, e.message)
+            return False
+        if result is None:
+            return False  # writer away: retry next tick
+        self.stats["embedded"] += len(fresh)
+        self.stats["copied"] += sum(1 for _, d, _ in rows if d not in fresh)
+        return len(rows) == self.batch and result["stored"] > 0
+
+
+def main() -> None:
+    main_for(EmbedWalker)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Recall: what turns a query into ranked, budgeted memories (embeddings, search, compose)."""

