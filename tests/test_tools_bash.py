@@ -11,7 +11,7 @@ import pytest
 from memtree import tokens
 from memtree.errors import BadRequest
 from memtree.tools.bash import bash
-from tests.support import wait_until
+from tests.support import COLD_START_S, wait_until
 from tests.tools_harness import Harness, stored_node_id
 
 
@@ -164,7 +164,7 @@ def test_a_cancelled_call_kills_the_process_group_of_its_command(h, tmp_path):
         svc = Services(h.config, h.paths, session_id="test-session", src="test")
         try:
             task = asyncio.ensure_future(bash(svc, f"sleep 300 & echo $! > {pidfile}; wait", timeout_s=600))
-            deadline = asyncio.get_running_loop().time() + 20
+            deadline = asyncio.get_running_loop().time() + COLD_START_S  # a loaded box
             while not (pidfile.exists() and pidfile.read_text().strip()):
                 assert asyncio.get_running_loop().time() < deadline, "command never started"
                 await asyncio.sleep(0.02)
@@ -187,7 +187,9 @@ def test_a_front_that_exits_kills_the_commands_it_was_running(tmp_path):
     try:
         pending = f.portal.start_task_soon(
             f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
-        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=20, what="command started")
+        # Allows for the front's cold start (the mcp SDK import) on a loaded box.
+        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
+                   what="command started")
         child = int(pidfile.read_text())
         assert not _gone(child)  # positive control: it runs while the front does
     finally:
