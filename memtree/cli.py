@@ -16,6 +16,7 @@ commands:
   ctl COMMAND                          control running actors: status [--json] | restart NAME |
                                        stop NAME | start NAME | shutdown
   install                              add memtree to a project's Claude Code settings
+  doctor [--fix] [--json]              check hook, MCP server, store, actors, capture; exit 0 when all is well
   demo                                 a short guided run on a scratch project
 """
 
@@ -45,13 +46,19 @@ def _install(argv: list[str]) -> int:
     return main(argv)
 
 
+def _doctor(argv: list[str]) -> int:
+    from memtree.doctor import main
+
+    return main(argv)
+
+
 def _demo(argv: list[str]) -> int:
     from memtree.demo import main
 
     return main(argv)
 
 
-SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "demo": _demo}
+SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "doctor": _doctor, "demo": _demo}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,43 @@
+"""Store integrity for ``memtree doctor``: SQLite's quick check, and the
+derived indexes against the nodes they derive from (read-only)."""
+
+from __future__ import annotations
+
+from memtree.store.live import INDEXED, LIVE, status_clause
+
+
+def check(db_path: str) -> tuple[list[str], str]:
+    """(problems, one line of facts) for the store at ``db_path``."""
+    import apsw
+
+    from memtree.store.db import open_read, schema_ready
+
+    try:
+        db = open_read(db_path)
+    except apsw.Error as e:
+        return [f"cannot open {db_path}: {e}"], ""
+    try:
+        if not schema_ready(db):
+            return [], "empty store (no schema yet)"
+        problems = []
+        quick = [r[0] for r in db.execute("PRAGMA quick_check(5)")]
+        if quick != ["ok"]:
+            problems.append("quick_check: " + "; ".join(quick))
+        indexed, iparams = status_clause("n", INDEXED)
+        want = db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
+        have = db.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0]
+        if want != have:
+            problems.append(f"the FTS index holds {have} rows for {want} searchable nodes")
+        live, lparams = status_clause("n", LIVE)
+        stray = db.execute(f"SELECT count(*) FROM nodes_vec v WHERE v.node_id NOT IN"
+                           f" (SELECT n.id FROM nodes n WHERE {live})", lparams).fetchone()[0]
+        if stray:
+            problems.append(f"{stray} vectors belong to no live node")
+        models = [r[0] for r in db.execute("SELECT DISTINCT model || '/' || dim FROM nodes_vec")]
+        if len(models) > 1:
+            problems.append(f"vectors of {len(models)} models mixed ({', '.join(models)}); run `memtree reembed`")
+        nodes = db.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        vectors = db.execute("SELECT count(*) FROM nodes_vec").fetchone()[0]
+        return problems, f"quick_check ok, {nodes} nodes, FTS {have} rows, {vectors} vectors"
+    finally:
+        db.close()
