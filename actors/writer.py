@@ -19,6 +19,7 @@ import zmq
 
 from memtree import ingest, protocol, spool
 from memtree.actors.base import Actor, main_for
+from memtree.capture import rewrite
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
 from memtree.store import captures, mutations, vector_writes
@@ -38,7 +39,33 @@ def _ingest(tx, rec):
         tx.count_kept("ingest_malformed")
         log.warning("ingest: malformed payload from %s: %s", tx.actor, e.message)
         raise
-    return captures.apply_plan(tx, plan)
+    result = captures.apply_plan(tx, plan)
+    if rec.rewrite:
+        out = _rewrite(tx, rec.payload, plan, result)
+        if out is not None:
+            result["hook_output"] = out  # last key: the hook copies it out of the reply unparsed
+    return result
+
+
+def _rewrite(tx, payload: dict, plan: dict, result: dict) -> dict | None:
+    """What the hook should show Claude Code instead of a large native output
+    (memtree.capture.rewrite), built after the capture is in this transaction."""
+    cfg = rewrite.settings(tx.config)
+    if not cfg["rewrite"]:
+        return None
+    resp = payload.get("tool_response")
+    updated = None
+    if (payload.get("tool_name") == "Read" and isinstance(resp, dict) and resp.get("type") == "file_unchanged"
+            and str(plan.get("skipped") or "").startswith("file unchanged")):
+        path = (resp.get("file") or {}).get("filePath") if isinstance(resp.get("file"), dict) else None
+        found = captures.latest_file_capture(tx, os.path.normpath(path)) if isinstance(path, str) else None
+        if found:
+            updated = rewrite.unchanged_output(path, found[1], found[2], found[0], cfg)
+    elif not plan.get("skipped"):
+        ids = result.get("ids") or result.get("deduped") or []
+        if ids:
+            updated = rewrite.updated_output(payload, captures.shown_id(tx, ids[0]), cfg)
+    return rewrite.hook_output(updated) if updated else None
 
 
 def _set_status(tx, rec):

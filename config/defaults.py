@@ -39,6 +39,14 @@ def defaults() -> dict:
             "bash": True,  # false: never store Bash output for this project
             "hookTimeoutMs": 100,  # hook waits this long for the writer's ack, then spools
             "dedupeWindowS": 3600,  # same tool output within this window is stored once
+            # PostToolUse rewrite: above these sizes (memtree.tokens) the agent sees a
+            # preview of a native Read/Grep/Bash output instead of all of it; the store
+            # keeps the whole. Defaults from eval/context_ab (see docs/ARCHITECTURE.md).
+            "rewrite": True,
+            "rewriteReadTokens": 2000,
+            "rewriteGrepTokens": 1000,
+            "rewriteBashTokens": 1000,
+            "previewTokens": 800,  # budget of one preview
         },
         "bash": {"deny": [], "timeoutS": 60, "maxOutputBytes": 1000000},
         # Disk budget per project: over it, the pruner removes superseded, then stale,

@@ -12,7 +12,9 @@ after commit. Without one, the payload is redacted (the only place ``re`` is
 loaded) and appended to the store's spool for the writer to drain later;
 a denied command or path spools nothing.
 
-Always exits 0 and never writes stdout (Claude Code would read it). Problems
+Always exits 0. Writes stdout only to replace a large Read/Grep/Bash output
+with the preview the writer built after committing it (the
+``updatedToolOutput`` in the ack); a spooled capture is never rewritten. Problems
 go to ``<store>/logs/hook.log`` as one line without any payload content.
 Every run counts its outcome in the capture heartbeat (memtree.heartbeat).
 """
@@ -152,19 +154,21 @@ def _parse(data: bytes):
 
 
 def _send(paths, data: bytes, timeout_ms: float):
-    """The writer's reply: (ok, error code or None, why-not text). An ok reply
-    whose plan was skipped by the gate has code "skipped"."""
+    """The writer's reply: (ok, error code or None, why-not text or, when ok, the
+    hook output to print: a replacement of a large output, memtree.capture.rewrite).
+    An ok reply whose plan was skipped by the gate has code "skipped"."""
     import time
 
     from memtree import protocol, zmtp
 
-    rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=int(time.time() * 1000))
+    rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=int(time.time() * 1000), rewrite=True)
     try:
         frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000)
     except zmtp.ZmtpError as e:
         return False, None, f"{type(e).__name__}: {e}"
     if protocol.reply_is_ok(frames[-1], rid):
-        return True, (None if b'"skipped":null' in frames[-1] else "skipped"), None
+        return (True, (None if b'"skipped":null' in frames[-1] else "skipped"),
+                protocol.reply_hook_output(frames[-1], rid))
     try:  # not the plain ok reply: decode it properly (slow path)
         env = protocol.decode(frames[-1])
     except protocol.ProtocolError as e:
@@ -233,6 +237,8 @@ def run(state: dict) -> str:
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
     ok, code, why = _send(paths, data, _timeout_ms(texts))
     if ok:
+        if why:  # stored and committed: now the agent may see the preview instead
+            sys.stdout.buffer.write(why)
         return "refused" if code == "skipped" else "stored"
     if code in NO_RETRY:
         _log(paths.log_dir, f"writer refused the payload ({code}); not spooled")

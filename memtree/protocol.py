@@ -154,7 +154,9 @@ AddNode = _rec(
 )
 Ingest = _rec(
     "Ingest",  # one Claude Code hook payload, as Claude Code sent it
-    ("payload", D, REQ), ("received_at", I, 0),
+    # rewrite: the hook can show Claude Code a replacement; the reply may carry
+    # result.hook_output (memtree.capture.rewrite), its last key.
+    ("payload", D, REQ), ("received_at", I, 0), ("rewrite", B, False),
 )
 SetStatus = _rec(
     "SetStatus",
@@ -251,7 +253,8 @@ def encode_error(req_id: str, code: str, message: str, src: str = "") -> bytes:
                    "body": {"ok": False, "error": {"code": code, "message": message}}})
 
 
-def encode_ingest_raw(payload_json: bytes, src: str = "hook", received_at: int = 0) -> tuple[str, bytes]:
+def encode_ingest_raw(payload_json: bytes, src: str = "hook", received_at: int = 0,
+                      rewrite: bool = False) -> tuple[str, bytes]:
     """An ``Ingest`` call whose payload is JSON text already (UTF-8, one object).
 
     The hook forwards Claude Code's stdin without parsing it (importing json
@@ -262,7 +265,24 @@ def encode_ingest_raw(payload_json: bytes, src: str = "hook", received_at: int =
     """
     rid = new_id()
     head = f'{{"v":{PROTOCOL_VERSION},"id":"{rid}","kind":"call","type":"Ingest","src":"{src}","body":{{"payload":'
-    return rid, head.encode() + payload_json + f',"received_at":{int(received_at)}}}}}'.encode()
+    tail = f',"received_at":{int(received_at)}' + (',"rewrite":true' if rewrite else "") + "}}"
+    return rid, head.encode() + payload_json + tail.encode()
+
+
+HOOK_OUTPUT_KEY = b',"hook_output":'
+
+
+def reply_hook_output(frame: bytes, req_id: str) -> bytes | None:
+    """The raw JSON of ``result.hook_output`` in an ok reply to ``req_id``, without a
+    parser: the writer puts it last in the result, so the frame ends with it and
+    the three closing braces of result, body and envelope. None when absent."""
+    if not reply_is_ok(frame, req_id) or not frame.endswith(b"}}}}"):
+        return None
+    at = frame.find(HOOK_OUTPUT_KEY)  # structural: inside JSON strings every quote is escaped
+    if at < 0:
+        return None
+    out = frame[at + len(HOOK_OUTPUT_KEY):-3]
+    return out if out.startswith(b"{") else None
 
 
 def reply_is_ok(frame: bytes, req_id: str) -> bool | None:

@@ -208,6 +208,31 @@ def apply_plan(tx: Tx, plan: dict) -> dict:
     return out
 
 
+def shown_id(tx: Tx, node_id: str) -> str:
+    """The id to give the agent for a just-stored capture: the filter walker drops
+    a pending node whose content equals a live node's, so name that live node."""
+    where, params = status_clause("o", ("live",))
+    row = tx.db.execute(
+        f"SELECT o.id FROM nodes n JOIN nodes o ON o.content_hash = n.content_hash AND o.id != n.id"
+        f" WHERE n.id = ? AND {where} ORDER BY o.created_at LIMIT 1", [node_id, *params]).fetchone()
+    return row[0] if row else node_id
+
+
+def latest_file_capture(tx: Tx, path: str) -> tuple[str, str, int] | None:
+    """(id, stored content, total lines) of the newest whole-file capture of ``path``
+    still pending or live: what an earlier native Read of it showed."""
+    where, params = status_clause("n", ("pending", "live"))
+    rows = tx.db.execute(
+        f"SELECT n.id, n.content, n.metadata FROM nodes n JOIN nodes p ON p.id = n.parent_id"
+        f" WHERE p.source_uri = ? AND n.kind = 'file_chunk' AND {where} ORDER BY n.created_at DESC LIMIT 8",
+        [f"file://{path}", *params]).fetchall()
+    for nid, content, meta in rows:
+        m = orjson.loads(meta)
+        if m.get("start") == 1 and (m.get("total_lines") == m.get("end") or m.get("truncated_by_token_cap")):
+            return nid, content, m["total_lines"]
+    return None
+
+
 def is_spool_applied(db, entry_id: str) -> bool:
     return db.execute("SELECT 1 FROM spool_applied WHERE entry_id = ?", (entry_id,)).fetchone() is not None
 
@@ -216,5 +241,6 @@ def mark_spool_applied(db, entry_id: str, at: int) -> None:
     db.execute("INSERT OR IGNORE INTO spool_applied(entry_id, at) VALUES (?, ?)", (entry_id, at))
 
 
-__all__ = ["put_file", "put_tool_output", "apply_plan", "recent_output", "is_spool_applied",
+__all__ = ["put_file", "put_tool_output", "apply_plan", "recent_output", "shown_id", "latest_file_capture",
+           "is_spool_applied",
            "mark_spool_applied", "is_tombstoned"]

@@ -1,0 +1,135 @@
+"""Which native outputs to rewrite, and the exact ``updatedToolOutput`` objects.
+
+Called by the writer after the capture is committed (so the whole output is
+safe in the store before the agent is shown less of it). Every string put
+into a replacement passes memtree.redact first. Shapes, checked on the real
+CLI 2.1.197 (../shared/claude-code/verified-2.1.197.md §1.3); anything else is
+silently ignored by the CLI:
+- Read  ``{type:"text", file:{filePath, content, numLines, startLine, totalLines}}``
+- Grep  ``{mode:"content", numFiles, filenames, content, numLines}`` (content
+  mode in every case: it is the only mode whose text the CLI shows verbatim)
+- Bash  the original object with ``stdout``/``stderr`` replaced and the
+  ``persisted*`` keys dropped (kept, the CLI wraps the preview again).
+A Read with offset or limit is the agent asking for exact lines: never rewritten.
+"""
+
+from __future__ import annotations
+
+from memtree import tokens
+from memtree.capture import preview
+from memtree.redact import redact_text
+
+EVENT = "PostToolUse"
+_PERSISTED = ("persistedOutputPath", "persistedOutputSize")
+# Previews look at no more than this much of one output: Claude Code caps Bash
+# at 30K chars and Read at 25K tokens, and the writer must stay quick.
+MAX_INPUT_CHARS = 200_000
+
+
+def settings(config) -> dict:
+    """The rewrite knobs from a loader Config or a plain dict (missing: defaults)."""
+    from memtree.config.defaults import defaults
+
+    base = defaults()["capture"]
+    cap = getattr(config, "capture", None) if not isinstance(config, dict) else config.get("capture")
+    if cap is not None and not isinstance(cap, dict):
+        cap = cap.as_dict()
+    return {**base, **(cap or {})}
+
+
+def _cap(text: str) -> str:
+    return text[:MAX_INPUT_CHARS]
+
+
+def _clean(text: str) -> str:
+    return redact_text(text)[0]
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + 1
+
+
+def hook_output(updated: dict) -> dict:
+    return {"hookSpecificOutput": {"hookEventName": EVENT, "updatedToolOutput": updated}}
+
+
+def updated_output(payload: dict, node_id: str, cfg: dict) -> dict | None:
+    """The replacement for a stored PostToolUse output, or None to leave it as it is."""
+    if not cfg.get("rewrite") or payload.get("hook_event_name", EVENT) != EVENT:
+        return None
+    tool, ti, resp = payload.get("tool_name"), payload.get("tool_input"), payload.get("tool_response")
+    if not isinstance(ti, dict) or not isinstance(resp, dict):
+        return None
+    budget = int(cfg["previewTokens"])
+    if tool == "Read":
+        return _read(ti, resp, node_id, cfg, budget)
+    if tool == "Grep":
+        return _grep(ti, resp, node_id, cfg, budget)
+    if tool == "Bash":
+        return _bash(ti, resp, node_id, cfg, budget)
+    return None
+
+
+def _read_object(path: str, text: str, total: int) -> dict:
+    return {"type": "text", "file": {"filePath": path, "content": text, "numLines": _lines(text), "startLine": 1,
+                                     "totalLines": total}}
+
+
+def _read(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | None:
+    if ti.get("offset") is not None or ti.get("limit") is not None or resp.get("type") != "text":
+        return None
+    f = resp.get("file")
+    if not isinstance(f, dict) or not isinstance(f.get("content"), str) or not isinstance(f.get("filePath"), str):
+        return None
+    content = _cap(f["content"])
+    if tokens.count(content) <= cfg["rewriteReadTokens"]:
+        return None
+    total = f.get("totalLines") if isinstance(f.get("totalLines"), int) else _lines(content)
+    text = _clean(preview.read_text(f["filePath"], content, total, node_id, budget))
+    return _read_object(f["filePath"], text, total)
+
+
+def unchanged_output(path: str, stored: str, total: int, node_id: str, cfg: dict) -> dict | None:
+    """Claude Code answers a re-Read of an unchanged file with "refer to the earlier
+    tool_result"; when that earlier result was our preview, answer with it again
+    (from the stored, already redacted capture) and say how to get exact lines."""
+    stored = _cap(stored)
+    if not cfg.get("rewrite") or tokens.count(stored) <= cfg["rewriteReadTokens"]:
+        return None
+    note = ("[memtree] File unchanged since your last Read, which showed this preview. "
+            "For exact lines call Read with offset and limit.")
+    text = _clean(note + "\n" + preview.read_text(path, stored, total, node_id, int(cfg["previewTokens"])))
+    return _read_object(path, text, total)
+
+
+def _grep(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | None:
+    content = resp.get("content")
+    files = [f for f in resp.get("filenames") or [] if isinstance(f, str)]
+    text = _cap(content if isinstance(content, str) else "\n".join(files))
+    if tokens.count(text) <= cfg["rewriteGrepTokens"]:
+        return None
+    shown = _clean(preview.grep_text(ti, {**resp, "content": text}, node_id, budget))
+    num_files = resp.get("numFiles") if isinstance(resp.get("numFiles"), int) else len(files)
+    return {"mode": "content", "numFiles": num_files, "filenames": [], "content": shown, "numLines": _lines(shown)}
+
+
+def _bash(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | None:
+    out, err = resp.get("stdout"), resp.get("stderr")
+    if not isinstance(out, str) or not isinstance(err, str) or not isinstance(resp.get("interrupted"), bool):
+        return None
+    out, err = _cap(out), _cap(err)
+    if tokens.count(out) + tokens.count(err) <= cfg["rewriteBashTokens"]:
+        return None
+    cmd = ti.get("command") if isinstance(ti.get("command"), str) else ""
+    o_tok, e_tok = tokens.count(out), tokens.count(err)
+    err_text = err
+    if e_tok > budget // 4:  # stderr gets a quarter, or what stdout leaves
+        err_text = preview.bash_text(cmd, "stderr", err, node_id, budget // 4 if o_tok > budget // 4 else budget - o_tok)
+    left = budget - tokens.count(err_text)
+    out_text = out if o_tok <= left else preview.bash_text(cmd, "stdout", out, node_id, left)
+    new = {k: v for k, v in resp.items() if k not in _PERSISTED}
+    new["stdout"], new["stderr"] = _clean(out_text), _clean(err_text)
+    return new
+
+
+__all__ = ["settings", "updated_output", "unchanged_output", "hook_output"]
