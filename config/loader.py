@@ -11,7 +11,7 @@ import json
 import os
 from types import MappingProxyType
 
-from memtree.config.defaults import OPEN_SECTIONS, defaults
+from memtree.config.defaults import OPEN_SECTIONS, ZERO_OK, defaults
 from memtree.errors import ConfigError
 
 
@@ -75,6 +75,23 @@ def _type_name(default) -> str:
     return "a string"
 
 
+def did_you_mean(key: str, known) -> str:
+    """`` (did you mean X?)`` for a near miss among ``known``, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _range_error(path: str, value) -> str | None:
+    """Why a number is out of range, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value < 0 or (value == 0 and path not in ZERO_OK):
+        return f"{path} must be {'0 or more' if path in ZERO_OK else 'more than 0'}, got {json.dumps(value)}"
+    return None
+
+
 def validate(data, source: str, base: dict) -> dict:
     """Check ``data`` against the defaults' shape; return ``base`` merged with it."""
     if not isinstance(data, dict):
@@ -83,7 +100,7 @@ def validate(data, source: str, base: dict) -> dict:
     schema = defaults()
     for key, value in data.items():
         if key not in schema:
-            raise ConfigError(f"{source}: unknown key {key!r}")
+            raise ConfigError(f"{source}: unknown key {key!r}{did_you_mean(key, schema)}")
         default = schema[key]
         if isinstance(default, dict):
             if not isinstance(value, dict):
@@ -93,15 +110,20 @@ def validate(data, source: str, base: dict) -> dict:
                 continue
             for sub, subval in value.items():
                 if sub not in default:
-                    raise ConfigError(f"{source}: unknown key {key}.{sub!r}")
+                    hint = did_you_mean(sub, default)
+                    raise ConfigError(f"{source}: unknown key {key}.{sub!r}{hint and hint.replace('mean ', f'mean {key}.')}")
                 if not _type_ok(default[sub], subval):
                     raise ConfigError(
                         f"{source}: {key}.{sub} must be {_type_name(default[sub])}, got {json.dumps(subval)}"
                     )
+                if (why := _range_error(f"{key}.{sub}", subval)) is not None:
+                    raise ConfigError(f"{source}: {why}")
                 merged[key][sub] = subval
         else:
             if not _type_ok(default, value):
                 raise ConfigError(f"{source}: {key} must be {_type_name(default)}, got {json.dumps(value)}")
+            if (why := _range_error(key, value)) is not None:
+                raise ConfigError(f"{source}: {why}")
             merged[key] = value
     return merged
 

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import logging
 
+from memtree.config.loader import did_you_mean
 from memtree.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ def _validated_actors(actors: dict, sources: list[str]) -> dict[str, dict]:
                               f'{{"module": "pkg.mod", "enabled": true}}')
         for key, value in entry.items():
             if key not in _ACTOR_KEYS:
-                raise ConfigError(f"{where()}: unknown key actors.{name}.{key}")
+                hint = did_you_mean(key, _ACTOR_KEYS)
+                raise ConfigError(f"{where()}: unknown key actors.{name}.{key}{hint.replace('mean ', f'mean actors.{name}.')}")
             if not isinstance(value, _ACTOR_KEYS[key]):
                 kind = "a string" if _ACTOR_KEYS[key] is str else "a boolean"
                 raise ConfigError(f"{where()}: actors.{name}.{key} must be {kind}, got {json.dumps(value)}")

@@ -27,8 +27,12 @@ def test_no_files_means_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("data, needle", [
-    ({"capture": {"maxBytez": 1}}, "unknown key capture.'maxBytez'"),
+    ({"capture": {"maxBytez": 1}}, "unknown key capture.'maxBytez' (did you mean capture.maxBytes?)"),
     ({"nope": 1}, "unknown key 'nope'"),
+    ({"retension": {}}, "unknown key 'retension' (did you mean retention?)"),
+    ({"supervisor": {"maxRestarts": -1}}, "supervisor.maxRestarts must be 0 or more, got -1"),
+    ({"supervisor": {"heartbeatMs": 0}}, "supervisor.heartbeatMs must be more than 0, got 0"),
+    ({"walkers": {"stalenessIntervalMs": -5}}, "walkers.stalenessIntervalMs must be more than 0, got -5"),
     ({"capture": {"maxBytes": "big"}}, 'capture.maxBytes must be a number, got "big"'),
     ({"capture": {"bash": 1}}, "capture.bash must be a boolean, got 1"),
     ({"bash": {"deny": [1]}}, "bash.deny must be a list of strings"),
@@ -49,3 +53,17 @@ def test_config_round_trips_to_children(tmp_path):
     _write(tmp_path / "h" / "config.json", {"walkers": {"prunerIntervalMs": 1234}})
     cfg = load_config(None, str(tmp_path / "h"))
     assert Config.from_json(cfg.to_json()).walkers.prunerIntervalMs == 1234
+
+
+def test_an_unknown_key_far_from_any_known_one_gets_no_guess(tmp_path):
+    f = _write(tmp_path / "p" / ".memtree" / "config.json", {"capture": {"zzz": 1}})
+    with pytest.raises(ConfigError) as e:
+        load_config(str(tmp_path / "p"), str(tmp_path / "h"))
+    assert str(e.value) == f"{f}: unknown key capture.'zzz'"
+
+
+def test_zero_is_accepted_where_it_means_something(tmp_path):
+    _write(tmp_path / "p" / ".memtree" / "config.json",
+           {"supervisor": {"maxRestarts": 0, "shutdownTimeoutS": 0}, "capture": {"filterMinSize": 0}})
+    cfg = load_config(str(tmp_path / "p"), str(tmp_path / "h"))
+    assert (cfg.supervisor.maxRestarts, cfg.supervisor.shutdownTimeoutS, cfg.capture.filterMinSize) == (0, 0, 0)
