@@ -11,6 +11,8 @@ import os
 from memtree.config import Config
 from memtree.paths import StorePaths
 
+FRONT_NAME = "mcp"  # the MCP front: one per session, never a singleton
+
 ENV_NAME = "MEMTREE_ACTOR_NAME"
 ENV_PROJECT_ROOT = "MEMTREE_PROJECT_ROOT"
 ENV_PROJECT_HASH = "MEMTREE_PROJECT_HASH"

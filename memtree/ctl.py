@@ -17,6 +17,8 @@ import re
 import sys
 from typing import Callable
 
+from memtree.actorenv import FRONT_NAME
+
 COMMANDS: dict[str, Callable] = {}
 TAKES_NAME: set[str] = set()
 STATUS_TIMEOUT_MS = 3000
@@ -29,6 +31,10 @@ class CtlFailure(Exception):
     def __init__(self, message: str, code: int = 1):
         super().__init__(message)
         self.message, self.code = message, code
+
+
+class NotRunning(CtlFailure):
+    """No supervisor runs (or answers) for the project: `status --json` still answers."""
 
 
 def command(name: str, takes_name: bool = False) -> Callable:
@@ -90,7 +96,7 @@ class Supervisors:
         self.callers = {pid: Caller(paths.endpoint(sup_control_sock(pid)), src="ctl")
                         for pid in discover(paths.run_dir)}
         if not self.callers:
-            raise CtlFailure(f"no memtree supervisor is running for {paths.project_root} "
+            raise NotRunning(f"no memtree supervisor is running for {paths.project_root} "
                              f"(store {paths.store_dir})")
 
     def call(self, pid: int, rec, timeout_ms: int):
@@ -112,7 +118,7 @@ class Supervisors:
             except CtlFailure as e:
                 print(f"memtree ctl: supervisor {pid} did not answer: {e.message}", file=sys.stderr)
         if not out:
-            raise CtlFailure(f"no memtree supervisor answered for {self.paths.project_root} "
+            raise NotRunning(f"no memtree supervisor answered for {self.paths.project_root} "
                              f"(store {self.paths.store_dir})")
         return out
 
@@ -130,6 +136,9 @@ def _target(statuses: dict[int, dict], name: str) -> tuple[int, str]:
     rows = [(pid, a) for pid, st in statuses.items() for a in st["actors"]]
     names = sorted({a["name"] for _, a in rows})
     resolved = resolve_name(name, names)
+    if resolved is None and name == FRONT_NAME:
+        raise CtlFailure(f"there is no MCP front ({FRONT_NAME}): this memtree runs headless (serve --no-front); "
+                         "a front runs only inside a Claude Code session and ends with it")
     if resolved is None:
         raise CtlFailure(f"unknown actor {name!r}; actors: {', '.join(names)}", code=2)
     pid, _ = min(((pid, a) for pid, a in rows if a["name"] == resolved),
@@ -194,7 +203,7 @@ def cmd_status(sups: Supervisors, args) -> int:
     captures = heartbeat.read_all(sups.paths.store_dir)
     store = _store_line(sups.paths)
     if args.json:
-        print(json.dumps({"supervisors": sorted(statuses), "actors": actors, "capture": captures,
+        print(json.dumps({"running": True, "supervisors": sorted(statuses), "actors": actors, "capture": captures,
                           "store": store}, indent=2))
     else:
         print(_table(actors, several=len(statuses) > 1))
@@ -279,10 +288,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.project is not None and not os.path.isdir(args.project):
         print(f"memtree ctl: --project {args.project}: not a directory", file=sys.stderr)
         return 2
-    sups = None
+    sups = paths = None
     try:
-        sups = Supervisors(paths_for_cwd(start_dir(args.project)))
+        paths = paths_for_cwd(start_dir(args.project))
+        sups = Supervisors(paths)
         return COMMANDS[args.command](sups, args)
+    except NotRunning as e:
+        if getattr(args, "json", False):  # a script reading the JSON gets an answer, not silence
+            print(json.dumps({"running": False, "project_root": paths.project_root, "store_dir": paths.store_dir,
+                              "supervisors": [], "actors": [], "message": e.message}, indent=2))
+        print(f"memtree ctl: {e.message}", file=sys.stderr)
+        return e.code
     except CtlFailure as e:
         print(f"memtree ctl: {e.message}", file=sys.stderr)
         return e.code

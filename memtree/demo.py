@@ -113,6 +113,10 @@ async def _drive(project: str, env: dict) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(prog="memtree demo", description=" ".join(__doc__.split("\n\n")[1].split())
+                            ).parse_args(argv)  # --help explains instead of running the demo
     import anyio
     import psutil
 

@@ -11,13 +11,14 @@ import importlib.util
 import json
 import logging
 
+from memtree.actorenv import FRONT_NAME
 from memtree.config.loader import did_you_mean
 from memtree.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 PERMANENT, TRANSIENT, TEMPORARY = "permanent", "transient", "temporary"
-FRONT = "mcp"
+FRONT = FRONT_NAME
 
 
 class ChildSpec:

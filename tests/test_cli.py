@@ -113,3 +113,22 @@ def test_serve_started_elsewhere_finds_the_project_from_claude_project_dir(syste
     actors = system_factory.wait_running()  # found through the project's own store
     assert {a["name"] for a in actors} >= {"writer", "walker.filter"}
     assert not os.listdir(elsewhere)
+
+
+def test_ctl_status_json_without_a_supervisor_answers_running_false(system_factory):
+    s = system_factory
+    done = s.ctl("status", "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {
+        "running": False, "project_root": s.paths.project_root, "store_dir": s.paths.store_dir,
+        "supervisors": [], "actors": [],
+        "message": f"no memtree supervisor is running for {s.paths.project_root} (store {s.paths.store_dir})"}
+
+
+def test_demo_help_prints_help_and_runs_nothing(tmp_path):
+    done = _memtree("demo", "--help", cwd=tmp_path, env={"MEMTREE_HOME": str(tmp_path / "home")}, timeout=30)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("usage: memtree demo [-h]") and "[demo]" not in done.stdout
+    assert not (tmp_path / "home").exists()
+    bad = _memtree("demo", "--fast", cwd=tmp_path, env={}, timeout=30)
+    assert bad.returncode == 2 and "unrecognized arguments: --fast" in bad.stderr and "[demo]" not in bad.stdout

@@ -146,3 +146,14 @@ def test_a_stopped_row_shows_no_heartbeat_cpu_or_counters_of_its_last_run(system
     table = system.ctl("status").stdout.splitlines()
     line = next(ln.split() for ln in table if ln.startswith("walker.filter"))
     assert line[1:9] == ["STOPPED", "-", "-", "0", "-", "-", "-", "-"]  # then a NOTE column, "-"
+
+
+def test_ctl_on_the_front_of_a_headless_system_says_there_is_no_front(system):
+    for cmd in ("restart", "stop", "start"):
+        done = system.ctl(cmd, "mcp")
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == ("memtree ctl: there is no MCP front (mcp): this memtree runs headless "
+                               "(serve --no-front); a front runs only inside a Claude Code session and ends with it\n")
+    # Positive control: a name that is no actor at all is still "unknown".
+    done = system.ctl("restart", "mcpx")
+    assert done.returncode == 2 and done.stderr.startswith("memtree ctl: unknown actor 'mcpx'")
