@@ -17,6 +17,7 @@ commands:
                                        stop NAME | start NAME | shutdown
   install                              add memtree to a project's Claude Code settings
   doctor [--fix] [--json]              check hook, MCP server, store, actors, capture; exit 0 when all is well
+  reembed [--project DIR] [--batch N]  rebuild every vector with the configured embedding model
   demo                                 a short guided run on a scratch project
 """
 
@@ -58,7 +59,14 @@ def _demo(argv: list[str]) -> int:
     return main(argv)
 
 
-SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "doctor": _doctor, "demo": _demo}
+def _reembed(argv: list[str]) -> int:
+    from memtree.recall.reembed import main
+
+    return main(argv)
+
+
+SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "doctor": _doctor, "demo": _demo,
+               "reembed": _reembed}
 
 
 def main(argv: list[str] | None = None) -> int:

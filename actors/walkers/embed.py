@@ -29,10 +29,10 @@ from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.recall import embeddings
 from memtree.store import vectors
+from memtree.store.vectors import EMBED_KINDS
 
 log = logging.getLogger(__name__)
 
-EMBED_KINDS = ("file_chunk", "tool_output", "summary", "note", "observation")
 SWEEP_SECONDS = 0.5  # one sweep's work, then back to the loop (heartbeats, stop); the rest right after
 RETRY_PROVIDER_S = 60  # a provider that failed (Ollama away) is retried this often
 

@@ -12,8 +12,12 @@ import array
 
 from memtree.errors import MemtreeError
 from memtree.protocol import ErrorCode
-from memtree.store.live import status_clause
+from memtree.store.live import INDEXED, status_clause
 from memtree.store.reads import _filters_sql
+
+
+# Kinds whose content is embedded (session and file roots have none).
+EMBED_KINDS = ("file_chunk", "tool_output", "summary", "note", "observation")
 
 
 class ModelMismatch(MemtreeError):
@@ -34,6 +38,10 @@ def from_blob(blob: bytes) -> list[float]:
 def stored_models(db) -> list[tuple[str, int, int]]:
     """(model, dim, count) of every vector in the store."""
     return [tuple(r) for r in db.execute("SELECT model, dim, count(*) FROM nodes_vec GROUP BY model, dim")]
+
+
+def other_model_count(db, model: str, dim: int) -> int:
+    return db.execute("SELECT count(*) FROM nodes_vec WHERE model != ? OR dim != ?", (model, dim)).fetchone()[0]
 
 
 def check_model(db, model: str, dim: int) -> None:
@@ -64,7 +72,7 @@ def vector_of(db, node_id: str, model: str) -> bytes | None:
     return row[0] if row else None
 
 
-def backlog(db, model: str, limit: int, kinds: tuple[str, ...]) -> list[tuple[str, str, str]]:
+def backlog(db, model: str, limit: int, kinds: tuple[str, ...] = EMBED_KINDS) -> list[tuple[str, str, str]]:
     """(id, content_hash, content) of live nodes of ``kinds`` with no vector of ``model``, oldest first."""
     where, params = status_clause("n")
     rows = db.execute(
@@ -74,7 +82,7 @@ def backlog(db, model: str, limit: int, kinds: tuple[str, ...]) -> list[tuple[st
     return [tuple(r) for r in rows]
 
 
-def backlog_count(db, model: str, kinds: tuple[str, ...]) -> int:
+def backlog_count(db, model: str, kinds: tuple[str, ...] = EMBED_KINDS) -> int:
     where, params = status_clause("n")
     return db.execute(
         f"SELECT count(*) FROM nodes n LEFT JOIN nodes_vec v ON v.node_id = n.id AND v.model = ? "
@@ -94,10 +102,10 @@ def embedded_hashes(db, hashes: list[str], model: str) -> dict[str, bytes]:
     return {r[0]: r[1] for r in rows}
 
 
-def other_model_nodes(db, model: str, dim: int, limit: int) -> list[tuple[str, str]]:
-    """(id, content) of nodes (any status that keeps vectors) whose vector is of another model."""
-    where, params = status_clause("n", ("live", "stale", "superseded", "pending"))
+def other_model_nodes(db, model: str, dim: int, limit: int) -> list[tuple[str, str, str]]:
+    """(id, content_hash, content) of indexed nodes whose vector is of another model."""
+    where, params = status_clause("n", INDEXED)
     rows = db.execute(
-        f"SELECT n.id, n.content FROM nodes_vec v JOIN nodes n ON n.id = v.node_id "
+        f"SELECT n.id, n.content_hash, n.content FROM nodes_vec v JOIN nodes n ON n.id = v.node_id "
         f"WHERE (v.model != ? OR v.dim != ?) AND {where} LIMIT ?", [model, dim, *params, limit])
     return [tuple(r) for r in rows]

@@ -1,0 +1,105 @@
+"""Model safety on a real system: a store holding another model's vectors
+refuses semantic search naming both models; `memtree reembed` (the real CLI)
+rebuilds them with a progress bar, stops cleanly on Ctrl-C and resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+from memtree import protocol
+from memtree.client import Caller
+from memtree.recall.embeddings import LOCAL_MODEL
+from memtree.store import db as store_db
+from memtree.store.vectors import ModelMismatch, check_model, knn
+from tests.support import PYTHON, spawn, wait_until
+
+
+@pytest.fixture()
+def old_model_store(system_factory):
+    """Nodes embedded by a model no longer configured (the embed walker off, so
+    nothing but `memtree reembed` touches the vectors)."""
+    s = system_factory
+    s.write_config(actors={"walker.embed": {"enabled": False}})
+    s.serve()
+    s.wait_running([n for n in s.expected if n != "walker.embed"])
+    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    ids = {}
+    for i in range(120):
+        text = f"def helper_{i}(): retry the request with exponential backoff, attempt {i}"
+        ids[w.call(protocol.AddNode(kind="file_chunk", content=text, status="live"))["id"]] = text
+    stale = w.call(protocol.AddNode(kind="note", content="an older note that went stale later", status="live"))["id"]
+    w.call(protocol.SetStatus(ids=[stale], status="stale", reason="test"))
+    hashes = dict(_rows(s, "SELECT id, content_hash FROM nodes"))
+    items = [{"node_id": n, "content_hash": hashes[n], "vector": [1.0, 0.0, 0.0]} for n in [*ids, stale]]
+    w.call(protocol.PutVectors(model="old-model", dim=3, items=items))
+    w.close()
+    return s, ids, stale
+
+
+def _rows(s, sql, params=()):
+    conn = store_db.open_read(s.paths.db)
+    try:
+        return [tuple(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+def _reembed(s, *args, **kw):
+    return subprocess.run([PYTHON, "-m", "memtree.cli", "reembed", *args], cwd=s.project,
+                          env={**os.environ, **s.env}, capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_mixed_model_store_is_refused_then_reembed_fixes_it(old_model_store):
+    s, ids, stale = old_model_store
+    conn = store_db.open_read(s.paths.db)
+    try:
+        with pytest.raises(ModelMismatch) as err:
+            check_model(conn, LOCAL_MODEL, 256)
+        assert "'old-model' (3 dims)" in err.value.message and f"'{LOCAL_MODEL}' (256 dims)" in err.value.message
+        done = _reembed(s, "--batch", "50")
+        assert done.returncode == 0, done.stderr
+        assert "reembed [" in done.stderr and f"121 vectors stored with {LOCAL_MODEL}" in done.stderr
+        assert _rows(s, "SELECT model, dim, count(*) FROM nodes_vec GROUP BY 1, 2") == [(LOCAL_MODEL, 256, 121)]
+        check_model(conn, LOCAL_MODEL, 256)  # no longer refused
+        from memtree.recall.embeddings import StaticProvider
+
+        q = StaticProvider().embed([ids[next(iter(ids))]])[0]
+        hits = knn(conn, q, 5)
+        assert hits[0][0] == next(iter(ids)) and stale not in {h[0] for h in hits}  # live only
+        again = _reembed(s)
+        assert again.returncode == 0 and "0 vectors stored" in again.stderr
+    finally:
+        conn.close()
+
+
+def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
+    s, ids, stale = old_model_store
+    proc = spawn([PYTHON, "-m", "memtree.cli", "reembed", "--batch", "1"], env=s.env, cwd=s.project,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        # Interrupt once some but not all batches are committed (each batch is one commit).
+        wait_until(lambda: 0 < _rows(s, "SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,))[0][0],
+                   timeout=30, interval=0.005, what="the first re-embedded batch")
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=30)[1].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+    counts = dict(((m, c) for m, _, c in _rows(s, "SELECT model, dim, count(*) FROM nodes_vec GROUP BY 1, 2")))
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert counts.get("old-model", 0) > 0 and counts[LOCAL_MODEL] > 0  # stopped part way
+    done = _reembed(s)
+    assert done.returncode == 0, done.stderr
+    assert f"{counts['old-model']} vectors stored" in done.stderr  # only what was left
+    assert _rows(s, "SELECT model, count(*) FROM nodes_vec GROUP BY 1") == [(LOCAL_MODEL, 121)]
+
+
+def test_reembed_without_a_running_writer_says_so(system_factory):
+    done = _reembed(system_factory)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "no memtree store" in done.stderr and "Traceback" not in done.stderr
