@@ -92,6 +92,7 @@ def test_bash_keeps_the_lines_that_matter_and_drops_the_persisted_wrapper():
     assert "1401: FAILED tests/test_x.py::test_1400" in text
     assert "1: tests/test_x.py::test_0 PASSED" in text and "3000: tests/test_x.py::test_2999 PASSED" in text
     assert "test_1500 PASSED" not in text and "01BASH" in text
+    assert f"[Claude Code kept the first {len(log):,} chars of 99,999; all of it: /tmp/x.txt]" in text
     assert tokens.count(text) <= CFG["previewTokens"]
 
 

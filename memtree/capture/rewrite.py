@@ -127,6 +127,10 @@ def _bash(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | 
         err_text = preview.bash_text(cmd, "stderr", err, node_id, budget // 4 if o_tok > budget // 4 else budget - o_tok)
     left = budget - tokens.count(err_text)
     out_text = out if o_tok <= left else preview.bash_text(cmd, "stdout", out, node_id, left)
+    if isinstance(resp.get("persistedOutputPath"), str) and o_tok > left:
+        size = resp.get("persistedOutputSize")
+        out_text += (f"\n[Claude Code kept the first {len(out):,} chars" + (f" of {size:,}" if isinstance(size, int) else "")
+                     + f"; all of it: {resp['persistedOutputPath']}]")
     new = {k: v for k, v in resp.items() if k not in _PERSISTED}
     new["stdout"], new["stderr"] = _clean(out_text), _clean(err_text)
     return new
