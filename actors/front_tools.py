@@ -21,8 +21,9 @@ BUDGET = "budget_tokens: answer size cap in tokens (default 2000, max 20000)."
 
 class Spec:
     def __init__(self, stub, module: str, description: str, read_only: bool = True, destructive: bool = False,
-                 open_world: bool = False, func: str | None = None):
+                 open_world: bool = False, func: str | None = None, arg_notes: dict | None = None):
         self.stub, self.module, self.description = stub, module, description
+        self.arg_notes = arg_notes or {}
         self.name = stub.__name__
         self.func = func or self.name
         self.annotations = {"read_only_hint": read_only, "destructive_hint": destructive,
@@ -91,6 +92,40 @@ TOOLS: dict[str, Spec] = {s.name: s for s in (
          "captured again. reason is kept in the audit log.",
          read_only=False, destructive=True),
 )}
+
+
+_JSON = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+
+
+def _schema_of(hint) -> dict:
+    opts = _options(hint)
+    if len(opts) > 1:
+        parts = [_schema_of(h) for h in opts]
+        if all(list(p) == ["type"] for p in parts):
+            return {"type": [p["type"] for p in parts]}
+        return {"anyOf": parts}
+    (h,) = opts
+    if typing.get_origin(h) is list:
+        (item,) = typing.get_args(h) or (str,)
+        return {"type": "array", "items": _schema_of(item)}
+    return {"type": _JSON[h]}
+
+
+def input_schema(spec: Spec) -> dict:
+    """The JSON schema Claude Code sees, derived from the stub: types, the
+    required names, and a short note only where the spec gives one."""
+    props, required = {}, []
+    for name, p in spec.signature.parameters.items():
+        prop = _schema_of(spec.hints[name])
+        if name in spec.arg_notes:
+            prop["description"] = spec.arg_notes[name]
+        props[name] = prop
+        if p.default is inspect.Parameter.empty:
+            required.append(name)
+    schema = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
 
 
 def available(spec: Spec) -> bool:

@@ -194,6 +194,10 @@ def _manifest_max(budget: int, nodes: dict, order: list, hidden: list, skipped: 
 
 
 async def compose(svc, node_ids, budget_tokens: int, format: str = "mixed", query=None, depth: int = 2) -> str:
+    return await svc.run_sync(_compose, svc, node_ids, budget_tokens, format, query, depth)
+
+
+def _compose(svc, node_ids, budget_tokens: int, format: str = "mixed", query=None, depth: int = 2) -> str:
     seeds, fmt, words, depth = _check(node_ids, format, query, depth)
     conn = svc.db()
     hidden = []

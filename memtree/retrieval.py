@@ -18,6 +18,7 @@ _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 EDGE_KINDS = ("derived_from", "references", "summarizes", "supersedes", "follows")
 TREE_KINDS = ("parent", "child")
 MAX_NEIGHBOR_DEPTH = 5
+MAX_NEIGHBORS = 200  # nodes reached: a session root can link thousands
 MAX_NOTE_CHARS = 100_000
 MAX_REASON_CHARS = 500
 
@@ -45,7 +46,7 @@ def _statuses(status) -> list[str] | None:
     return None if status is None else list(check_statuses(str_list(status, "status", ALL_STATUSES)))
 
 
-async def get(svc, node_id, budget_tokens=None, status=None) -> str:
+def _get(svc, node_id, budget_tokens=None, status=None) -> str:
     conn = svc.db()
     node = require(conn, node_id, statuses=_statuses(status))
     stale = freshness.check(svc, [node])
@@ -73,7 +74,7 @@ def render_safe(node: dict) -> dict:
     return {**node, "content": render.neutralise(node.get("content") or "")}
 
 
-async def recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=None) -> str:
+def _recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=None) -> str:
     filters = check_filters({"since": since, "kind": kind, "status": status})
     limit = check_limit(limit, 20)
     rows = reads.recent(svc.db(), filters, limit)
@@ -81,7 +82,7 @@ async def recent(svc, since=None, kind=None, limit=None, status=None, budget_tok
     return _listing(f"recent {what} nodes, newest first: {len(rows)}", [(n, None, None) for n in rows], svc)
 
 
-async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None) -> str:
+def _search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None) -> str:
     mode = check_mode(mode)
     filters = check_filters(filters)
     limit = check_limit(limit, 10)
@@ -98,7 +99,7 @@ def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:
     return tuple(str_list(edge_kinds, "edge_kinds", EDGE_KINDS + TREE_KINDS))
 
 
-async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:
+def _neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:
     depth = 1 if depth is None else depth
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_NEIGHBOR_DEPTH:
         raise BadRequest(f"depth must be an integer between 1 and {MAX_NEIGHBOR_DEPTH}, got {depth!r}")
@@ -108,32 +109,41 @@ async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=Non
     seen = {origin["id"]: (0, "origin")}
     frontier = [origin["id"]]
     edge_only = [k for k in kinds if k in EDGE_KINDS]
+    capped = False
     for d in range(1, depth + 1):
         nxt = []
         for nid in frontier:
             near = []
-            node = reads.get_node(conn, nid, ALL_STATUSES if nid == origin["id"] else None)
-            if "parent" in kinds and node and node["parent_id"]:
-                near.append((node["parent_id"], "parent"))
+            parent = reads.parent_of(conn, nid, ALL_STATUSES if nid == origin["id"] else None)
+            if "parent" in kinds and parent:
+                near.append((parent, "parent"))
             if "child" in kinds:
-                near += [(c["id"], "child") for c in reads.children(conn, nid)]
+                near += [(c, "child") for c in reads.child_ids(conn, nid)]
             if edge_only:
                 near += [(o, f"{k}({'out' if way == 'out' else 'in'})") for o, k, way in reads.edges_of(conn, nid, edge_only)]
             for other, rel in near:
                 if other not in seen:
+                    if len(seen) > MAX_NEIGHBORS:
+                        capped = True
+                        break
                     seen[other] = (d, rel)
                     nxt.append(other)
+            if capped:
+                break
         frontier = nxt
+        if capped:
+            break
     live = reads.get_nodes(conn, [i for i in seen if i != origin["id"]])
     rows = [(live[i], seen[i]) for i in seen if i in live]
     stale = freshness.check(svc, [n for n, _ in rows])
-    lines = [f"neighbors of {origin['id']} ({origin['kind']}, {origin['status']}) to depth {depth}: {len(rows)} live"]
+    cap = f"; stopped at {MAX_NEIGHBORS} nodes, lower depth or pass edge_kinds" if capped else ""
+    lines = [f"neighbors of {origin['id']} ({origin['kind']}, {origin['status']}) to depth {depth}: {len(rows)} live{cap}"]
     for n, (d, rel) in rows:
         lines.append(f"d={d} {rel}: " + render.snippet_block(render_safe(n), stale=n["id"] in stale))
     return "\n".join(lines)
 
 
-async def path_to_root(svc, node_id, budget_tokens=None) -> str:
+def _path_to_root(svc, node_id, budget_tokens=None) -> str:
     conn = svc.db()
     origin = require(conn, node_id, statuses=ALL_STATUSES)
     chain = [origin, *reads.ancestors(conn, origin["id"])]
@@ -146,13 +156,33 @@ async def path_to_root(svc, node_id, budget_tokens=None) -> str:
     return "\n".join(lines)
 
 
+async def get(svc, node_id, budget_tokens=None, status=None) -> str:
+    return await svc.run_sync(_get, svc, node_id, budget_tokens, status)
+
+
+async def recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=None) -> str:
+    return await svc.run_sync(_recent, svc, since, kind, limit, status, budget_tokens)
+
+
+async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None) -> str:
+    return await svc.run_sync(_search, svc, query, mode, limit, filters, budget_tokens)
+
+
+async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:
+    return await svc.run_sync(_neighbors, svc, node_id, depth, edge_kinds, budget_tokens)
+
+
+async def path_to_root(svc, node_id, budget_tokens=None) -> str:
+    return await svc.run_sync(_path_to_root, svc, node_id, budget_tokens)
+
+
 async def note(svc, text, parent_id=None, budget_tokens=None) -> str:
     if not isinstance(text, str) or not text.strip():
         raise BadRequest("text must be a non-empty string")
     if len(text) > MAX_NOTE_CHARS:
         raise BadRequest(f"text is {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
     if parent_id is not None:
-        require(svc.db(), parent_id, "parent_id", statuses=["pending", "live"])
+        await svc.run_sync(lambda: require(svc.db(), parent_id, "parent_id", statuses=["pending", "live"]))
     res = await svc.call(protocol.AddNode(kind="note", content=text, parent_id=parent_id,
                                           session_id=svc.session_id, metadata={"source": "mcp note"}))
     return f"{res['id']} note {res.get('status', 'pending')}\nstored; it becomes searchable once the filter walker makes it live"
@@ -165,7 +195,7 @@ async def forget(svc, node_id, reason) -> str:
     if len(reason) > MAX_REASON_CHARS:
         raise BadRequest(f"reason may have at most {MAX_REASON_CHARS} characters")
     try:
-        require(svc.db(), node_id, statuses=[s for s in ALL_STATUSES if s != "forgotten"])
+        await svc.run_sync(lambda: require(svc.db(), node_id, statuses=[s for s in ALL_STATUSES if s != "forgotten"]))
     except NotFound as e:
         raise NotFound(e.message.replace('; pass status=["forgotten"] to see it', " already")) from None
     res = await svc.call(protocol.Forget(node_id=node_id, reason=reason))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 
 import anyio
@@ -84,20 +85,35 @@ class Services:
         self.zctx = zctx or zmq.asyncio.Context()
         self._caller = AsyncCaller(paths.endpoint(protocol.SOCK_WRITE), src,
                                    int(config.writer.callTimeoutMs), self.zctx)
-        self._db: apsw.Connection | None = None
         # Query embeddings come from the embed walker, so the front never loads a model.
         self._embedder = AsyncCaller(paths.endpoint(protocol.SOCK_EMBED), src,
                                      int(config.walkers.embedQueryTimeoutMs), self.zctx)
         self._embed_lock = anyio.Lock()
+        # One read-only connection per thread: apsw refuses concurrent use of
+        # one connection, and reads run in worker threads (see run_sync).
+        self._dbs: dict[int, apsw.Connection] = {}
+        self._dbs_lock = threading.Lock()
+        self._loop_thread = threading.get_ident()
         # Set by the front once its task group runs: fire-and-forget writer calls
         # (freshness marks) go there so an answer never waits on them.
         self.task_group = None
         self._call_lock = anyio.Lock()
 
     def background(self, fn, *args) -> None:
-        """Run ``await fn(*args)`` without making the current answer wait."""
-        if self.task_group is not None:
+        """Run ``await fn(*args)`` without making the current answer wait
+        (callable from the event loop or from a run_sync worker thread)."""
+        if self.task_group is None:
+            return
+        if threading.get_ident() == self._loop_thread:
             self.task_group.start_soon(fn, *args)
+        else:
+            anyio.from_thread.run_sync(self.task_group.start_soon, fn, *args)
+
+    async def run_sync(self, fn, *args):
+        """``fn(*args)`` in a worker thread: SQL, composing, slicing and
+        counting never block the event loop, which also sends the heartbeats.
+        A cancelled call (front stopping) abandons the thread, not the exit."""
+        return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
 
     async def call(self, rec: protocol.Record, timeout_ms: int | None = None):
         """One writer call. Raises Unavailable (writer down), CallTimeout, or
@@ -126,26 +142,37 @@ class Services:
         return None
 
     def db(self) -> apsw.Connection:
-        """The front's read-only connection; Unavailable until the store exists."""
-        if self._db is None:
-            if not os.path.exists(self.paths.db):
-                raise Unavailable("the memtree store does not exist yet (is the writer running? memtree ctl status)")
-            try:
-                conn = store_db.open_read(self.paths.db)
-                ready = store_db.schema_ready(conn)
-            except apsw.Error as e:
-                raise Unavailable(f"the memtree store cannot be opened: {e}") from None
-            if not ready:
-                conn.close()
-                raise Unavailable("the memtree store is not initialised yet (the writer creates it)")
-            self._db = conn
-        return self._db
+        """This thread's read-only connection; Unavailable until the store exists."""
+        me = threading.get_ident()
+        conn = self._dbs.get(me)
+        if conn is None:
+            conn = self._open_db()
+            with self._dbs_lock:
+                self._dbs[me] = conn
+        return conn
+
+    def _open_db(self) -> apsw.Connection:
+        if not os.path.exists(self.paths.db):
+            raise Unavailable("the memtree store does not exist yet (is the writer running? memtree ctl status)")
+        try:
+            conn = store_db.open_read(self.paths.db)
+            ready = store_db.schema_ready(conn)
+        except apsw.Error as e:
+            raise Unavailable(f"the memtree store cannot be opened: {e}") from None
+        if not ready:
+            conn.close()
+            raise Unavailable("the memtree store is not initialised yet (the writer creates it)")
+        return conn
 
     def close(self) -> None:
         self._caller.reset()
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        with self._dbs_lock:
+            conns, self._dbs = list(self._dbs.values()), {}
+        for conn in conns:
+            try:
+                conn.close()
+            except apsw.Error:  # still in use by an abandoned worker: the process is ending anyway
+                pass
 
 
 __all__ = ["Services", "AsyncCaller", "WRITER_DOWN", "MemtreeError", "Unavailable", "CallTimeout"]

@@ -41,6 +41,13 @@ def get_node(conn, node_id: str, statuses=None) -> Node | None:
     return _node(row) if row else None
 
 
+def parent_of(conn, node_id: str, statuses=None) -> str | None:
+    """The parent id of ``node_id`` (if it passes the predicate), without loading its content."""
+    where, params = status_clause("n", statuses)
+    row = conn.execute(f"SELECT n.parent_id FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
+    return row[0] if row else None
+
+
 def get_nodes(conn, ids, statuses=None) -> dict[str, Node]:
     where, params = status_clause("n", statuses)
     out: dict[str, Node] = {}
@@ -60,6 +67,15 @@ def children(conn, parent_id: str, statuses=None, limit: int = 50) -> list[Node]
         f"SELECT {_SELECT} FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?",
         [parent_id, *params, limit])
     return [_node(r) for r in rows]
+
+
+def child_ids(conn, parent_id: str, statuses=None, limit: int = 50) -> list[str]:
+    """Ids only, newest first, as ``children``."""
+    where, params = status_clause("n", statuses)
+    rows = conn.execute(
+        f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?",
+        [parent_id, *params, limit])
+    return [r[0] for r in rows]
 
 
 def edges_of(conn, node_id: str, kinds=None, statuses=None, limit: int = 200) -> list[tuple[str, str, str]]:

@@ -171,7 +171,7 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
     if code == 2 and not any(e.get("type") == "match" for e in events):
         msg = " ".join(line.strip() for line in err.splitlines() if line.strip()) or "ripgrep failed"
         raise BadRequest(f"grep: {msg}")
-    files, withheld = collect(events, root, extra, ctx_lines)
+    files, withheld = await svc.run_sync(collect, events, root, extra, ctx_lines)
     hits = sum(len(v) for v in files.values())
     query = call_repr("grep", pattern=pattern, path=path, glob=glob, case=case, context=context)
     notes = []
@@ -182,7 +182,7 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
     if not hits:
         return finish(f"{query}: no matches{'; ' + '; '.join(notes) if notes else ''}", budget)
     node_id, dedup = await _store(svc, query, files, root, notes, pattern, shown_target, globs, case, ctx_lines, stopped)
-    return _preview(files, root, hits, node_id, dedup, query, notes, budget)
+    return await svc.run_sync(_preview, files, root, hits, node_id, dedup, query, notes, budget)
 
 
 async def _store(svc, query, files, root, notes, pattern, target, globs, case, ctx_lines, stopped):

@@ -206,7 +206,7 @@ async def read(svc, path, lines=None, symbol=None, budget_tokens=None) -> str:
     ))
     ids = [i or "(forgotten)" for i in reply.get("chunk_ids") or []]
     if len(ids) != len(chunked.chunks):  # reused chunks come back by start line; map them so
-        ids = _ids_by_start(svc, reply.get("root_id"), chunked.chunks, ids)
+        ids = await svc.run_sync(_ids_by_start, svc, reply.get("root_id"), chunked.chunks, ids)
     n = chunked.line_count
     state = "unchanged, chunks reused" if reply.get("reused") else "chunks stored"
     if reply.get("superseded"):
@@ -217,8 +217,8 @@ async def read(svc, path, lines=None, symbol=None, budget_tokens=None) -> str:
             f"{' (does not parse: ' + chunked.parse_error + ')' if chunked.parse_error else ''}; "
             f"file node {reply.get('root_id')}; {state}")
     if rng is not None:
-        return _slice(shown, loaded, ids, rng, symbol, head, budget)
-    return _outline(shown, loaded, ids, head, budget)
+        return await svc.run_sync(_slice, shown, loaded, ids, rng, symbol, head, budget)
+    return await svc.run_sync(_outline, shown, loaded, ids, head, budget)
 
 
 def _slice(shown: str, loaded: Loaded, ids: list[str], rng: tuple[int, int], symbol, head: str, budget: int) -> str:
