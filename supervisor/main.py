@@ -1,8 +1,9 @@
 """``memtree serve``: spawn the actors, watch them, serve the control socket.
 
 Order matters: the front is spawned before anything heavy is imported
-(Claude Code waits only about 2 s for the MCP initialize), then zmq, the
-heartbeat PULL and control ROUTER, then the writer and the walkers. The
+(Claude Code waits only about 2 s for the MCP initialize), the writer right
+behind it (a short session's hooks need it), then zmq, the heartbeat PULL
+and control ROUTER, and the walkers once the front is READY. The
 supervisor never writes to stdout (it belongs to the front: the MCP wire).
 """
 
@@ -23,10 +24,13 @@ from memtree.supervisor.states import ALIVE, DOWN, State
 
 log = logging.getLogger("memtree.supervisor")
 LOOP_S = 0.05  # the longest the loop sleeps: bounds reaction to exits and timers
-# The others start once the front is READY (its SDK import done) or after this
+# The walkers start once the front is READY (its SDK import done) or after this
 # long: on 2 cores their imports would otherwise slow the front's initialize
 # answer, and Claude Code waits only about 2 s for it.
 FRONT_HEAD_START_S = 2.0
+# ...but the writer starts beside the front: hooks of a short session must find
+# it up (or have their spool drained) before the session is over.
+EARLY_WITH_FRONT = "writer"
 
 
 def _pdeathsig():
@@ -200,9 +204,10 @@ class Supervisor:
             reply(True, result)
 
     # -- the loop ---------------------------------------------------------------
-    def start_children(self, now: float, front_only: bool = False) -> None:
+    def start_children(self, now: float, early: bool = False) -> None:
+        """``early``: the front, then the writer; else every child not started yet."""
         for c in self.children:
-            if c.spec.is_front == front_only and c.proc is None:
+            if c.proc is None and (not early or c.spec.is_front or c.name == EARLY_WITH_FRONT):
                 c.start(now)
 
     def _others_may_start(self, now: float) -> bool:
@@ -288,7 +293,7 @@ def serve(project: str | None, front: bool) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, _f: sup.request_shutdown(signal.Signals(signum).name))
     try:
-        sup.start_children(time.monotonic(), front_only=True)  # before zmq: Claude Code is waiting
+        sup.start_children(time.monotonic(), early=True)  # before zmq: Claude Code is waiting
         sup.bind()
         return sup.run()
     except Exception:

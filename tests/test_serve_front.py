@@ -49,3 +49,29 @@ def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves
     # It shut down by itself, cleanly, in reverse start order (the front last or already gone).
     assert "supervisor: exited" in log, log
     assert "SIGKILL" not in log, log
+
+
+def test_the_writer_starts_beside_the_front_and_the_walkers_after_it(system_factory):
+    import subprocess
+
+    s = system_factory
+    # A stand-in front READY at once: the real one's SDK import takes a second
+    # or more, the supervisor's head start for it 2 s; what matters is that the
+    # writer does not wait for either.
+    s.write_config(actors={"mcp": {"module": "tests.actors.sleepy"}})
+    proc = s.serve(front=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    s.wait_running(["mcp", *s.expected])
+    lines = [ln.split("]: ", 1)[1] for ln in s.log_tail(lines=200).splitlines() if "]: " in ln]
+
+    def first(prefix: str) -> int:
+        return next(i for i, ln in enumerate(lines) if ln.startswith(prefix))
+
+    # A writer started only after the front's READY would leave a short
+    # session's hooks spooling.
+    assert first("writer: STARTING") < first("mcp: RUNNING")
+    assert first("mcp: STARTING") < first("writer: STARTING")
+    walkers = [n for n in s.expected if n.startswith("walker.")]
+    assert walkers and all(first(f"{w}: STARTING") > first("writer: STARTING") for w in walkers)
+    proc.stdin.close()
+    assert proc.wait(timeout=COLD_START_S) == 0
+    proc.stdout.close()
