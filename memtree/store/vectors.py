@@ -26,6 +26,8 @@ class ModelMismatch(MemtreeError):
 
 def to_blob(vector) -> bytes:
     """float32 little-endian bytes, what sqlite-vec reads."""
+    if isinstance(vector, bytes):
+        return vector
     if hasattr(vector, "astype"):
         return vector.astype("<f4").tobytes()
     return array.array("f", vector).tobytes()
@@ -108,4 +110,16 @@ def other_model_nodes(db, model: str, dim: int, limit: int) -> list[tuple[str, s
     rows = db.execute(
         f"SELECT n.id, n.content_hash, n.content FROM nodes_vec v JOIN nodes n ON n.id = v.node_id "
         f"WHERE (v.model != ? OR v.dim != ?) AND {where} LIMIT ?", [model, dim, *params, limit])
+    return [tuple(r) for r in rows]
+
+
+def embedded_since(db, model: str, after: tuple[int, str], limit: int) -> list[tuple]:
+    """(node_id, embedded_at, embedding, kind, parent_id, created_at) of live nodes
+    whose ``model`` vector was stored after ``after`` = (embedded_at, node_id), in that order."""
+    where, params = status_clause("n")
+    rows = db.execute(
+        f"SELECT v.node_id, v.embedded_at, v.embedding, n.kind, n.parent_id, n.created_at FROM nodes_vec v "
+        f"JOIN nodes n ON n.id = v.node_id WHERE v.model = ? AND {where} "
+        f"AND (v.embedded_at > ? OR (v.embedded_at = ? AND v.node_id > ?)) "
+        f"ORDER BY v.embedded_at, v.node_id LIMIT ?", [model, *params, after[0], after[0], after[1], limit])
     return [tuple(r) for r in rows]
