@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 INTERNAL_MESSAGE = "internal error; see writer log"
 SPOOL_CHUNK = 256  # spool entries per transaction
+SPOOL_CHUNK_BYTES = 16 * 1024 * 1024  # or fewer, so a drain holds a bounded amount in memory
 SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; the next tick goes on
 
 
@@ -39,7 +40,9 @@ def _ingest(tx, rec):
         tx.count_kept("ingest_malformed")
         log.warning("ingest: malformed payload from %s: %s", tx.actor, e.message)
         raise
-    result = captures.apply_plan(tx, plan)
+    if 0 < rec.received_at < tx.now:
+        tx.now = rec.received_at  # dated when it happened, not when a spool drain got to it
+    result = captures.apply_plan(tx, plan, rec.payload.get("tool_use_id"))
     if rec.rewrite:
         out = _rewrite(tx, rec.payload, plan, result)
         if out is not None:
@@ -255,16 +258,27 @@ class Writer(Actor):
     # -- spool --------------------------------------------------------------------------
     def drain_spool(self) -> None:
         """Apply every spooled capture once: each entry commits with its id in
-        spool_applied, and a draining file is deleted only once all of it is in."""
+        spool_applied, and a draining file is deleted only once all of it is in.
+        Streams: at most SPOOL_CHUNK entries (or SPOOL_CHUNK_BYTES) in memory."""
         budget = SPOOL_BUDGET
         for path in spool.claim(self.paths.spool):
-            entries = list(spool.read(path))
-            todo = [e for e in entries if e[0] is None or not captures.is_spool_applied(self.db, e[0])]
-            for i in range(0, min(len(todo), budget), SPOOL_CHUNK):
-                self._apply_spool_chunk(todo[i:min(i + SPOOL_CHUNK, budget)])
-            if len(todo) > budget:
-                break  # the rest next tick; applied entries are skipped then
-            budget -= len(todo)
+            chunk, size, finished = [], 0, True
+            for entry in spool.read(path):
+                if entry[0] is not None and captures.is_spool_applied(self.db, entry[0]):
+                    continue
+                if budget == 0:
+                    finished = False  # the rest next tick; applied entries are skipped then
+                    break
+                budget -= 1
+                chunk.append(entry)
+                size += entry[3]
+                if len(chunk) >= SPOOL_CHUNK or size >= SPOOL_CHUNK_BYTES:
+                    self._apply_spool_chunk(chunk)
+                    chunk, size = [], 0
+            if chunk:
+                self._apply_spool_chunk(chunk)
+            if not finished:
+                break
             spool.release(path)
         self.backlog = spool.pending_count(self.paths.spool)
 
@@ -273,14 +287,15 @@ class Writer(Actor):
         changed: dict[str, dict[str, str]] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
-            for entry_id, payload in entries:
+            for entry_id, payload, received_at, _size in entries:
                 if entry_id is None:
                     log.warning("spool: skipped a damaged entry (%s)", payload)
                     mutations.bump_counter(db, "spool_damaged")
                     continue
                 if captures.is_spool_applied(db, entry_id):
                     continue
-                ok, _ = self._run_one("spool", protocol.Ingest(payload=payload), entry_id, changed)
+                rec = protocol.Ingest(payload=payload, received_at=received_at)
+                ok, _ = self._run_one("spool", rec, entry_id, changed)
                 if not ok:  # refused/malformed/bug: audited or logged; retrying would not help
                     mutations.bump_counter(db, "spool_failed")
                 captures.mark_spool_applied(db, entry_id, int(time.time() * 1000))

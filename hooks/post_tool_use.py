@@ -7,7 +7,7 @@ file directly still works (earlier installs registered it). So it
 imports only cheap standard-library modules (``-X importtime`` shows each),
 sends one ``Ingest`` call to the writer's ingest socket with the stdlib ZMTP
 client, and waits ``capture.hookTimeoutMs`` (default 100 ms; env
-MEMTREE_HOOK_TIMEOUT_MS wins) for the acknowledgement, which the writer sends
+MEMTREE_HOOK_TIMEOUT_MS wins) plus 1 ms per KB of payload for the acknowledgement, which the writer sends
 after commit. Without one, the payload is redacted (the only place ``re`` is
 loaded) and appended to the store's spool for the writer to drain later;
 a denied command or path spools nothing.
@@ -23,6 +23,10 @@ import os
 import sys
 
 DEFAULT_TIMEOUT_MS = 100
+# The ack wait grows with the payload (the writer redacts and commits it
+# first): an 80 KB Read gets ~180 ms; capped so a hook never stalls the agent long.
+ACK_MS_PER_KB = 1.0
+ACK_MAX_EXTRA_MS = 2000
 # Writer replies that mean "will never work": spooling would only fail again.
 NO_RETRY = ("bad_request", "refused", "unknown_type")
 # A spooled string longer than this is cut before redaction (Claude Code caps
@@ -153,15 +157,17 @@ def _parse(data: bytes):
         return None
 
 
-def _send(paths, data: bytes, timeout_ms: float):
+def ack_wait_ms(base_ms: float, payload_bytes: int) -> float:
+    return base_ms + min(ACK_MAX_EXTRA_MS, payload_bytes / 1024 * ACK_MS_PER_KB)
+
+
+def _send(paths, data: bytes, timeout_ms: float, received_at: int):
     """The writer's reply: (ok, error code or None, why-not text or, when ok, the
     hook output to print: a replacement of a large output, memtree.capture.rewrite).
     An ok reply whose plan was skipped by the gate has code "skipped"."""
-    import time
-
     from memtree import protocol, zmtp
 
-    rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=int(time.time() * 1000), rewrite=True)
+    rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=received_at, rewrite=True)
     try:
         frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000)
     except zmtp.ZmtpError as e:
@@ -181,7 +187,7 @@ def _send(paths, data: bytes, timeout_ms: float):
     return False, str((env.body.get("error") or {}).get("code", "?")), "writer error"
 
 
-def _spool(paths, payload: dict, settings: dict) -> str:
+def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
     """Redact and append; return what happened (for the log)."""
     from memtree import redact, spool
 
@@ -211,13 +217,16 @@ def _spool(paths, payload: dict, settings: dict) -> str:
 
     clean, _tags = redact.redact_value(cap(payload))
     os.makedirs(paths.store_dir, mode=0o700, exist_ok=True)
-    spool.append(paths.spool, clean)
+    spool.append(paths.spool, clean, ts=received_at)
     return "spooled"
 
 
 def run(state: dict) -> str:
     """Hand the payload over; return the outcome for the capture heartbeat
     (memtree.heartbeat.OUTCOMES). ``state`` gets the store paths and session."""
+    import time
+
+    received_at = int(time.time() * 1000)  # when it happened, also for a spooled copy
     _add_package_root()
     data = _read_stdin()
     from memtree import paths as mpaths
@@ -235,7 +244,7 @@ def run(state: dict) -> str:
     paths = state["paths"] = mpaths.paths_for_cwd(mpaths.start_dir(fallback=payload_cwd))
     texts = _config_texts(paths.project_root, mpaths.memtree_home())
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
-    ok, code, why = _send(paths, data, _timeout_ms(texts))
+    ok, code, why = _send(paths, data, ack_wait_ms(_timeout_ms(texts), len(data)), received_at)
     if ok:
         if why:  # stored and committed: now the agent may see the preview instead
             sys.stdout.buffer.write(why)
@@ -249,7 +258,7 @@ def run(state: dict) -> str:
     if not isinstance(payload, dict):
         _log(paths.log_dir, f"no ack from the writer ({why}); stdin is not a JSON object, not spooled")
         return "failed"
-    done = _spool(paths, payload, _settings(texts))
+    done = _spool(paths, payload, _settings(texts), received_at)
     _log(paths.log_dir, f"no ack from the writer ({why}); {done}")
     return "spooled" if done == "spooled" else "refused"
 

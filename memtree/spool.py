@@ -1,8 +1,13 @@
 """The spool: where a hook leaves a capture the writer did not acknowledge.
 
 One JSON line per capture: ``{"id": <unique>, "ts": <ms>, "payload": {...}}``,
-the payload already redacted. Appends take an exclusive flock and write the
-whole line in one ``write()``, so concurrent hooks never interleave.
+the payload already redacted, ``ts`` when the tool call was captured (the
+writer dates the capture by it). Appends take an exclusive flock and write the
+whole line in one ``write()``, so concurrent hooks never interleave; a write
+that fails half way (disk full) is cut back off, so no partial line is left.
+
+Reading is bounded: entries stream one line at a time, and a line longer
+than ``MAX_LINE_BYTES`` is skipped as damaged without being held in memory.
 
 Draining is crash-safe without a second copy: the writer renames the spool
 to ``spool.<ns>.draining`` (new hooks start a fresh spool), commits each entry
@@ -21,16 +26,22 @@ import os
 import time
 
 DRAINING_SUFFIX = ".draining"
+# The hook cuts each string at 1M characters; escaped as ASCII that is at most
+# ~6 MB, so a longer line is damage (or not ours) and is skipped unread.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 def new_entry_id() -> str:
     return f"{time.time_ns():x}-{os.getpid():x}-{os.urandom(4).hex()}"
 
 
-def append(path: str, payload: dict) -> str:
-    """Append one (already redacted) payload; return its entry id."""
+def append(path: str, payload: dict, ts: int | None = None) -> str:
+    """Append one (already redacted) payload captured at ``ts`` (epoch ms,
+    default now); return its entry id. Raises OSError (disk full) with the
+    file as it was."""
     entry_id = new_entry_id()
-    line = json.dumps({"id": entry_id, "ts": int(time.time() * 1000), "payload": payload},
+    ts = int(time.time() * 1000) if ts is None else int(ts)
+    line = json.dumps({"id": entry_id, "ts": ts, "payload": payload},
                       separators=(",", ":"), ensure_ascii=True) + "\n"
     data = line.encode("ascii")
     while True:
@@ -43,8 +54,13 @@ def append(path: str, payload: dict) -> str:
                 same = False
             if not same:
                 continue  # a drain renamed the file while we waited: reopen
-            while data:  # one write() in practice; loop only on a short write
-                data = data[os.write(fd, data):]
+            size = os.fstat(fd).st_size
+            try:
+                while data:  # one write() in practice; loop only on a short write
+                    data = data[os.write(fd, data):]
+            except OSError:
+                os.ftruncate(fd, size)  # shrinking needs no space: never leave half a line
+                raise
             return entry_id
         finally:
             os.close(fd)  # closing drops the lock
@@ -74,20 +90,28 @@ def claim(path: str) -> list[str]:
 
 
 def read(draining_path: str):
-    """Yield (entry_id, payload) per line; a damaged line yields (None, error text)."""
+    """Yield (entry_id, payload, ts, line bytes) per line, streaming; a damaged
+    or oversized line yields (None, error text, 0, 0)."""
     with open(draining_path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        lineno = 0
+        while raw := f.readline(MAX_LINE_BYTES + 1):
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES:
+                while raw and not raw.endswith(b"\n"):  # skip the rest without keeping it
+                    raw = f.readline(1 << 20)
+                yield None, f"line {lineno}: longer than {MAX_LINE_BYTES} bytes", 0, 0
+                continue
             if not raw.strip():
                 continue
             try:
                 entry = json.loads(raw)
-                entry_id, payload = entry["id"], entry["payload"]
+                entry_id, payload, ts = entry["id"], entry["payload"], entry.get("ts", 0)
                 if not isinstance(entry_id, str) or not isinstance(payload, dict):
                     raise ValueError("wrong shape")
-            except (ValueError, KeyError, TypeError) as e:
-                yield None, f"line {lineno}: {type(e).__name__}"
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                yield None, f"line {lineno}: {type(e).__name__}", 0, 0
                 continue
-            yield entry_id, payload
+            yield entry_id, payload, ts if isinstance(ts, int) and not isinstance(ts, bool) else 0, len(raw)
 
 
 def release(draining_path: str) -> None:
@@ -109,8 +133,16 @@ def pending_count(path: str) -> int:
     for name in names:
         if name == base or (name.startswith(base + ".") and name.endswith(DRAINING_SUFFIX)):
             try:
-                with open(os.path.join(folder, name), "rb") as f:
-                    total += sum(1 for line in f if line.strip())
+                total += _count_lines(os.path.join(folder, name))
             except OSError:
                 pass
     return total
+
+
+def _count_lines(path: str) -> int:
+    """Complete lines in a file, read in blocks (a line may be huge)."""
+    n = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+    return n

@@ -202,3 +202,53 @@ def test_a_hook_from_a_subdirectory_lands_in_the_store_serve_uses(system):
     q["cwd"] = sub
     run_hook(system, q, MEMTREE_HOOK_TIMEOUT_MS="300")
     assert contents(system, "%without CLAUDE_PROJECT_DIR%") == {}
+
+
+def _read_payload(system, name: str, tool_use_id: str, marker: str) -> dict:
+    path = os.path.join(system.project, name)
+    content = f"# {marker}\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n" + "x = 1\n" * 40
+    with open(path, "w") as f:
+        f.write(content)
+    return {"session_id": "sess-once", "transcript_path": "/dev/null", "cwd": system.project,
+            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
+            "tool_use_id": tool_use_id,
+            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": 42,
+                                                       "startLine": 1, "totalLines": 42}}}
+
+
+def _chunks_of(system, name: str) -> set[str]:
+    return {r[0] for r in rows(system.paths, "SELECT id FROM nodes WHERE kind='file_chunk' AND source_uri LIKE ?",
+                               (f"file://{os.path.join(system.project, name)}#%",))}
+
+
+def test_an_ack_delayed_past_the_hooks_wait_still_stores_the_capture_once(system_factory):
+    import apsw
+
+    system = system_factory
+    system.write_config({"writer": {"spoolDrainMs": 200}})
+    system.serve()
+    system.wait_running()
+    delayed = _read_payload(system, "delayed.py", "toolu_delayed", "delayed-ack-marker")
+    # A long commit ahead of it: the writer gets the capture but cannot commit (and ack) in time.
+    blocker = apsw.Connection(system.paths.db)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        run_hook(system, delayed)
+        assert spool.pending_count(system.paths.spool) == 1  # the hook gave up waiting and spooled its copy
+        with open(system.paths.spool, encoding="ascii") as f:
+            (spooled_id,) = [json.loads(line)["id"] for line in f]
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    # Positive control: another capture spooled (redacted) now is applied from the spool.
+    control = _read_payload(system, "control.py", "toolu_control", "spool-control-marker")
+    spool.append(system.paths.spool, control)
+    applied = lambda: {r[0] for r in rows(system.paths, "SELECT entry_id FROM spool_applied")}  # noqa: E731
+    wait_until(lambda: spooled_id in applied() and len(applied()) == 2, timeout=COLD_START_S,
+               what="both spooled entries drained")
+    once = _chunks_of(system, "delayed.py")
+    assert len(once) == 1, once  # the direct commit; its spooled copy was recognised, not stored again
+    assert len(_chunks_of(system, "control.py")) == 1
+    inserts = rows(system.paths, "SELECT actor FROM audit WHERE action='insert' AND node_id IN (?)", tuple(once))
+    assert inserts == [("hook",)]  # the late ack was for a real commit, and the spooled copy added nothing
+    assert rows(system.paths, "SELECT count(*) FROM capture_keys WHERE key LIKE 'toolu_delayed:%'") == [(1,)]

@@ -54,7 +54,7 @@ def test_a_read_capture_lands_pending_under_the_file_root(writer):
 def test_a_repeated_bash_output_is_stored_once_within_the_window(writer):
     paths, _ = writer
     first = ingest(paths, payload("Bash"))["result"]
-    again = ingest(paths, payload("Bash"))["result"]
+    again = ingest(paths, dict(payload("Bash"), tool_use_id="toolu_another_call"))["result"]  # a new call
     assert len(first["ids"]) >= 1 and again["ids"] == [] and again["deduped"] == [first["ids"][0]]
     assert rows(paths, "SELECT count(*) FROM nodes WHERE kind='tool_output'") == [(1,)]
 
@@ -91,3 +91,17 @@ def test_a_tool_output_is_keyed_by_its_redacted_content_never_the_raw_output(wri
     [(uri, content, digest)] = rows(paths, "SELECT source_uri, content, content_hash FROM nodes WHERE id = ?", [nid])
     assert secret not in content and "[REDACTED:" in content
     assert uri == f"tool:Bash#{digest}" and digest == hashlib.sha256(content.encode()).hexdigest()
+
+
+def test_the_same_capture_sent_twice_is_stored_once_and_gets_the_first_reply(writer):
+    paths, _ = writer
+    p = payload("Read")
+    first = ingest(paths, p)["result"]
+    again = ingest(paths, p)["result"]
+    assert again == dict(first, duplicate=True)
+    stored = {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='file_chunk'")}
+    assert stored == set(first["ids"])
+    # Positive control: another call (new tool_use_id) of the same read is a new capture.
+    other = ingest(paths, dict(p, tool_use_id="toolu_a_later_read"))["result"]
+    assert "duplicate" not in other and other["ids"] and not set(other["ids"]) & stored
+    assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='file_chunk'")} == stored | set(other["ids"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from memtree import protocol, spool
 from memtree.client import Caller
@@ -77,4 +78,19 @@ def test_captures_spooled_while_the_writer_runs_are_drained_periodically(tmp_pat
         assert caller.call(protocol.Ping())["pid"] == proc.pid
     finally:
         caller.close()
+        reap(proc)
+
+
+def test_a_spooled_capture_is_dated_when_it_happened_not_when_drained(tmp_path):
+    paths = make_paths(tmp_path)
+    an_hour_ago = int(time.time() * 1000) - 3_600_000
+    spool.append(paths.spool, read_payload(0, paths.project_root), ts=an_hour_ago)
+    spool.append(paths.spool, read_payload(1, paths.project_root))  # control: dated now
+    before = int(time.time() * 1000)
+    proc = start_writer(paths, make_config())
+    try:
+        got = dict(rows(paths, "SELECT substr(content, 3, 15), created_at FROM nodes WHERE kind='file_chunk'"))
+        assert got["spool-marker-0\n"] == an_hour_ago
+        assert before - 60_000 < got["spool-marker-1\n"] <= int(time.time() * 1000)
+    finally:
         reap(proc)

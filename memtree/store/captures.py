@@ -3,6 +3,8 @@ tool outputs (wrapped grep/bash), and hook ingest plans. Built on mutations."""
 
 from __future__ import annotations
 
+import hashlib
+
 import orjson
 
 from memtree import tokens
@@ -156,15 +158,43 @@ def put_tool_output(tx: Tx, rec) -> dict:
     return {"id": out_id, "child_ids": child_ids, "deduped": False}
 
 
-def apply_plan(tx: Tx, plan: dict) -> dict:
-    """Store an ingest plan (memtree.ingest.plan's output); captured nodes land pending."""
+def _capture_key(tool_use_id, nodes: list, prepared: list) -> str | None:
+    """tool_use_id + a hash of what would be stored (redacted, cut), so the raw
+    payload and its redacted spooled copy get the same key."""
+    if not isinstance(tool_use_id, str) or not tool_use_id:
+        return None
+    h = hashlib.sha256()
+    for n, (text, _truncated, _original) in zip(nodes, prepared):
+        h.update(f"{n.get('kind')}\0{n.get('source_uri')}\0{content_hash(text)}\n".encode("utf-8", "replace"))
+    return f"{tool_use_id[:200]}:{h.hexdigest()[:32]}"
+
+
+def apply_plan(tx: Tx, plan: dict, tool_use_id: str | None = None) -> dict:
+    """Store an ingest plan (memtree.ingest.plan's output); captured nodes land pending.
+
+    A capture whose key (``_capture_key``) was stored before gets that first
+    reply again, marked ``duplicate``, and nothing new is stored."""
     if plan.get("skipped"):
         tx.audit("skipped", None, reason=str(plan["skipped"]))
         return {"ids": [], "skipped": plan["skipped"]}
     sid = plan.get("session_id") or None
+    nodes = plan.get("nodes") or []
+    prepared = [prepare_content(n.get("content") or "", tx.config.capture.maxBytes) for n in nodes]
+    key = _capture_key(tool_use_id, nodes, prepared)
+    if key is not None:
+        row = tx.db.execute("SELECT result FROM capture_keys WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            return dict(orjson.loads(row[0]), duplicate=True)
+    out = _store_plan(tx, sid, nodes, prepared)
+    if key is not None:
+        tx.db.execute("INSERT INTO capture_keys(key, result, at) VALUES (?, ?, ?)", (key, orjson.dumps(out).decode(), tx.now))
+    return out
+
+
+def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
     refs: dict[str, str | None] = {}
     ids, deduped, refused = [], [], 0
-    for n in plan.get("nodes") or []:
+    for n, prep in zip(nodes, prepared):
         parent = n.get("parent") or {}
         if "ref" in parent:
             parent_id = refs.get(parent["ref"])
@@ -177,10 +207,9 @@ def apply_plan(tx: Tx, plan: dict) -> dict:
             parent_id = session_root(tx, parent["session"])
         else:
             parent_id = session_root(tx, sid) if sid else None
-        prepared = prepare_content(n.get("content") or "", tx.config.capture.maxBytes)
         kind, uri = n.get("kind"), n.get("source_uri")
         if kind == "tool_output":
-            digest = content_hash(prepared[0])
+            digest = content_hash(prep[0])
             dup = recent_output(tx, digest)
             if dup:
                 deduped.append(dup)
@@ -191,7 +220,7 @@ def apply_plan(tx: Tx, plan: dict) -> dict:
         try:
             node_id = insert_node(tx, kind, "", parent_id=parent_id, source_uri=uri,
                                   metadata=n.get("metadata") or {}, session_id=sid, status="pending",
-                                  mtime=n.get("mtime") or 0, prepared=prepared)
+                                  mtime=n.get("mtime") or 0, prepared=prep)
         except Refused:
             refused += 1
             refs[n.get("ref")] = None

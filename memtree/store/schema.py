@@ -119,6 +119,14 @@ def m002_nodes_vec_model(db) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS nodes_vec_model ON nodes_vec(model, dim)")
 
 
+@migration
+def m003_capture_keys(db) -> None:
+    # One capture stored once: a hook payload's key (tool_use_id + hash of its
+    # stored content) and the reply it got, honoured on the direct and the spool path.
+    db.execute("CREATE TABLE IF NOT EXISTS capture_keys(key TEXT PRIMARY KEY, result TEXT NOT NULL,"
+               " at INTEGER NOT NULL) WITHOUT ROWID")
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
