@@ -4,7 +4,8 @@ Python compiles a script run as ``__main__`` from source on every start (the
 hook module costs ~7 ms of that), while an imported module loads from cached
 bytecode; so this file stays tiny and imports the hook. It must never fail a
 tool call: any problem exits 0 silently. ``launch.py stop`` runs the Stop
-hook (memtree.hooks.stop) instead of the capture hook.
+hook (memtree.hooks.stop) instead of the capture hook, ``launch.py
+session-start`` the SessionStart brief (memtree.hooks.session_start).
 """
 
 import os
@@ -21,6 +22,8 @@ def _launch() -> int:
             break
     if sys.argv[1:2] == ["stop"]:
         from memtree.hooks.stop import main
+    elif sys.argv[1:2] == ["session-start"]:
+        from memtree.hooks.session_start import main
     else:
         from memtree.hooks.post_tool_use import main
     return main()

@@ -7,6 +7,8 @@ Writes two files under the project, merging with what is there:
   shim costs 90-130 ms on every tool call).
 - the same, with ``stop``, as a Stop hook: the capture heartbeat's check
   (memtree.heartbeat; it never blocks the agent).
+- the same, with ``session-start``, as a SessionStart hook on
+  ``startup|resume|compact``: the brief of what the store holds (memtree.recall.brief).
 - ``.mcp.json``: the ``memtree`` stdio server (``memtree serve``).
 
 Other hooks and servers are kept; an earlier memtree entry is replaced in
@@ -27,6 +29,7 @@ from memtree.errors import ConfigError
 MATCHER = "Read|Grep|Bash"
 EVENTS = ("PostToolUse", "PostToolUseFailure")
 STOP_EVENT = "Stop"
+SESSION_EVENT, SESSION_MATCHER = "SessionStart", "startup|resume|compact"
 HOOK_TIMEOUT_S = 10
 SERVER_NAME = "memtree"
 
@@ -87,6 +90,7 @@ def merge_settings(settings: dict, command: str, where: str) -> dict:
     hooks = dict(hooks)
     wanted = {event: (MATCHER, command) for event in EVENTS}
     wanted[STOP_EVENT] = (None, f"{command} stop")  # Stop takes no matcher
+    wanted[SESSION_EVENT] = (SESSION_MATCHER, f"{command} session-start")
     for event, (matcher, cmd) in wanted.items():
         ours = {"type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S}
         groups = hooks.get(event, [])
