@@ -16,9 +16,6 @@ import typing
 
 from memtree.errors import BadRequest
 
-BUDGET = "budget_tokens: answer size cap in tokens (default 2000, max 20000)."
-
-
 class Spec:
     def __init__(self, stub, module: str, description: str, read_only: bool = True, destructive: bool = False,
                  open_world: bool = False, func: str | None = None, arg_notes: dict | None = None):
@@ -33,63 +30,42 @@ class Spec:
 
 
 # -- schemas (never called) -------------------------------------------------------
+# Every definition is paid for on every request the agent sends: one line
+# saying when to use the tool, names that explain themselves, and notes only
+# where a value's form is not obvious.
 
-async def note(text: str, parent_id: str | None = None) -> str: ...
-async def get(node_id: str, budget_tokens: int | None = None, status: list[str] | None = None) -> str: ...
-async def recent(since: str | int | None = None, kind: str | list[str] | None = None, limit: int | None = None,
-                 status: list[str] | None = None, budget_tokens: int | None = None) -> str: ...
-async def search(query: str, mode: str | None = None, limit: int | None = None, filters: dict | None = None,
-                 budget_tokens: int | None = None) -> str: ...
-async def neighbors(node_id: str, depth: int | None = None, edge_kinds: list[str] | None = None,
-                    budget_tokens: int | None = None) -> str: ...
-async def path_to_root(node_id: str, budget_tokens: int | None = None) -> str: ...
-async def compose(node_ids: list[str], budget_tokens: int, format: str = "mixed", query: str | None = None,
-                  depth: int = 2) -> str: ...
-async def forget(node_id: str, reason: str) -> str: ...
 async def read(path: str, lines: str | int | None = None, symbol: str | None = None,
                budget_tokens: int | None = None) -> str: ...
 async def grep(pattern: str, path: str | None = None, glob: str | None = None, case: str | bool | None = None,
                context: int | None = None, budget_tokens: int | None = None) -> str: ...
 async def bash(command: str, timeout_s: float | None = None, budget_tokens: int | None = None) -> str: ...
+async def recall(query: str | None = None, ids: list[str] | str | None = None, op: str | None = None,
+                 mode: str | None = None, limit: int | None = None, filters: dict | None = None,
+                 depth: int | None = None, format: str | None = None, budget_tokens: int | None = None) -> str: ...
+async def note(text: str, parent_id: str | None = None) -> str: ...
+async def forget(node_id: str, reason: str) -> str: ...
 
 
 _R = "memtree.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(read, "memtree.tools.read",
-         "Read a file (path relative to the project root) as a budget-bounded slice: an outline with "
-         "line ranges, or lines=\"START-END\" / symbol=\"name\". Chunks are stored; the answer lists node ids. "
-         + BUDGET),
+         "Read a file like Read, keeping it for recall: lines or a Python symbol, else its outline and start.",
+         arg_notes={"lines": '"START-END"', "symbol": '"name" or "Class.method"'}),
     Spec(grep, "memtree.tools.grep",
-         "Ripgrep the project for a regex; stores all hits, returns a bounded preview with node ids. "
-         "path/glob narrow it, case is smart|sensitive|insensitive, context is lines around each hit. " + BUDGET),
+         "Ripgrep the project like Grep (path:line:text); every hit is kept for recall.",
+         arg_notes={"case": "smart|sensitive|insensitive"}),
     Spec(bash, "memtree.tools.bash",
-         "Run a shell command in the project root; stores stdout/stderr/exit code and returns a bounded "
-         "preview plus the node id. timeout_s caps the run. " + BUDGET,
+         "Run a shell command in the project root; a long output is cut to a preview, all of it kept for recall.",
          read_only=False, destructive=True, open_world=True),
-    Spec(search, _R,
-         "Search memtree's stored notes, file chunks and tool outputs by keywords (BM25). Live nodes only "
-         "unless filters.status names others. mode: keyword (semantic/hybrid not available yet). limit 1-100. "
-         "filters: status, kind, since, until (epoch ms, '2h', or ISO time), parent_id, session_id. " + BUDGET),
-    Spec(get, _R, "Show one stored node in full by id (live only unless status names others). " + BUDGET),
-    Spec(recent, _R,
-         "List the newest stored nodes. since: epoch ms, '30m'/'2h'/'7d' or ISO time; kind: node kind(s); "
-         "limit 1-100 (default 20); status: list nodes in these statuses instead of live. " + BUDGET),
-    Spec(neighbors, _R,
-         "Nodes linked to a node: parent, children and edges (supersedes, derived_from, references, "
-         "summarizes, follows), to depth 1-5 (default 1). edge_kinds narrows them. Live nodes only. " + BUDGET),
-    Spec(path_to_root, _R, "The chain from a node up to its root (session or file), root last. " + BUDGET),
-    Spec(compose, "memtree.compose",
-         "Recall a few nodes and their surroundings (parent, children, edges to depth, default 2) packed "
-         "into exactly budget_tokens: whole nodes where they fit, else summaries or one-line outlines, plus "
-         "a manifest of what was included, summarised, truncated, outlined or dropped. format: "
-         "mixed|raw|outline; query ranks what is kept."),
-    Spec(note, _R,
-         "Store a note (a finding, decision or observation) for later recall; optional parent_id hangs it "
-         "under a node. Returns the new id (pending until the filter makes it live).",
-         read_only=False),
-    Spec(forget, _R,
-         "Forget a node: its content is erased, it leaves every index, and the same content is never "
-         "captured again. reason is kept in the audit log.",
+    Spec(recall, _R,
+         "Find what memtree kept (earlier reads, greps, commands, notes): query searches, ids shows nodes "
+         "(several: composed to fit), neither lists recent.",
+         arg_notes={"op": {"enum": ["search", "get", "recent", "compose", "neighbors", "path"]},
+                    "mode": "keyword|semantic|hybrid",
+                    "filters": "status, kind, since ('2h'), until, parent_id, session_id, edge_kinds",
+                    "format": "mixed|raw|outline"}),
+    Spec(note, _R, "Keep a finding or decision for later recall, in this or a later session.", read_only=False),
+    Spec(forget, _R, "Erase a kept node for good (never captured again); reason is audited.",
          read_only=False, destructive=True),
 )}
 
@@ -101,8 +77,11 @@ def _schema_of(hint) -> dict:
     opts = _options(hint)
     if len(opts) > 1:
         parts = [_schema_of(h) for h in opts]
-        if all(list(p) == ["type"] for p in parts):
-            return {"type": [p["type"] for p in parts]}
+        if all(set(p) <= {"type", "items"} for p in parts):  # e.g. list[str] | str: one "type" list
+            merged = {"type": [p["type"] for p in parts]}
+            for p in parts:
+                merged.update({k: v for k, v in p.items() if k != "type"})
+            return merged
         return {"anyOf": parts}
     (h,) = opts
     if typing.get_origin(h) is list:
@@ -117,8 +96,11 @@ def input_schema(spec: Spec) -> dict:
     props, required = {}, []
     for name, p in spec.signature.parameters.items():
         prop = _schema_of(spec.hints[name])
-        if name in spec.arg_notes:
-            prop["description"] = spec.arg_notes[name]
+        note = spec.arg_notes.get(name)
+        if isinstance(note, dict):
+            prop.update(note)
+        elif note:
+            prop["description"] = note
         props[name] = prop
         if p.default is inspect.Parameter.empty:
             required.append(name)

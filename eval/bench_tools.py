@@ -119,7 +119,7 @@ async def _timed_error_ok(client, n: int) -> list[float]:
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
-        await client.call_tool("get", {"node_id": "01AAAAAAAAAAAAAAAAAAAAAAAA"})
+        await client.call_tool("recall", {"ids": ["01AAAAAAAAAAAAAAAAAAAAAAAA"]})
         out.append(time.perf_counter() - t0)
     return out
 

@@ -38,7 +38,7 @@ def require(conn, node_id: str, name: str = "node_id", statuses=None) -> dict:
         raise NotFound(f"{name}: no node {node_id}")
     if status not in wanted:
         raise NotFound(f"{name}: node {node_id} is {status}, not {'/'.join(wanted)}; "
-                       f"pass status=[\"{status}\"] to see it")
+                       f"pass filters={{\"status\": [\"{status}\"]}} to see it")
     return reads.get_node(conn, node_id, wanted)
 
 
@@ -46,9 +46,9 @@ def _statuses(status) -> list[str] | None:
     return None if status is None else list(check_statuses(str_list(status, "status", ALL_STATUSES)))
 
 
-def _get(svc, node_id, budget_tokens=None, status=None) -> str:
+def _get(svc, node_id, budget_tokens=None, status=None, name="node_id") -> str:
     conn = svc.db()
-    node = require(conn, node_id, statuses=_statuses(status))
+    node = require(conn, node_id, name, statuses=_statuses(status))
     stale = freshness.check(svc, [node])
     meta = []
     if node["parent_id"]:
@@ -99,13 +99,13 @@ def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:
     return tuple(str_list(edge_kinds, "edge_kinds", EDGE_KINDS + TREE_KINDS))
 
 
-def _neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:
+def _neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None, name="node_id") -> str:
     depth = 1 if depth is None else depth
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_NEIGHBOR_DEPTH:
         raise BadRequest(f"depth must be an integer between 1 and {MAX_NEIGHBOR_DEPTH}, got {depth!r}")
     kinds = _check_edge_kinds(edge_kinds)
     conn = svc.db()
-    origin = require(conn, node_id, statuses=ALL_STATUSES)
+    origin = require(conn, node_id, name, statuses=ALL_STATUSES)
     seen = {origin["id"]: (0, "origin")}
     frontier = [origin["id"]]
     edge_only = [k for k in kinds if k in EDGE_KINDS]
@@ -143,9 +143,9 @@ def _neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) ->
     return "\n".join(lines)
 
 
-def _path_to_root(svc, node_id, budget_tokens=None) -> str:
+def _path_to_root(svc, node_id, budget_tokens=None, name="node_id") -> str:
     conn = svc.db()
-    origin = require(conn, node_id, statuses=ALL_STATUSES)
+    origin = require(conn, node_id, name, statuses=ALL_STATUSES)
     chain = [origin, *reads.ancestors(conn, origin["id"])]
     lines = [f"path from {origin['id']} to its root ({len(chain)} node(s), root last):"]
     for i, n in enumerate(chain):
@@ -202,4 +202,87 @@ async def forget(svc, node_id, reason) -> str:
     return f"{res['id']} forgotten; its content is gone and the same content will not be captured again"
 
 
-__all__ = ["get", "recent", "search", "neighbors", "path_to_root", "note", "forget", "KINDS", "parse_time"]
+OPS = ("search", "get", "recent", "compose", "neighbors", "path")
+
+
+def _check_ids(ids) -> list[str]:
+    if isinstance(ids, str):
+        ids = [ids]
+    if not isinstance(ids, list) or not ids:
+        raise BadRequest("ids must be a node id or a non-empty list of node ids")
+    for i in ids:
+        check_id(i, "ids")
+    return list(dict.fromkeys(ids))
+
+
+def _pick_op(op, query, ids) -> str:
+    """The op the arguments select when none is named."""
+    if op is not None:
+        if op not in OPS:
+            raise BadRequest(f"op must be one of {', '.join(OPS)}, got {op!r}")
+        return op
+    if ids is not None:
+        return "compose" if query is not None or (isinstance(ids, list) and len(ids) > 1) else "get"
+    return "search" if query is not None else "recent"
+
+
+def _only(op: str, args: dict, allowed: tuple[str, ...]) -> None:
+    extra = [k for k, v in args.items() if v is not None and k not in allowed]
+    if extra:
+        raise BadRequest(f"{extra[0]} does not apply to op={op}; it takes {', '.join(allowed) or 'no other arguments'}")
+
+
+async def recall(svc, query=None, ids=None, op=None, mode=None, limit=None, filters=None, depth=None,
+                 format=None, budget_tokens=None) -> str:
+    """One tool for every way back in: query searches, ids shows nodes (one:
+    in full; several, or with a query: composed within the budget), neither
+    lists the newest; op names neighbors or path explicitly."""
+    op = _pick_op(op, query, ids)
+    args = {"query": query, "ids": ids, "mode": mode, "limit": limit, "filters": filters, "depth": depth,
+            "format": format}
+    if op in ("get", "neighbors", "path", "compose") and ids is None:
+        raise BadRequest(f"op={op} needs ids")
+    if filters is not None and not isinstance(filters, dict):
+        raise BadRequest("filters must be an object")
+    f = dict(filters or {})
+    if op == "search":
+        _only(op, args, ("query", "mode", "limit", "filters"))
+        if query is None:
+            raise BadRequest("op=search needs query")
+        return await search(svc, query, mode, limit, filters)
+    if op == "recent":
+        _only(op, args, ("limit", "filters"))
+        unknown = [k for k in f if k not in ("since", "kind", "status")]
+        if unknown:
+            raise BadRequest(f"filters.{unknown[0]} does not apply to op=recent; it takes since, kind, status")
+        return await recent(svc, f.get("since"), f.get("kind"), limit, f.get("status"))
+    node_ids = _check_ids(ids)
+    if op == "compose":
+        _only(op, args, ("ids", "query", "depth", "format"))
+        return await _compose_tool(svc, node_ids, budget_tokens, format or "mixed", query, 2 if depth is None else depth)
+    if len(node_ids) != 1:
+        raise BadRequest(f"op={op} takes one id, got {len(node_ids)}")
+    if op == "get":
+        _only(op, args, ("ids", "filters"))
+        unknown = [k for k in f if k != "status"]
+        if unknown:
+            raise BadRequest(f"filters.{unknown[0]} does not apply to op=get; it takes status")
+        return await svc.run_sync(_get, svc, node_ids[0], None, f.get("status"), "ids")
+    if op == "neighbors":
+        _only(op, args, ("ids", "depth", "filters"))
+        unknown = [k for k in f if k != "edge_kinds"]
+        if unknown:
+            raise BadRequest(f"filters.{unknown[0]} does not apply to op=neighbors; it takes edge_kinds")
+        return await svc.run_sync(_neighbors, svc, node_ids[0], depth, f.get("edge_kinds"), None, "ids")
+    _only(op, args, ("ids",))
+    return await svc.run_sync(_path_to_root, svc, node_ids[0], None, "ids")
+
+
+async def _compose_tool(svc, node_ids, budget_tokens, fmt, query, depth) -> str:
+    from memtree import budget
+    from memtree.compose import compose
+
+    return await compose(svc, node_ids, budget.check(budget_tokens), fmt, query, depth)
+
+
+__all__ = ["recall", "get", "recent", "search", "neighbors", "path_to_root", "note", "forget", "KINDS", "parse_time"]

@@ -93,9 +93,9 @@ def test_mcp_note_goes_live_while_a_tiny_one_and_a_duplicate_are_dropped(system_
                            timeout=COLD_START_S, what="the filter walker to decide every note")
         assert {i for i, s in final.items() if s == "live"} == {keep, other}
         assert {i for i, s in final.items() if s == "dropped"} == {tiny, dup}
-        err, out = call("search", {"query": "ledger reconciles invoices", "mode": "keyword"})
+        err, out = call("recall", {"query": "ledger reconciles invoices", "mode": "keyword"})
         assert not err and ids_in(out) == {keep}  # the dropped duplicate never comes back
-        err, out = call("search", {"query": "flags yaml startup", "mode": "keyword"})
+        err, out = call("recall", {"query": "flags yaml startup", "mode": "keyword"})
         assert not err and ids_in(out) == {other}
 
 
@@ -163,7 +163,7 @@ def test_fatal_walker_leaves_notes_and_search_working(system_factory, tmp_path):
     with _mcp(system_factory) as call:
         wait_until(lambda: system_factory.actor("crashy", {"FATAL"}), timeout=COLD_START_S * 2, what="crashy FATAL")
         nid = _note_via_mcp(call, "The FATAL walker does not stop the cache warmer from being documented.")
-        found = wait_until(lambda: ids_in(call("search", {"query": "cache warmer documented"})[1]),
+        found = wait_until(lambda: ids_in(call("recall", {"query": "cache warmer documented"})[1]),
                            timeout=COLD_START_S, what="the note searchable")
         assert found == {nid}
         assert system_factory.actor("crashy")["state"] == "FATAL"

@@ -14,7 +14,7 @@ from memtree.actors.base import ActorContext
 from tests.front_harness import Front, ids_in
 from tests.support import COLD_START_S, PYTHON, make_paths, reap, spawn, test_config as make_config, wait_until
 
-RETRIEVAL = {"get", "recent", "search", "neighbors", "path_to_root", "compose"}
+RETRIEVAL = {"recall"}
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +42,11 @@ def test_a_note_written_through_mcp_is_found_by_keyword_search_once_live(front):
     first = text.split()
     assert first[1:3] == ["note", "pending"]
     nid = first[0]
-    assert ids_in(front.ok("search", {"query": "flamingo"})) == set()  # pending is not live
+    assert ids_in(front.ok("recall", {"query": "flamingo"})) == set()  # pending is not live
     front.set_status([nid], "live")
-    assert ids_in(front.ok("search", {"query": "flamingo cache"})) == {nid}
-    assert ids_in(front.ok("search", {"query": "flamingo", "filters": {"kind": "note"}})) == {nid}
-    assert ids_in(front.ok("search", {"query": "flamingo", "filters": {"kind": "tool_output"}})) == set()
+    assert ids_in(front.ok("recall", {"query": "flamingo cache"})) == {nid}
+    assert ids_in(front.ok("recall", {"query": "flamingo", "filters": {"kind": "note"}})) == {nid}
+    assert ids_in(front.ok("recall", {"query": "flamingo", "filters": {"kind": "tool_output"}})) == set()
 
 
 def test_a_note_under_a_parent_hangs_there_and_unknown_parents_are_refused(front):
@@ -62,10 +62,10 @@ def test_a_note_under_a_parent_hangs_there_and_unknown_parents_are_refused(front
 def test_forget_through_mcp_hides_the_node_and_tombstones_its_content(front):
     keep = front.add("The heron index rebuild runs nightly at two in the morning, keep this one.")
     gone = front.add("The heron password rotation secret procedure, forget this one please.")
-    assert ids_in(front.ok("search", {"query": "heron"})) == {keep, gone}
+    assert ids_in(front.ok("recall", {"query": "heron"})) == {keep, gone}
     out = front.ok("forget", {"node_id": gone, "reason": "user asked"})
     assert gone in out and "forgotten" in out
-    assert ids_in(front.ok("search", {"query": "heron"})) == {keep}
+    assert ids_in(front.ok("recall", {"query": "heron"})) == {keep}
     assert front.rows("SELECT status, content FROM nodes WHERE id = ?", (gone,)) == [("forgotten", "")]
     assert front.rows("SELECT count(*) FROM tombstones WHERE node_id = ?", (gone,)) == [(1,)]
     again = front.error("forget", {"node_id": gone, "reason": "twice"})
@@ -74,9 +74,9 @@ def test_forget_through_mcp_hides_the_node_and_tombstones_its_content(front):
 
 def test_get_shows_a_hidden_node_only_when_its_status_is_named(front):
     nid = front.add("The ibis deploy flag was retired in the spring release.", status="stale")
-    err = front.error("get", {"node_id": nid})
+    err = front.error("recall", {"ids": [nid]})
     assert "stale" in err and "status" in err
-    assert "ibis deploy flag" in front.ok("get", {"node_id": nid, "status": ["stale"]})
+    assert "ibis deploy flag" in front.ok("recall", {"ids": [nid], "filters": {"status": ["stale"]}})
 
 
 def test_with_the_writer_down_writes_say_read_only_and_reads_keep_working(tmp_path):
@@ -86,8 +86,8 @@ def test_with_the_writer_down_writes_say_read_only_and_reads_keep_working(tmp_pa
         reap(f.writer)
         err = f.error("note", {"text": "written while the writer is down, must not be lost silently"})
         assert "read-only" in err and "writer is not running" in err and "\n" not in err
-        assert ids_in(f.ok("search", {"query": "kestrel"})) == {nid}
-        assert "kestrel" in f.ok("get", {"node_id": nid})
+        assert ids_in(f.ok("recall", {"query": "kestrel"})) == {nid}
+        assert "kestrel" in f.ok("recall", {"ids": [nid]})
     finally:
         f.close()
 

@@ -133,7 +133,7 @@ def test_a_tool_call_doing_seconds_of_work_does_not_cost_the_session_its_front(s
         with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:
             front_pid = next(a["pid"] for a in s.wait_running(["mcp", "writer"]) if a["name"] == "mcp")
             started = time.monotonic()
-            res = portal.call(client.call_tool, "get", {"node_id": big})
+            res = portal.call(client.call_tool, "recall", {"ids": [big]})
             took = time.monotonic() - started
             assert not res.is_error, res.content[0].text
             assert big in res.content[0].text and "cut to fit" in res.content[0].text
@@ -141,4 +141,4 @@ def test_a_tool_call_doing_seconds_of_work_does_not_cost_the_session_its_front(s
             assert took > missed * hb_ms / 1000, f"only {took:.2f}s of work: the test proves nothing"
             assert s.pid("mcp") == front_pid
     log = s.log_tail(lines=200)
-    assert "no heartbeat" not in log, log
+    assert "mcp: no heartbeat" not in log, log  # other actors may miss beats on a loaded box

@@ -41,7 +41,7 @@ def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable
             nid = res.content[0].text.split()[0]
             found = set()
             while time.monotonic() < deadline and nid not in found:
-                found = ids_in(call("search", {"query": "gecko DNS"}))
+                found = ids_in(call("recall", {"query": "gecko DNS"}))
                 time.sleep(0.1)
             assert found == {nid}
-            assert "thirty seconds" in call("get", {"node_id": nid})
+            assert "thirty seconds" in call("recall", {"ids": [nid]})

@@ -52,29 +52,29 @@ def _hidden_family(front, word: str):
 def test_hidden_statuses_never_come_back_by_default(front):
     t0 = int(time.time() * 1000)
     root, live, linked, hidden = _hidden_family(front, "ocelot")
-    assert ids_in(front.ok("search", {"query": "ocelot", "limit": 100})) == {live, linked}
-    assert ids_in(front.ok("recent", {"kind": "observation", "since": t0, "limit": 100})) == {live, linked}
-    assert ids_in(front.ok("neighbors", {"node_id": root})) - {root} == {live}
-    assert ids_in(front.ok("neighbors", {"node_id": live, "depth": 2})) - {live} == {root, linked}
-    composed = front.ok("compose", {"node_ids": [root], "budget_tokens": 4000, "depth": 2})
+    assert ids_in(front.ok("recall", {"query": "ocelot", "limit": 100})) == {live, linked}
+    assert ids_in(front.ok("recall", {"filters": {"kind": "observation", "since": t0}, "limit": 100})) == {live, linked}
+    assert ids_in(front.ok("recall", {"op": "neighbors", "ids": [root]})) - {root} == {live}
+    assert ids_in(front.ok("recall", {"op": "neighbors", "ids": [live], "depth": 2})) - {live} == {root, linked}
+    composed = front.ok("recall", {"op": "compose", "ids": [root], "budget_tokens": 4000, "depth": 2})
     assert ids_in(composed) == {root, live, linked}
 
 
 def test_hidden_statuses_come_back_only_when_named(front):
     t0 = int(time.time() * 1000)
     root, live, linked, hidden = _hidden_family(front, "tapir")
-    got = ids_in(front.ok("search", {"query": "tapir", "filters": {"status": ["stale", "superseded"]}}))
+    got = ids_in(front.ok("recall", {"query": "tapir", "filters": {"status": ["stale", "superseded"]}}))
     assert got == {hidden["stale"], hidden["superseded"]}
-    got = ids_in(front.ok("recent", {"kind": "observation", "since": t0, "status": list(HIDDEN), "limit": 100}))
+    got = ids_in(front.ok("recall", {"filters": {"kind": "observation", "since": t0, "status": list(HIDDEN)}, "limit": 100}))
     assert got == set(hidden.values())
     # pruned, dropped and forgotten have left the search index for good
-    got = ids_in(front.ok("search", {"query": "tapir", "filters": {"status": ["pruned", "dropped", "forgotten"]}}))
+    got = ids_in(front.ok("recall", {"query": "tapir", "filters": {"status": ["pruned", "dropped", "forgotten"]}}))
     assert got == set()
 
 
 def test_compose_drops_a_hidden_seed_and_says_why(front):
     root, live, linked, hidden = _hidden_family(front, "okapi")
-    out = front.ok("compose", {"node_ids": [hidden["stale"], live], "budget_tokens": 3000, "depth": 0})
+    out = front.ok("recall", {"ids": [hidden["stale"], live], "budget_tokens": 3000, "depth": 0})
     manifest = out[out.index("manifest:"):]
     assert f"{hidden['stale']}(stale)" in manifest.split("dropped:")[1]
     assert "okapi node that must never" not in out
@@ -87,9 +87,9 @@ def test_hidden_matches_ahead_of_a_live_one_do_not_starve_it(front):
         ids.append(front.add(f"narwhal narwhal narwhal narwhal hidden twin {i}", kind="tool_output", status="pending"))
     front.set_status(ids[:200], "stale")
     front.set_status(ids[200:], "superseded")
-    assert ids_in(front.ok("search", {"query": "narwhal", "limit": 1})) == {live}
-    assert ids_in(front.ok("search", {"query": "narwhal", "limit": 1, "filters": {"kind": "tool_output"}})) == {live}
-    assert ids_in(front.ok("recent", {"kind": "tool_output", "limit": 1})) == {live}
+    assert ids_in(front.ok("recall", {"query": "narwhal", "limit": 1})) == {live}
+    assert ids_in(front.ok("recall", {"query": "narwhal", "limit": 1, "filters": {"kind": "tool_output"}})) == {live}
+    assert ids_in(front.ok("recall", {"filters": {"kind": "tool_output"}, "limit": 1})) == {live}
 
 
 def _put_file(front, name: str, text: str) -> tuple[str, str]:
@@ -108,23 +108,23 @@ def _status(front, nid):
 
 def test_a_chunk_whose_file_changed_is_marked_stale_in_the_answer_and_in_the_store(front):
     path, chunk = _put_file(front, "wombat.py", "def wombat_burrow():\n    return 'deep tunnels'\n")
-    fresh = front.ok("search", {"query": "wombat_burrow"})
+    fresh = front.ok("recall", {"query": "wombat_burrow"})
     assert ids_in(fresh) == {chunk} and "STALE" not in fresh
     assert f"file://{path}#L1-2" in fresh
     st = os.stat(path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
-    changed = front.ok("search", {"query": "wombat_burrow"})
+    changed = front.ok("recall", {"query": "wombat_burrow"})
     line = next(ln for ln in changed.splitlines() if chunk in ln)
     assert "STALE" in line
     wait_until(lambda: _status(front, chunk) == "stale", timeout=10, what="the writer to learn the chunk is stale")
-    assert ids_in(front.ok("search", {"query": "wombat_burrow"})) == set()
+    assert ids_in(front.ok("recall", {"query": "wombat_burrow"})) == set()
 
 
 def test_a_chunk_whose_file_was_deleted_is_marked_stale(front):
     path, chunk = _put_file(front, "quagga.py", "QUAGGA_STRIPES = 42\nprint(QUAGGA_STRIPES)\n")
     keep_path, keep = _put_file(front, "zebra.py", "QUAGGA_STRIPES_ZEBRA = 1\nprint('zebra quagga')\n")
     os.unlink(path)
-    out = front.ok("compose", {"node_ids": [chunk, keep], "budget_tokens": 2000, "depth": 0})
+    out = front.ok("recall", {"ids": [chunk, keep], "budget_tokens": 2000, "depth": 0})
     assert f'id={chunk}' in out and "stale=" in out.split(f"id={chunk}")[1].split(">")[0]
     assert "stale=" not in out.split(f"id={keep}")[1].split(">")[0]
     wait_until(lambda: _status(front, chunk) == "stale", timeout=10, what="the writer to learn the chunk is stale")
@@ -136,26 +136,27 @@ BAD_CALLS = [
     ("note", {}, "text"), ("note", {"text": 5}, "text"), ("note", {"text": "   "}, "text"),
     ("note", {"text": "ok text", "parent_id": "nope"}, "parent_id"),
     ("note", {"text": "ok text", "colour": "red"}, "colour"),
-    ("get", {"node_id": "x"}, "node_id"), ("get", {"node_id": UNKNOWN}, "node_id"),
-    ("get", {"node_id": "{live}", "budget_tokens": -1}, "budget_tokens"),
-    ("get", {"node_id": "{live}", "status": ["bogus"]}, "status"),
-    ("recent", {"since": "the other day"}, "since"), ("recent", {"limit": 0}, "limit"),
-    ("recent", {"kind": "widget"}, "kind"), ("recent", {"status": "nope"}, "status"),
-    ("recent", {"budget_tokens": 0}, "budget_tokens"),
-    ("search", {"query": ""}, "query"), ("search", {"query": "x", "mode": "semantic"}, "semantic"),
-    ("search", {"query": "x", "limit": 1000}, "limit"), ("search", {"query": "x", "filters": {"colour": 1}}, "colour"),
-    ("search", {"query": "x", "filters": {"status": "bogus"}}, "status"), ("search", {"query": ["x"]}, "query"),
-    ("neighbors", {"node_id": "{live}", "depth": 9}, "depth"),
-    ("neighbors", {"node_id": "{live}", "edge_kinds": ["bogus"]}, "edge_kinds"),
-    ("neighbors", {"node_id": UNKNOWN}, "node_id"),
-    ("path_to_root", {"node_id": 123}, "node_id"), ("path_to_root", {"node_id": UNKNOWN}, "node_id"),
-    ("compose", {"node_ids": [], "budget_tokens": 100}, "node_ids"),
-    ("compose", {"node_ids": ["x"], "budget_tokens": 100}, "node_ids"),
-    ("compose", {"node_ids": [UNKNOWN], "budget_tokens": 100}, "node_ids"),
-    ("compose", {"node_ids": ["{live}"]}, "budget_tokens"),
-    ("compose", {"node_ids": ["{live}"], "budget_tokens": 0}, "budget_tokens"),
-    ("compose", {"node_ids": ["{live}"], "budget_tokens": 100, "format": "fancy"}, "format"),
-    ("compose", {"node_ids": ["{live}"], "budget_tokens": 100, "depth": -1}, "depth"),
+    ("recall", {"ids": "x"}, "ids"), ("recall", {"ids": [UNKNOWN]}, "ids"),
+    ("recall", {"ids": ["{live}"], "budget_tokens": -1}, "budget_tokens"),
+    ("recall", {"ids": ["{live}"], "filters": {"status": ["bogus"]}}, "status"),
+    ("recall", {"ids": ["{live}"], "limit": 3}, "limit"), ("recall", {"op": "fetch"}, "op"),
+    ("recall", {"op": "get"}, "ids"), ("recall", {"ids": 5}, "ids"),
+    ("recall", {"filters": {"since": "the other day"}}, "since"), ("recall", {"limit": 0}, "limit"),
+    ("recall", {"filters": {"kind": "widget"}}, "kind"), ("recall", {"filters": {"status": "nope"}}, "status"),
+    ("recall", {"budget_tokens": 0}, "budget_tokens"),
+    ("recall", {"query": ""}, "query"), ("recall", {"query": "x", "mode": "fuzzy"}, "mode"),
+    ("recall", {"query": "x", "limit": 1000}, "limit"), ("recall", {"query": "x", "filters": {"colour": 1}}, "colour"),
+    ("recall", {"query": "x", "filters": {"status": "bogus"}}, "status"), ("recall", {"query": ["x"]}, "query"),
+    ("recall", {"op": "neighbors", "ids": ["{live}"], "depth": 9}, "depth"),
+    ("recall", {"op": "neighbors", "ids": ["{live}"], "filters": {"edge_kinds": ["bogus"]}}, "edge_kinds"),
+    ("recall", {"op": "neighbors", "ids": [UNKNOWN]}, "ids"),
+    ("recall", {"op": "path", "ids": [123]}, "ids"), ("recall", {"op": "path", "ids": [UNKNOWN]}, "ids"),
+    ("recall", {"op": "compose", "ids": []}, "ids"),
+    ("recall", {"op": "compose", "ids": ["x"]}, "ids"),
+    ("recall", {"op": "compose", "ids": [UNKNOWN]}, "ids"),
+    ("recall", {"op": "compose", "ids": ["{live}"], "budget_tokens": 0}, "budget_tokens"),
+    ("recall", {"op": "compose", "ids": ["{live}"], "format": "fancy"}, "format"),
+    ("recall", {"op": "compose", "ids": ["{live}"], "depth": -1}, "depth"),
     ("forget", {"node_id": "{live}", "reason": ""}, "reason"), ("forget", {"node_id": UNKNOWN, "reason": "x"}, "node_id"),
     ("forget", {"node_id": "{live}"}, "reason"),
     ("read", {"path": 5}, "path"), ("read", {"path": "big.txt", "lines": "abc"}, "lines"),
@@ -198,9 +199,9 @@ def test_no_tool_answer_ever_exceeds_its_budget(front, budget):
     with open(os.path.join(front.root, "capybara.txt"), "w") as f:
         f.write(big)
     calls = [
-        ("get", {"node_id": nid}), ("recent", {"limit": 100}), ("search", {"query": "capybara", "limit": 100}),
-        ("neighbors", {"node_id": nid, "depth": 3}), ("path_to_root", {"node_id": nid}),
-        ("compose", {"node_ids": [nid, parent]}), ("read", {"path": "capybara.txt"}),
+        ("recall", {"ids": [nid]}), ("recall", {"limit": 100}), ("recall", {"query": "capybara", "limit": 100}),
+        ("recall", {"op": "neighbors", "ids": [nid], "depth": 3}), ("recall", {"op": "path", "ids": [nid]}),
+        ("recall", {"ids": [nid, parent]}), ("read", {"path": "capybara.txt"}),
         ("read", {"path": "capybara.txt", "lines": "1-700"}), ("grep", {"pattern": "capybara"}),
         ("bash", {"command": "seq 1 5000"}),
     ]
