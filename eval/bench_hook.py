@@ -3,8 +3,9 @@
 Runs the hook exactly as `memtree install` registers it (absolute
 interpreter, -I -S, the hook script) against a real `memtree serve
 --no-front` on a scratch project, interleaved with the floors measured in
-the same run: the bare interpreter (`python -I -S -c pass`) and `python -c
-"import zmq"` (what a pyzmq-based hook would pay before doing anything).
+the same run: the bare interpreter (`python -I -S -c pass`), a process that
+only counts one capture-heartbeat outcome (what the heartbeat adds), and
+`python -c "import zmq"` (what a pyzmq-based hook would pay before doing anything).
 Then the same with the writer stopped (the spool path), and where the time
 goes (-X importtime of the hook's hot path).
 
@@ -44,12 +45,24 @@ def _time(argv: list[str], data: bytes | None, env: dict, cwd: str) -> float:
     return time.perf_counter() - t0
 
 
+def _heartbeat_argv(store_dir: str) -> list[str]:
+    """A process that does only what the capture heartbeat adds to a hook run."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__import__("memtree").__file__)))
+    code = (f"import sys; sys.path.insert(0, {root!r}); from memtree import heartbeat; "
+            f"heartbeat.count({store_dir!r}, 'bench-heartbeat', 'stored')")
+    return [os.path.abspath(sys.executable), "-I", "-S", "-c", code]
+
+
 def _round(runs: int, env: dict, project: str) -> dict[str, list[float]]:
+    from memtree.paths import paths_for_cwd
+
     py = os.path.abspath(sys.executable)
-    series = {"hook": [], "bare -I -S": [], "import zmq": []}
+    beat = _heartbeat_argv(paths_for_cwd(project).store_dir)
+    series = {"hook": [], "bare -I -S": [], "heartbeat": [], "import zmq": []}
     for i in range(runs):  # interleaved so load on the box hits every series alike
         series["hook"].append(_time(hook_argv(), _payload(project, i), env, project))
         series["bare -I -S"].append(_time([py, "-I", "-S", "-c", "pass"], None, env, project))
+        series["heartbeat"].append(_time(beat, None, env, project))
         series["import zmq"].append(_time([py, "-c", "import zmq"], None, env, project))
     return series
 
@@ -58,6 +71,21 @@ def _print(title: str, series: dict[str, list[float]]) -> None:
     print(f"\n{title}")
     for name, samples in series.items():
         print(f"  {name:<12} {fmt_ms(summary(samples))}")
+    bare = summary(series["bare -I -S"])
+    for name in ("hook", "heartbeat"):
+        print(f"  {name} p95 / bare p95: {summary(series[name])['p95'] / bare['p95']:.2f}x")
+
+
+def _heartbeat_in_process(store_dir: str, runs: int = 2000) -> list[float]:
+    """heartbeat.count alone (lock, read 6 KB, write one slot), in this process."""
+    from memtree import heartbeat
+
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        heartbeat.count(store_dir, "bench-in-process", "stored")
+        out.append(time.perf_counter() - t0)
+    return out
     hook, bare = summary(series["hook"]), summary(series["bare -I -S"])
     print(f"  hook / bare: median {hook['median'] / bare['median']:.2f}x, p95 {hook['p95'] / bare['p95']:.2f}x")
 
@@ -138,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         proc = _serve(project, env)
         print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
         _print("writer up (ack after commit)", _round(args.runs, env, project))
+        from memtree.paths import paths_for_cwd
+
+        beat = _heartbeat_in_process(paths_for_cwd(project).store_dir)
+        print(f"\n  capture heartbeat count, in process (flock + 6 KB read + one slot write): {fmt_ms(summary(beat))}")
         rt = _round_trips(project, args.runs)
         print(f"\n  in-process ZMTP Ingest round trip (connect, handshake, writer commit, ack): {fmt_ms(summary(rt))}")
         print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")

@@ -1,0 +1,179 @@
+"""The memtree plugin's first run and launcher (standard library only).
+
+Claude Code installs a plugin as a copy of this repository at
+``${CLAUDE_PLUGIN_ROOT}`` (a new path on every update) and gives it
+``${CLAUDE_PLUGIN_DATA}`` for state that survives updates. memtree's Python
+environment lives there: ``venv/`` (memtree installed from the plugin root,
+not editable), ``lib`` (a link to its site-packages, so the capture hook's
+path does not depend on the Python version) and ``installed.manifest`` (what
+was installed). An install runs when the bundled manifest (pyproject.toml)
+differs from the installed one, the pattern Claude Code documents for
+plugin dependencies.
+
+  session-start   SessionStart hook: ready -> nothing; else start the
+                  install in the background and say so (never blocks a turn)
+  serve           MCP server: install first if needed (waiting for one in
+                  progress), then exec ``memtree serve``
+  install         install now (under a lock; a second one waits, then sees it done)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVE_WAIT_S = 900
+
+
+def data_dir() -> str:
+    d = os.environ.get("CLAUDE_PLUGIN_DATA")
+    if not d:
+        sys.exit("memtree plugin: CLAUDE_PLUGIN_DATA is not set (run by Claude Code as a plugin)")
+    return d
+
+
+def manifest() -> str:
+    """What an install is made from: the project file and the package version."""
+    h = hashlib.sha256()
+    for rel in ("pyproject.toml", os.path.join("memtree", "__init__.py")):
+        with open(os.path.join(ROOT, rel), "rb") as f:
+            h.update(f.read())
+    return f"{h.hexdigest()} python{sys.version_info[0]}.{sys.version_info[1]}\n"
+
+
+def _paths(data: str) -> dict:
+    return {"venv": os.path.join(data, "venv"), "lib": os.path.join(data, "lib"),
+            "stamp": os.path.join(data, "installed.manifest"), "log": os.path.join(data, "install.log"),
+            "failed": os.path.join(data, "install.failed"), "lock": os.path.join(data, "install.lock"),
+            "memtree": os.path.join(data, "venv", "bin", "memtree")}
+
+
+def ready(data: str) -> bool:
+    p = _paths(data)
+    try:
+        with open(p["stamp"], encoding="utf-8") as f:
+            stamped = f.read()
+    except OSError:
+        return False
+    return stamped == manifest() and os.access(p["memtree"], os.X_OK) and os.path.isdir(p["lib"])
+
+
+def _log(data: str, line: str) -> None:
+    with open(_paths(data)["log"], "a", encoding="utf-8") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+
+
+def install(data: str) -> None:
+    """Create the environment unless it is current; one installer at a time."""
+    import fcntl
+
+    os.makedirs(data, mode=0o700, exist_ok=True)
+    p = _paths(data)
+    with open(p["lock"], "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second caller waits here, then finds it ready
+        if ready(data):
+            return
+        _log(data, f"installing memtree from {ROOT} into {p['venv']}")
+        t0 = time.monotonic()
+        try:
+            _run(data, [sys.executable, "-m", "venv", "--clear", p["venv"]])
+            py = os.path.join(p["venv"], "bin", "python")
+            _run(data, [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", ROOT])
+            site = subprocess.run([py, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+            tmp = p["lib"] + ".tmp"
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            os.symlink(site, tmp)
+            os.replace(tmp, p["lib"])
+        except (OSError, subprocess.CalledProcessError) as e:
+            with open(p["failed"], "w", encoding="utf-8") as f:
+                f.write(f"{e}\n")
+            _log(data, f"install FAILED: {e}")
+            raise
+        with open(p["stamp"], "w", encoding="utf-8") as f:
+            f.write(manifest())
+        if os.path.exists(p["failed"]):
+            os.unlink(p["failed"])
+        _log(data, f"installed in {time.monotonic() - t0:.1f} s")
+
+
+def _run(data: str, argv: list[str]) -> None:
+    with open(_paths(data)["log"], "a", encoding="utf-8") as log:
+        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, check=True, cwd=data)
+
+
+def _install_in_background(data: str) -> None:
+    """A detached installer: it outlives a session that ends (or an MCP start
+    Claude Code gives up on) meanwhile. A second one waits on the lock, then
+    finds the environment ready."""
+    os.makedirs(data, mode=0o700, exist_ok=True)
+    with open(_paths(data)["log"], "a") as log:
+        subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__), "install"], stdin=subprocess.DEVNULL,
+                         stdout=log, stderr=log, start_new_session=True, cwd=data)
+
+
+def session_start(data: str) -> int:
+    """Never blocks: ready -> silent; else the install goes to the background."""
+    if ready(data):
+        return 0
+    p = _paths(data)
+    _install_in_background(data)
+    why = ""
+    if os.path.exists(p["failed"]):
+        why = " The last attempt failed; retrying."
+    msg = (f"memtree: setting up its Python environment in {p['venv']} (first run or update, about a minute; "
+           f"log: {p['log']}).{why} Capture and memtree's tools start once it is done; nothing waits for it.")
+    print(json.dumps({"systemMessage": msg}))
+    return 0
+
+
+def serve(data: str) -> int:
+    """Wait for the environment (installing it in the background if needed), then be ``memtree serve``.
+    Claude Code gives a starting MCP server MCP_TIMEOUT (30 s by default); a
+    longer first install makes this session go without memtree's tools, the
+    next one has them."""
+    if not ready(data):
+        p = _paths(data)
+        started = time.time()
+        _install_in_background(data)
+        while not ready(data):
+            try:
+                if os.path.getmtime(p["failed"]) >= started:
+                    print(f"memtree plugin: could not install its environment; see {p['log']}", file=sys.stderr)
+                    return 1
+            except OSError:
+                pass
+            if time.time() - started > SERVE_WAIT_S:
+                print(f"memtree plugin: its environment is still installing; see {p['log']}", file=sys.stderr)
+                return 1
+            time.sleep(0.5)  # waiting on another process's install; nothing to poll but the files
+    exe = _paths(data)["memtree"]
+    os.execv(exe, [exe, "serve"])
+    return 1  # not reached
+
+
+def main(argv: list[str]) -> int:
+    cmd = argv[0] if argv else ""
+    data = data_dir()
+    if cmd == "session-start":
+        return session_start(data)
+    if cmd == "serve":
+        return serve(data)
+    if cmd == "install":
+        try:
+            install(data)
+        except (OSError, subprocess.CalledProcessError):
+            return 1
+        return 0
+    print("usage: bootstrap.py session-start|serve|install", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
