@@ -27,24 +27,50 @@ import zmq
 from memtree import protocol
 from memtree.actorenv import ActorContext
 from memtree.logs import configure_logging
+from memtree.paths import makedirs_private, socket_path
 
 log = logging.getLogger(__name__)
 
 class SingletonLock:
-    """An exclusive flock on ``<run_dir>/<name>.lock``; the kernel drops it when we die."""
+    """An exclusive flock on ``<run_dir>/<name>.lock``; the kernel drops it when we die.
+
+    A holder that stops cleanly removes the file while still holding it, so a
+    waiter may win the lock on a file no longer at the path: it then reopens
+    the path and tries again (the usual flock-and-unlink protocol)."""
 
     def __init__(self, path: str):
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.fd = self._open()
+
+    def _open(self) -> int:
+        makedirs_private(os.path.dirname(self.path))  # the last supervisor out removes an empty run dir
+        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
 
     def try_acquire(self) -> bool:
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
+        try:
+            current = os.stat(self.path)
+        except FileNotFoundError:
+            current = None
+        held = os.fstat(self.fd)
+        if current is None or (current.st_dev, current.st_ino) != (held.st_dev, held.st_ino):
+            os.close(self.fd)  # we won a removed file: the lock is the one at the path
+            self.fd = self._open()
+            return False
         os.ftruncate(self.fd, 0)
         os.write(self.fd, f"{os.getpid()}\n".encode())
         return True
+
+    def release(self) -> None:
+        """A clean stop: remove the file while holding it, then let go."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self.close()
 
     def close(self) -> None:
         os.close(self.fd)
@@ -62,6 +88,7 @@ class Actor:
         self.zctx = zmq.Context.instance()
         self.poller = zmq.Poller()
         self._readers: dict[zmq.Socket, Callable[[zmq.Socket], None]] = {}
+        self._bound: list[tuple[zmq.Socket, str]] = []  # (socket, ipc file) to remove on a clean stop
         self._stopping = False
         self._next_tick = float("inf")
         self.backlog = 0  # reported in heartbeats; subclasses keep it current
@@ -81,6 +108,30 @@ class Actor:
         for k, v in opts.items():
             sock.setsockopt(getattr(zmq, k.upper()), v)
         return sock
+
+    def bind(self, kind: int, name: str, **opts) -> zmq.Socket:
+        """A socket bound at ``paths.endpoint(name)``, 0600. Singletons only: a
+        file left by a dead holder is ours to replace (we hold the lock), and
+        ours to remove when we stop."""
+        sock = self.socket(kind, **opts)
+        ep = self.paths.endpoint(name)
+        path = socket_path(ep)
+        makedirs_private(os.path.dirname(path))
+        if os.path.exists(path):
+            os.unlink(path)
+        sock.bind(ep)
+        os.chmod(path, 0o600)
+        self._bound.append((sock, path))
+        return sock
+
+    def _remove_bound(self) -> None:
+        for sock, path in self._bound:
+            sock.close(linger=0)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self._bound = []
 
     def add_reader(self, sock: zmq.Socket, handler: Callable[[zmq.Socket], None]) -> None:
         self._readers[sock] = handler
@@ -165,8 +216,10 @@ class Actor:
                         break
         finally:
             self.on_stop()
+            # Socket files first, then the lock: a standby takes over only after both.
+            self._remove_bound()
             if lock is not None:
-                lock.close()
+                lock.release()
         log.info("%s: stopped", self.ctx.name)
         return 0
 

@@ -121,9 +121,9 @@ class Writer(Actor):
     # -- lifecycle ------------------------------------------------------------------
     def on_start(self) -> None:
         self.db = store_db.open_write(self.paths.db)
-        self.write_sock = self._bind(zmq.ROUTER, protocol.SOCK_WRITE)
-        self.ingest_sock = self._bind(zmq.ROUTER, protocol.SOCK_INGEST)
-        self.events = self._bind(zmq.PUB, protocol.SOCK_EVENTS)
+        self.write_sock = self.bind(zmq.ROUTER, protocol.SOCK_WRITE)
+        self.ingest_sock = self.bind(zmq.ROUTER, protocol.SOCK_INGEST)
+        self.events = self.bind(zmq.PUB, protocol.SOCK_EVENTS)
         self.add_reader(self.write_sock, self._on_readable)
         self.add_reader(self.ingest_sock, self._on_readable)
         self.drain_spool()
@@ -135,16 +135,6 @@ class Writer(Actor):
         if self.db is not None:
             self.db.close()
             self.db = None
-
-    def _bind(self, kind: int, name: str) -> zmq.Socket:
-        sock = self.socket(kind)
-        ep = self.paths.endpoint(name)
-        path = ep[len("ipc://"):]
-        if os.path.exists(path):  # left by a dead writer; we hold the singleton lock
-            os.unlink(path)
-        sock.bind(ep)
-        os.chmod(path, 0o600)
-        return sock
 
     # -- group commit -----------------------------------------------------------------
     def _on_readable(self, _sock) -> None:

@@ -53,14 +53,16 @@ def _log(log_dir: str, message: str) -> None:
     import time
 
     try:
-        os.makedirs(log_dir, mode=0o700, exist_ok=True)
+        from memtree.paths import makedirs_private
+
+        makedirs_private(log_dir)  # MEMTREE_HOME too, 0700
         line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook[{os.getpid()}]: {message}\n"
         fd = os.open(os.path.join(log_dir, "hook.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, line.encode("utf-8", "replace"))
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, ImportError):
         pass  # nowhere to report; never fail the tool call
 
 
@@ -216,7 +218,9 @@ def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
         return v
 
     clean, _tags = redact.redact_value(cap(payload))
-    os.makedirs(paths.store_dir, mode=0o700, exist_ok=True)
+    from memtree.paths import makedirs_private
+
+    makedirs_private(paths.store_dir)
     spool.append(paths.spool, clean, ts=received_at)
     return "spooled"
 

@@ -87,7 +87,9 @@ def _update(store_dir: str, session_id: str, change) -> None:
     """Lock, read the file, apply ``change(slot)`` to the session's slot, write it back."""
     import fcntl
 
-    os.makedirs(store_dir, mode=0o700, exist_ok=True)
+    from memtree.paths import makedirs_private
+
+    makedirs_private(store_dir)
     fd = os.open(path_for(store_dir), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -106,9 +106,10 @@ def remember_project(root: str, phash: str) -> None:
     home = memtree_home()
     path = _cache_path(home, root)
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        makedirs_private(os.path.dirname(path))
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="utf-8") as f:
             f.write(f"{root}\n{phash}\n")
         os.replace(tmp, path)
     except OSError:
@@ -200,15 +201,29 @@ def paths_for_cwd(cwd: str) -> StorePaths:
     return store_paths(root, phash)
 
 
-def _makedir_private(path: str) -> None:
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    os.chmod(path, 0o700)
+def makedirs_private(path: str) -> None:
+    """``path`` and every missing parent, each 0700 (os.makedirs makes parents 0755)."""
+    missing = []
+    d = os.path.abspath(path)
+    while not os.path.isdir(d):
+        missing.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)  # whatever the umask
 
 
 def prepare_store(paths: StorePaths) -> None:
-    """Create the store, run and log directories, all 0700."""
-    os.makedirs(os.path.dirname(paths.store_dir), mode=0o700, exist_ok=True)
+    """Create MEMTREE_HOME and the store, run and log directories, all 0700
+    (the store's own directories are made 0700 even if they existed)."""
     for d in (paths.store_dir, paths.run_dir, paths.log_dir):
+        makedirs_private(d)
+        os.chmod(d, 0o700)
         if d == paths.run_dir and not d.startswith(paths.store_dir):
-            _makedir_private(os.path.dirname(d))
-        _makedir_private(d)
+            os.chmod(os.path.dirname(d), 0o700)  # the per-user runtime dir

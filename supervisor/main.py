@@ -126,8 +126,9 @@ class Supervisor:
         self.poller.register(self.ctl, zmq.POLLIN)
 
     def _bind(self, kind: int, name: str):
-        from memtree.paths import endpoint, socket_path
+        from memtree.paths import endpoint, makedirs_private, socket_path
 
+        makedirs_private(self.paths.run_dir)  # the last supervisor out removes an empty one
         sock = self.zctx.socket(kind)
         sock.setsockopt(self.zmq.LINGER, 0)
         ep = endpoint(self.paths.run_dir, name)
@@ -144,7 +145,20 @@ class Supervisor:
             except FileNotFoundError:
                 pass
         self.sockets = []
+        self._remove_runtime_dir()
 
+    def _remove_runtime_dir(self) -> None:
+        """A per-user runtime dir under /tmp (a store too deep for socket paths)
+        goes once empty, and the per-user parent with it: they must not pile up.
+        rmdir fails on a non-empty dir, so another live session keeps its files."""
+        run_dir = self.paths.run_dir
+        if run_dir.startswith(self.paths.store_dir + os.sep):
+            return  # <store>/run stays with its store
+        for d in (run_dir, os.path.dirname(run_dir)):
+            try:
+                os.rmdir(d)
+            except OSError:
+                return
     def _drain_heartbeats(self, now: float) -> None:
         from memtree import protocol
 

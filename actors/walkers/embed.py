@@ -17,7 +17,6 @@ backlog delays a query by one batch at most. A provider that cannot load
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import apsw
@@ -52,7 +51,7 @@ class EmbedWalker(Walker):
 
     def on_start(self) -> None:
         self._load_provider()
-        self.router = self._bind_router()
+        self.router = self.bind(zmq.ROUTER, protocol.SOCK_EMBED)
         self.add_reader(self.router, lambda s: self.serve_queries())
         super().on_start()
 
@@ -70,16 +69,6 @@ class EmbedWalker(Walker):
         self.info = {"model": self.provider.name, **self.stats}
         log.info("%s: model %s (%d dims) loaded in %.2fs", self.ctx.name, self.provider.name,
                  self.provider.dim, time.perf_counter() - t0)
-
-    def _bind_router(self) -> zmq.Socket:
-        sock = self.socket(zmq.ROUTER)
-        ep = self.paths.endpoint(protocol.SOCK_EMBED)
-        path = ep[len("ipc://"):]
-        if os.path.exists(path):  # left by a dead walker; we hold the singleton lock
-            os.unlink(path)
-        sock.bind(ep)
-        os.chmod(path, 0o600)
-        return sock
 
     # -- query embeddings ---------------------------------------------------------
     def serve_queries(self) -> None:
