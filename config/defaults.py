@@ -6,7 +6,9 @@ from __future__ import annotations
 def defaults() -> dict:
     return {
         "embeddingModel": "local",  # "local" (bundled static model) or "ollama:<model>"
-        "summarizerModel": "extractive",  # "extractive" (local); "anthropic" when ANTHROPIC_API_KEY is set
+        # "auto": the Anthropic API when ANTHROPIC_API_KEY is set, else the local extractive
+        # summariser; "extractive": always local; "anthropic": the API (idle without a key).
+        "summarizerModel": "auto",
         "ollama": {"url": "http://127.0.0.1:11434", "timeoutMs": 30000},
         "anthropic": {
             "url": "https://api.anthropic.com",  # ANTHROPIC_BASE_URL overrides

@@ -143,6 +143,34 @@ def _pack(summaries, order, nodes, dist, stale, fmt, room):
     return blocks, buckets
 
 
+def _place_subtree_summaries(order: list, nodes: dict, room: int) -> list:
+    """A summary of a subtree on hand goes right after the subtree's root when
+    the subtree (root and its candidate children) does not fit in ``room``, so
+    it is packed before the children crowd it out; when the subtree fits, the
+    summary goes last and only takes room nothing else wanted."""
+    cost: dict[str, int] = {}
+    for nid in order:
+        n = nodes[nid]
+        if n["kind"] != "summary":
+            size = tokens.count(n["content"] or "")
+            cost[nid] = cost.get(nid, 0) + size
+            if n["parent_id"] in nodes:
+                cost[n["parent_id"]] = cost.get(n["parent_id"], 0) + size
+    early: dict[str, list] = {}
+    late, rest = [], []
+    for nid in order:
+        parent = nodes[nid]["parent_id"]
+        if nodes[nid]["kind"] == "summary" and parent in nodes:
+            (early.setdefault(parent, []) if cost.get(parent, 0) > room else late).append(nid)
+        else:
+            rest.append(nid)
+    out = []
+    for nid in rest:
+        out.append(nid)
+        out.extend(early.get(nid, ()))
+    return out + late
+
+
 def _summary(summaries, n, d, stale) -> tuple[str | None, str | None]:
     s = summaries.get(n["id"])
     if s is None:
@@ -229,6 +257,8 @@ def _compose(svc, node_ids, budget_tokens: int, format: str = "mixed", query=Non
         return (f"compose: budget_tokens={budget_tokens} is too small for {len(seeds)} node(s); "
                 f"use at least {budget_tokens - room}")
     stale = freshness.check(svc, [nodes[i] for i in order])
+    if fmt == "mixed":
+        order = _place_subtree_summaries(order, nodes, room)
     blocks, buckets = _pack(summaries, order, nodes, dist, stale, fmt, room)
     buckets["dropped"] += [(nid, status) for nid, status in hidden]
     content = sum(cost for b in _BUCKETS[:-1] for _, cost in buckets[b])

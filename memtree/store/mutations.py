@@ -260,6 +260,7 @@ def forget(tx: Tx, node_id: str, reason: str) -> dict:
         seen.append(nid)
         todo.extend(r[0] for r in tx.db.execute(
             f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where}", [nid, *params]))
+    seen += [s for s in _summaries_above(tx.db, node_id) if s not in seen]
     for nid in seen:
         nkind, nstatus, nhash, _ = node_row(tx.db, nid)
         if nstatus == "forgotten":
@@ -273,6 +274,22 @@ def forget(tx: Tx, node_id: str, reason: str) -> dict:
         tx.audit("forget", nid, nstatus, "forgotten", reason)
         tx.note(nid, nkind, "forgotten")
     return {"id": node_id, "hash": digest, "forgotten": seen}
+
+
+def _summaries_above(db, node_id: str) -> list[str]:
+    """Summaries of the subtrees that hold ``node_id`` (of its ancestors): they
+    quote what is forgotten, so they are forgotten with it."""
+    where, params = status_clause("n", ALL_STATUSES)
+    out, cur = [], node_id
+    for _ in range(64):  # a parent chain is short; the cap guards a cycle
+        row = node_row(db, cur)
+        if row is None or row[3] is None:
+            break
+        cur = row[3]
+        out += [r[0] for r in db.execute(
+            f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND n.kind = 'summary' AND n.id != ? AND {where}",
+            [cur, node_id, *params])]
+    return out
 
 
 # -- purge (the pruner's last step; added by the tools/walkers engineer) -----------
