@@ -81,7 +81,7 @@ def test_extractive_summary_for_a_big_subtree_only_used_by_compose_and_forgotten
     # compose: the subtree does not fit in 600 tokens, so the summary goes right after the root.
     from tests.test_compose import manifest
 
-    text = front.ok("compose", {"node_ids": [big_root], "budget_tokens": 600})
+    text = front.ok("recall", {"op": "compose", "ids": [big_root], "budget_tokens": 600})
     m = manifest(text)
     assert sid in {n for n, _, _ in m["included"]}, text
     assert text.index(f"id={big_root}") < text.index(f"id={sid}") < min(
