@@ -10,7 +10,8 @@ import re
 
 from memtree import freshness, protocol, render
 from memtree.errors import BadRequest, NotFound
-from memtree.search import KINDS, check_filters, check_limit, check_mode, keyword, parse_time, str_list
+from memtree.search import (KINDS, check_filters, check_limit, check_mode, fts_query, parse_time, query_vector, run,
+                            str_list)
 from memtree.store import reads
 from memtree.store.live import ALL_STATUSES, check_statuses
 
@@ -86,11 +87,20 @@ def _search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None)
     mode = check_mode(mode)
     filters = check_filters(filters)
     limit = check_limit(limit, 10)
-    hits = keyword(svc.db(), query, filters, limit)
-    title = f"search {query!r} ({mode}): {len(hits)} result(s)"
-    if not hits:
+    fts_query(query)  # a bad query is an error before any embedding is asked for
+    vector, why = (None, None) if mode == "keyword" else await query_vector(svc, query)
+    out = run(svc.db(), query, mode, filters, limit, query_vector=vector, vector_note=why)
+    title = f"search {query!r} ({out.mode}): {len(out.hits)} result(s)"
+    if out.degraded:
+        title += f"; {out.degraded}"
+    if out.abstained:
+        ev = out.evidence
+        title += (f"; no hits: nothing relevant enough (best query-term coverage {ev['coverage']:.2f}"
+                  + (f", best similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else "")
+                  + ")")
+    elif not out.hits:
         title += "; none live match. Other statuses only via filters.status"
-    return _listing(title, hits, svc)
+    return _listing(title, [(c.node, c.score, c.snippet) for c in out.hits], svc)
 
 
 def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:

@@ -1,8 +1,17 @@
-"""Search: keyword (FTS5 BM25) now; semantic and hybrid once embeddings land.
+"""Search: keyword (FTS5 BM25), semantic (vectors) and hybrid (RRF of both),
+each followed by the code-aware ranking (memtree/recall/ranking.py), then an
+abstention floor.
 
 User input never reaches FTS5 as syntax: every word becomes a quoted string
 (inner quotes doubled), joined with OR so BM25 ranks nodes matching more
 words first. Filters are validated here and applied inside the SQL.
+
+Abstention (``FLOORS``): a search returns no hits when neither way of
+matching has enough evidence: the best hit's IDF-weighted query-term coverage
+is under ``keyword`` and (when the query was embedded) the best cosine
+similarity is under ``semantic``. The floors are calibrated by
+eval/recall_eval.py on its no-answer versus answerable queries (see the
+numbers beside them).
 """
 
 from __future__ import annotations
@@ -10,7 +19,8 @@ from __future__ import annotations
 import re
 import time
 
-from memtree.errors import BadRequest
+from memtree.errors import BadRequest, MemtreeError
+from memtree.recall import ranking
 from memtree.store import reads
 from memtree.store.live import ALL_STATUSES, check_statuses
 
@@ -105,13 +115,159 @@ def check_limit(limit, default: int = 10) -> int:
 
 
 def check_mode(mode) -> str:
-    mode = "keyword" if mode is None else mode
+    mode = "hybrid" if mode is None else mode
     if mode not in MODES:
         raise BadRequest(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if mode != "keyword":
-        raise BadRequest(f"search mode {mode!r} is not available yet (no embeddings are stored); use mode 'keyword'")
     return mode
 
 
 def keyword(conn, query: str, filters: dict, limit: int) -> list[tuple[dict, float, str]]:
+    """Plain BM25 over FTS5, no ranking: the baseline the eval compares with."""
     return reads.search_fts(conn, fts_query(query), filters, limit)
+
+
+# -- ranked search -------------------------------------------------------------------------
+
+CANDIDATES = 100  # per retriever, before ranking
+RRF_K = 60
+# Calibrated by eval/recall_eval.py (see eval/recall_baseline.json): no answer below both.
+FLOORS = {"keyword": 0.40, "semantic": 0.5}
+
+
+QUERY_EMBED_TIMEOUT_S = 0.3  # past this, hybrid answers with keyword results and says so
+
+
+async def query_vector(svc, text: str):
+    """(vector, None) from the embed walker, or (None, why) when there is no
+    provider or it does not answer within QUERY_EMBED_TIMEOUT_S."""
+    try:
+        from memtree.recall import embeddings
+    except ImportError:
+        return None, "no embedding provider is installed"
+    embed_query = getattr(embeddings, "embed_query", None)
+    if embed_query is None:
+        return None, "no embedding provider is installed"
+    try:
+        vector = await embed_query(svc, text, timeout_s=QUERY_EMBED_TIMEOUT_S)
+    except MemtreeError as e:
+        return None, f"query embedding failed: {e.message}"
+    if vector is None:
+        return None, f"the embed walker did not answer within {int(QUERY_EMBED_TIMEOUT_S * 1000)} ms"
+    return vector, None
+
+
+class Outcome:
+    """What a search found, in which mode, and why it degraded or abstained."""
+
+    __slots__ = ("hits", "mode", "requested", "degraded", "abstained", "evidence")
+
+    def __init__(self, hits, mode: str, requested: str, degraded: str | None = None, abstained: bool = False,
+                 evidence: dict | None = None):
+        self.hits, self.mode, self.requested = hits, mode, requested
+        self.degraded, self.abstained, self.evidence = degraded, abstained, evidence or {}
+
+
+def _prose_words(query: str) -> list[str]:
+    words = [w for w in query.split() if any(ch.isalnum() for ch in w)]
+    kept = [w for w in words if w.lower().strip(".,;:?!'\"()") not in ranking.STOPWORDS]
+    return kept or words
+
+
+def keyword_candidates(conn, query: str, filters: dict, n: int = CANDIDATES) -> list[tuple[dict, float, str]]:
+    """BM25 candidates (stopwords out), plus the chunks defining a queried symbol."""
+    rows = reads.search_fts(conn, fts_query(" ".join(_prose_words(query))), filters, n)
+    names, _ = ranking.queried_symbols(query)
+    if names:
+        have = {r[0]["id"] for r in rows}
+        phrases = " OR ".join(f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class")
+                              if re.fullmatch(r"[A-Za-z0-9_]+", n_))
+        if phrases:
+            rows += [r for r in reads.search_fts(conn, phrases, filters, 20) if r[0]["id"] not in have]
+    return rows
+
+
+def semantic_candidates(conn, vector, filters: dict, n: int = CANDIDATES) -> list[tuple[dict, float]]:
+    """(node, cosine similarity) nearest first, through the store's KNN."""
+    from memtree.store import vectors
+
+    pairs = vectors.knn(conn, vector, n, filters)
+    nodes = reads.get_nodes(conn, [i for i, _ in pairs], filters.get("status"))
+    return [(nodes[i], 1.0 - float(d)) for i, d in pairs if i in nodes]
+
+
+def _idf(conn, query: str) -> dict[str, float]:
+    surface: dict[str, str] = {}
+    for w in re.findall(r"[A-Za-z0-9_]+", query):
+        for part in [w.lower(), *ranking.split_identifier(w)]:
+            t = ranking.stem(part)
+            if t in ranking.terms(part):
+                surface.setdefault(t, part)
+    counts, n = reads.doc_counts(conn, list(dict.fromkeys(surface.values()))[:MAX_TERMS])
+    by_word = ranking.idf_from_counts(counts, n)
+    return {t: by_word.get(w, 0.0) for t, w in surface.items()}
+
+
+def fuse(kw_rows, sem_rows) -> list[ranking.Candidate]:
+    """Reciprocal Rank Fusion (k=60) of keyword and semantic candidates;
+    ``base`` is the fused score over the best one's."""
+    cands: dict[str, ranking.Candidate] = {}
+    for rank, (node, _score, snip) in enumerate(kw_rows, 1):
+        cands[node["id"]] = ranking.Candidate(node, 0.0, snip, keyword_rank=rank)
+    for rank, (node, sim) in enumerate(sem_rows, 1):
+        c = cands.get(node["id"]) or cands.setdefault(node["id"], ranking.Candidate(node, 0.0))
+        c.semantic_rank, c.similarity = rank, sim
+    for c in cands.values():
+        c.base = sum(1.0 / (RRF_K + r) for r in (c.keyword_rank, c.semantic_rank) if r is not None)
+    top = max((c.base for c in cands.values()), default=0.0) or 1.0
+    for c in cands.values():
+        c.base /= top
+    return list(cands.values())
+
+
+def _normalised(rows, key) -> list[ranking.Candidate]:
+    top = max((key(r) for r in rows), default=0.0) or 1.0
+    return [ranking.Candidate(r[0], max(key(r), 0.0) / top, r[2] if len(r) > 2 else None) for r in rows]
+
+
+def evidence(hits: list[ranking.Candidate], sem_rows) -> dict:
+    """The best query-term coverage among the hits and the best cosine
+    similarity among the semantic candidates (None: not embedded)."""
+    cov = max((c.coverage for c in hits), default=0.0)
+    sim = max((s for _, s in sem_rows), default=None)
+    return {"coverage": round(cov, 3), "similarity": None if sim is None else round(sim, 3)}
+
+
+def should_abstain(ev: dict, floors: dict = FLOORS) -> bool:
+    if ev["coverage"] >= floors["keyword"]:
+        return False
+    return ev["similarity"] is None or ev["similarity"] < floors["semantic"]
+
+
+def run(conn, query: str, mode: str = "hybrid", filters: dict | None = None, limit: int = 10,
+        query_vector=None, vector_note: str | None = None, group_files: bool = False,
+        floors: dict | None = FLOORS) -> Outcome:
+    """Search in ``mode``; ``query_vector`` None means no embedding arrived in
+    time (``vector_note`` says why): hybrid then degrades to keyword and says
+    so, semantic raises. ``floors=None`` never abstains (the eval's raw view)."""
+    filters = filters or {}
+    fts_query(query)  # validates the query for every mode
+    requested, degraded = mode, None
+    if mode != "keyword" and query_vector is None:
+        why = vector_note or "no query embedding available"
+        if mode == "semantic":
+            raise BadRequest(f"semantic search unavailable: {why}; use mode 'keyword'")
+        mode, degraded = "keyword", f"hybrid degraded to keyword: {why}"
+    kw_rows = keyword_candidates(conn, query, filters) if mode != "semantic" else []
+    sem_rows = semantic_candidates(conn, query_vector, filters) if mode != "keyword" else []
+    if mode == "hybrid":
+        cands = fuse(kw_rows, sem_rows)
+    elif mode == "semantic":
+        cands = fuse([], sem_rows)
+    else:
+        cands = _normalised(kw_rows, lambda r: r[1])
+    ranking.score(cands, query, _idf(conn, query))
+    hits = ranking.select(cands, limit, group_files)
+    ev = evidence(hits, sem_rows)
+    if floors is not None and hits and should_abstain(ev, floors):
+        return Outcome([], mode, requested, degraded, abstained=True, evidence=ev)
+    return Outcome(hits, mode, requested, degraded, evidence=ev)

@@ -70,11 +70,9 @@ def test_times_parse_durations_iso_and_epoch_ms():
     assert search.parse_time("1970-01-01T00:00:01+00:00", "since", now) == 1000
 
 
-@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
-def test_modes_without_embeddings_say_so_naming_the_mode(mode):
-    with pytest.raises(BadRequest) as e:
-        search.check_mode(mode)
-    assert mode in e.value.message and "not available yet" in e.value.message
+def test_hybrid_is_the_default_mode_and_every_mode_is_accepted():
+    assert search.check_mode(None) == "hybrid"
+    assert [search.check_mode(m) for m in ("keyword", "semantic", "hybrid")] == ["keyword", "semantic", "hybrid"]
 
 
 def test_unknown_mode_is_a_clear_error():

@@ -161,3 +161,14 @@ def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
         f" SELECT {_SELECT} FROM up JOIN nodes n ON n.id = up.id WHERE {where} ORDER BY up.depth",
         [node_id, max_depth, *params])
     return [_node(r) for r in rows]
+
+
+def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:
+    """How many indexed nodes contain each word, and about how many nodes are
+    indexed: the IDF behind search's query-term coverage. Counts only."""
+    counts = {}
+    for w in words:
+        match = '"' + w.replace('"', '""') + '"'
+        counts[w] = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]
+    n = conn.execute("SELECT coalesce(max(id), 0) FROM nodes_fts_docsize").fetchone()[0]
+    return counts, max(n, 1)

@@ -1,0 +1,313 @@
+"""Recall eval: hand-written golden queries over real code no one here wrote.
+
+    .venv/bin/python -m memtree.eval.recall_eval [--small] [--write-baseline] [--cache DIR]
+
+Fetches five pinned sdists (eval/recall_queries.py CORPUS) with
+``pip download --no-deps --no-binary :all:`` into a cache dir, ingests every
+``.py`` file the way an agent's ``read`` would (memtree.chunking + PutFile to a
+real writer process), embeds the chunks in-process with the embed walker's
+provider when it is installed, then runs each query through memtree's search
+in every mode beside plain BM25 (FTS5 bm25, no ranking) in the same run.
+
+Figures, by kind and mode: NDCG@10 with file-level gold (as semble), Recall@10
+and MRR@10 with line-range gold (a hit counts when its chunk overlaps a gold
+range), and abstention: the share of no-answer queries answered with no hits,
+beside the share of answerable ones wrongly left empty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import glob
+import math
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+from memtree.eval.recall_queries import CORPUS, QUERIES, SMALL
+
+BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recall_baseline.json")
+KINDS = ("symbol", "paraphrase", "architecture")
+MODES = ("bm25", "keyword", "semantic", "hybrid")
+
+
+def cache_dir(explicit: str | None = None) -> str:
+    return explicit or os.environ.get("MEMTREE_EVAL_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "memtree-eval")
+
+
+def fetch(cache: str) -> str:
+    """The corpus root (one extracted sdist per package), downloading what is missing."""
+    root = os.path.join(cache, "corpus")
+    os.makedirs(root, exist_ok=True)
+    for name, version in CORPUS.items():
+        if os.path.isdir(os.path.join(root, f"{name}-{version}")):
+            continue
+        dl = os.path.join(cache, "sdists")
+        found = glob.glob(os.path.join(dl, f"{name}-{version}.tar.gz"))
+        if not found:
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                            f"{name}=={version}", "-d", dl], check=True, timeout=300)
+            found = glob.glob(os.path.join(dl, f"{name}-{version}.tar.gz"))
+        with tarfile.open(found[0]) as tar:
+            tar.extractall(root, filter="data")
+    return root
+
+
+def _symbol_range(path: str, symbol: str) -> tuple[int, int]:
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    body, node = tree.body, None
+    for part in symbol.split("."):
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == part), None)
+        if node is None:
+            raise SystemExit(f"gold symbol {symbol!r} not found in {path}: the pinned corpus changed?")
+        body = getattr(node, "body", [])
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return start, node.end_lineno
+
+
+def gold_ranges(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
+    out = []
+    for g in gold:
+        rel, _, symbol = g.rpartition(":")
+        out.append((rel, *_symbol_range(os.path.join(root, rel), symbol)))
+    return out
+
+
+# -- ingest through the real writer ----------------------------------------------------------
+
+def start_writer(workdir: str):
+    from memtree import protocol
+    from memtree.actorenv import ActorContext
+    from memtree.client import Caller
+    from memtree.config.defaults import defaults
+    from memtree.config.loader import Config, validate
+    from memtree.paths import prepare_store, store_paths
+
+    project = os.path.join(workdir, "project")
+    os.makedirs(project, exist_ok=True)
+    paths = store_paths(project, "e" * 16, home=os.path.join(workdir, "home"))
+    prepare_store(paths)
+    config = Config(validate({}, "<eval>", defaults()), ["<eval>"])
+    env = {**os.environ, **ActorContext("writer", paths, config, None).child_env()}
+    log = open(paths.log_file("writer"), "ab")
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.actors.writer"], env=env, stdout=log,
+                            stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="eval", timeout_ms=60_000)
+    deadline = time.monotonic() + 30  # a cold interpreter importing zmq/apsw on a busy box
+    while True:
+        try:
+            caller.call(protocol.Ping(), timeout_ms=500)
+            break
+        except Exception:  # noqa: BLE001 - not up yet
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(proc)
+                raise SystemExit(f"writer did not start; see {paths.log_file('writer')}")
+    return proc, caller, paths
+
+
+def stop(proc) -> None:
+    import signal
+
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def ingest(root: str, caller) -> int:
+    """Every .py file of the corpus, chunked as the wrapped read chunks it, sent as PutFile."""
+    from memtree import protocol
+    from memtree.chunking import chunk_text
+
+    n = 0
+    for path in sorted(glob.glob(os.path.join(root, "*", "**", "*.py"), recursive=True)):
+        with open(path, "rb") as f:
+            data = f.read()
+        chunked = chunk_text(path, data.decode("utf-8", errors="replace"))
+        if not chunked.chunks:
+            continue
+        st = os.stat(path)
+        caller.call(protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunked.chunks,
+                                     session_id=None))
+        n += len(chunked.chunks)
+    return n
+
+
+def embedder():
+    """The embed walker's provider, or None while none is installed (hybrid
+    then runs degraded to keyword, as it would for a user, and says so)."""
+    try:
+        from memtree.recall import embed_eval  # noqa: F401  (bridge written once embeddings land)
+    except ImportError:
+        return None
+    return embed_eval
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+def hit_span(node: dict, root: str) -> tuple[str, int, int]:
+    import orjson
+
+    meta = node["metadata"] if isinstance(node["metadata"], dict) else orjson.loads(node["metadata"] or "{}")
+    return os.path.relpath(meta.get("path", ""), root), meta.get("start", 0), meta.get("end", 0)
+
+
+def metrics(spans: list[tuple[str, int, int]], gold: list[tuple[str, int, int]], k: int = 10) -> dict:
+    spans = spans[:k]
+    gold_files = {g[0] for g in gold}
+    files = list(dict.fromkeys(s[0] for s in spans))[:k]
+    dcg = sum(1 / math.log2(i + 2) for i, f in enumerate(files) if f in gold_files)
+    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(gold_files), k)))
+
+    def overlaps(s, g):
+        return s[0] == g[0] and s[1] <= g[2] and s[2] >= g[1]
+
+    found = sum(1 for g in gold if any(overlaps(s, g) for s in spans))
+    rr = next((1 / (i + 1) for i, s in enumerate(spans) if any(overlaps(s, g) for g in gold)), 0.0)
+    return {"ndcg": dcg / idcg if idcg else 0.0, "recall": found / len(gold), "mrr": rr}
+
+
+def run_queries(conn, root: str, queries, vectors, floors) -> dict:
+    """{mode: {"per_query": [...]}}: spans and metrics of every query in every mode."""
+    from memtree import search
+    from memtree.errors import BadRequest
+
+    out: dict = {m: [] for m in MODES}
+    for kind, text, gold in queries:
+        g = gold_ranges(root, gold)
+        vec = vectors(text) if vectors else None
+        for mode in MODES:
+            t0 = time.perf_counter()
+            if mode == "bm25":
+                rows = search.keyword(conn, text, {}, 10)
+                spans, abstained, ev = [hit_span(r[0], root) for r in rows], False, {}
+            else:
+                try:
+                    res = search.run(conn, text, mode, {}, 10, query_vector=vec, floors=floors)
+                except BadRequest:
+                    continue  # semantic without vectors: the mode is not reported
+                spans, abstained, ev = [hit_span(c.node, root) for c in res.hits], res.abstained, res.evidence
+            ms = (time.perf_counter() - t0) * 1000
+            row = {"kind": kind, "query": text, "abstained": abstained or not spans, "evidence": ev, "ms": ms,
+                   "degraded": mode != "bm25" and bool(res.degraded)}
+            row.update(metrics(spans, g) if g else {})
+            out[mode].append(row)
+    return out
+
+
+def table(results: dict) -> dict:
+    """{mode: {kind: {ndcg, recall, mrr, n}, "abstain": {...}}}"""
+    summary: dict = {}
+    for mode, rows in results.items():
+        if not rows:
+            continue
+        s: dict = {}
+        for kind in (*KINDS, "all"):
+            sel = [r for r in rows if r["kind"] != "none" and (kind == "all" or r["kind"] == kind)]
+            if sel:
+                s[kind] = {m: round(sum(r[m] for r in sel) / len(sel), 3) for m in ("ndcg", "recall", "mrr")}
+                s[kind]["n"] = len(sel)
+        none = [r for r in rows if r["kind"] == "none"]
+        ans = [r for r in rows if r["kind"] != "none"]
+        s["abstain"] = {"no_answer": round(sum(r["abstained"] for r in none) / max(len(none), 1), 3),
+                        "answerable_left_empty": round(sum(r["abstained"] for r in ans) / max(len(ans), 1), 3),
+                        "n_none": len(none)}
+        summary[mode] = s
+    return summary
+
+
+def print_table(summary: dict) -> None:
+    print(f"{'mode':<9} {'kind':<13} {'NDCG@10':>8} {'R@10':>6} {'MRR@10':>7} {'n':>4}")
+    for mode, s in summary.items():
+        for kind in (*KINDS, "all"):
+            if kind in s:
+                r = s[kind]
+                print(f"{mode:<9} {kind:<13} {r['ndcg']:>8.3f} {r['recall']:>6.3f} {r['mrr']:>7.3f} {r['n']:>4}")
+        a = s["abstain"]
+        print(f"{mode:<9} abstention: {a['no_answer']:.3f} of {a['n_none']} no-answer queries; "
+              f"answerable left empty {a['answerable_left_empty']:.3f}")
+
+
+def evaluate(small: bool = False, cache: str | None = None, floors="default") -> dict:
+    from memtree import search
+    from memtree.store import db as store_db
+
+    root = fetch(cache_dir(cache))
+    queries = [q for q in QUERIES if not small or q[1] in SMALL]
+    with tempfile.TemporaryDirectory(prefix="memtree-eval-") as work:
+        proc, caller, paths = start_writer(work)
+        try:
+            t0 = time.perf_counter()
+            n_chunks = ingest(root, caller)
+            ingest_s = time.perf_counter() - t0
+            emb = embedder()
+            vectors = emb.prepare(paths, caller) if emb else None
+        finally:
+            caller.close()
+            stop(proc)
+        conn = store_db.open_read(paths.db)
+        try:
+            results = run_queries(conn, root, queries, vectors, search.FLOORS if floors == "default" else floors)
+        finally:
+            conn.close()
+    return {"chunks": n_chunks, "ingest_s": ingest_s, "results": results, "summary": table(results),
+            "answerable": sum(1 for q in queries if q[0] != "none"), "no_answer": sum(1 for q in queries if q[0] == "none"),
+            "provider": emb.name if emb else "none"}
+
+
+def load_baseline() -> dict:
+    import orjson
+
+    try:
+        with open(BASELINE, "rb") as f:
+            return orjson.loads(f.read())
+    except FileNotFoundError:
+        return {}
+
+
+def write_baseline(subset: str, provider: str, summary: dict) -> None:
+    """Baselines are kept per subset and per embedding provider: a run is only
+    compared with one made under the same conditions."""
+    import orjson
+
+    data = load_baseline()
+    data.setdefault(subset, {})[provider] = summary
+    with open(BASELINE, "wb") as f:
+        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import orjson
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="the CI subset only")
+    ap.add_argument("--cache", help="where the sdists are kept (default ~/.cache/memtree-eval)")
+    ap.add_argument("--write-baseline", action="store_true", help=f"write the figures to {BASELINE}")
+    args = ap.parse_args(argv)
+    out = evaluate(args.small, args.cache)
+    print(f"corpus: {', '.join(f'{k}=={v}' for k, v in CORPUS.items())}; {out['chunks']} chunks ingested "
+          f"through PutFile in {out['ingest_s']:.1f}s; {out['answerable']} answerable + {out['no_answer']} no-answer "
+          f"queries")
+    print_table(out["summary"])
+    print(f"embeddings: {out['provider']}" + ("" if out["provider"] != "none" else
+          " (no provider installed: semantic not run, hybrid ran degraded to keyword)"))
+    if args.write_baseline:
+        write_baseline("small" if args.small else "full", out["provider"], out["summary"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

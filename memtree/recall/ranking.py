@@ -1,0 +1,233 @@
+"""Code-aware ranking over search candidates (keyword, semantic or fused).
+
+Plain BM25 ranks a chunk that *uses* a name as high as the one that defines
+it, and lets one file's many chunks crowd out the others. Most of semble's
+lift over BM25 comes from a few priors applied before any embedding; these
+are ours, each a small function:
+
+- definition: a symbol query (``Flask``, ``get_in``, ``Job.run``) lifts the
+  chunk whose ``symbol`` metadata (from read's ``ast`` chunking) or first
+  ``def``/``class`` line names it; more when the file is named after it;
+- coverage: the IDF-weighted share of the query's terms a chunk contains
+  (content, symbol and path), so a chunk matching the rare words beats one
+  repeating a common word;
+- path: query words in the file name or its folder count for prose queries;
+- penalties: test files, unless the query asks for tests;
+- file coherence and diversity: a file with several matching chunks lifts its
+  best chunk, and each further chunk of one file decays (x0.5 each), or, with
+  ``group_files``, one file's chunks become one hit.
+
+Pure functions over candidate dicts; the SQL lives in store/.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+
+import orjson
+
+# A bare identifier, dotted name, or one with an underscore or a capital:
+# "Job", "get_in", "Job.run", "_private". A lowercase single word ("session")
+# reads as prose, not as a symbol lookup (semble draws the same line).
+_SYMBOL_QUERY = re.compile(
+    r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+    r"|_[A-Za-z0-9_]*|[A-Za-z][A-Za-z0-9]*[A-Z_][A-Za-z0-9_]*|[A-Z][A-Za-z0-9]*)$")
+# Identifiers worth a (half) definition boost inside a prose query.
+_EMBEDDED_SYMBOL = re.compile(r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+"
+                              r"|[a-z][a-z0-9]*_[a-z0-9_]+)\b")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing|__tests__)/|(?:^|/)test_[^/]*$|_test\.py$|(?:^|/)conftest\.py$")
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i if in is it its of on or that the this "
+    "to was what when where which who why with into onto over under one another every each all any some "
+    "same so than then there these those they them their we you your our not no get gets".split())
+
+DEFINITION_BOOST = 3.0  # in units of the best base score (1.0 after normalising)
+EMBEDDED_BOOST = 1.0  # a symbol named inside a prose query may be incidental
+STEM_FACTOR = 1.5  # the defining file is named after the symbol (cachetools/ttl.py for TTLCache)
+PATH_BOOST = 0.5  # times the share of prose-query words found in the file's name or folder
+COHERENCE = 0.2  # a file's best chunk gains this times its file's share of the candidates' total
+TEST_PENALTY = 0.5
+SATURATION_DECAY = 0.5
+
+
+@dataclass
+class Candidate:
+    """One node under consideration; ``base`` is its normalised retrieval score."""
+
+    node: dict
+    base: float
+    snippet: str | None = None
+    keyword_rank: int | None = None
+    semantic_rank: int | None = None
+    similarity: float | None = None  # cosine similarity to the query, when embedded
+    coverage: float = 0.0
+    score: float = 0.0
+    also: list[str] = field(default_factory=list)  # other chunk ids of the file (group_files)
+    meta: dict = field(default_factory=dict)  # the node's metadata, parsed once
+
+    def __post_init__(self) -> None:
+        raw = self.node.get("metadata")
+        if isinstance(raw, dict):
+            self.meta = raw
+        elif isinstance(raw, (str, bytes)) and raw:
+            try:
+                parsed = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                parsed = {}
+            self.meta = parsed if isinstance(parsed, dict) else {}
+
+    @property
+    def path(self) -> str:
+        if isinstance(self.meta.get("path"), str):
+            return self.meta["path"]
+        uri = self.node.get("source_uri") or ""
+        return uri[len("file://"):].split("#", 1)[0] if uri.startswith("file://") else ""
+
+    @property
+    def symbol(self) -> str | None:
+        sym = self.meta.get("symbol")
+        return sym if isinstance(sym, str) else None
+
+
+def split_identifier(word: str) -> list[str]:
+    """``HTTPServerError`` -> http, server, error; ``get_in`` -> get, in."""
+    out = []
+    for part in word.split("_"):
+        out += [p.lower() for p in _CAMEL.findall(part)]
+    return out
+
+
+def stem(word: str) -> str:
+    """A crude suffix strip so 'expires', 'expired' and 'expire' meet."""
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ers", "er", "ed", "es", "s", "e", "y"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed, lowercased identifier parts of ``text``, stopwords out, in order, once each."""
+    out: list[str] = []
+    for w in re.findall(r"[A-Za-z0-9_]+", text):
+        for part in [w.lower(), *split_identifier(w)]:
+            if part and part not in STOPWORDS and not part.isdigit() and len(part) > 1:
+                out.append(stem(part))
+    return list(dict.fromkeys(out))
+
+
+def is_symbol_query(query: str) -> bool:
+    return _SYMBOL_QUERY.match(query.strip()) is not None
+
+
+def queried_symbols(query: str) -> tuple[set[str], float]:
+    """The names a definition of which should win, and the boost for them."""
+    q = query.strip()
+    if is_symbol_query(q):
+        return {q, q.rsplit(".", 1)[-1]}, DEFINITION_BOOST
+    return set(_EMBEDDED_SYMBOL.findall(query)), EMBEDDED_BOOST
+
+
+def _def_line(name: str) -> re.Pattern:
+    return re.compile(r"^\s*(?:async\s+def|def|class)\s+" + re.escape(name) + r"\b", re.MULTILINE)
+
+
+def defines(c: Candidate, names: set[str]) -> bool:
+    sym = c.symbol
+    if sym is not None:
+        if sym in names or sym.rsplit(".", 1)[-1] in names:
+            return True
+        if c.node.get("kind") == "file_chunk":
+            return False  # ast already named this chunk's symbol
+    content = c.node.get("content") or ""
+    return any(_def_line(n).search(content) for n in names)
+
+
+def _stem_matches(path: str, names: set[str]) -> bool:
+    stem_ = os.path.splitext(os.path.basename(path))[0].lower().replace("_", "")
+    return any(stem_ and stem_ in (n.lower().replace("_", ""), n.lower().rstrip("s")) for n in names)
+
+
+def _path_words(path: str) -> set[str]:
+    if not path:
+        return set()
+    parts = path.replace("\\", "/").split("/")
+    words = terms(os.path.splitext(parts[-1])[0])
+    if len(parts) > 1:
+        words += terms(parts[-2])
+    return set(words)
+
+
+def coverage(cand_terms: set[str], q_terms: list[str], idf: dict[str, float]) -> float:
+    total = sum(idf.get(t, 1.0) for t in q_terms)
+    if not total:
+        return 0.0
+    return sum(idf.get(t, 1.0) for t in q_terms if t in cand_terms) / total
+
+
+def candidate_terms(c: Candidate) -> set[str]:
+    return set(terms((c.node.get("content") or "") + " " + (c.symbol or "") + " " + c.path))
+
+
+def score(cands: list[Candidate], query: str, idf: dict[str, float]) -> None:
+    """Set ``coverage`` and ``score`` on each candidate (in place)."""
+    q_terms = terms(query)
+    names, def_boost = queried_symbols(query)
+    symbol_query = is_symbol_query(query)
+    asks_tests = "test" in query.lower()
+    words = set(q_terms)
+    for c in cands:
+        c.coverage = coverage(candidate_terms(c), q_terms, idf)
+        s = c.base * (0.25 + 0.75 * c.coverage)
+        path = c.path
+        if names and defines(c, names):
+            s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0)
+        if not symbol_query and words:
+            hit = len(words & _path_words(path))
+            s += PATH_BOOST * hit / len(words)
+        if not asks_tests and _TEST_PATH.search(path):
+            s *= TEST_PENALTY
+        c.score = s
+    _file_coherence(cands)
+
+
+def _file_coherence(cands: list[Candidate]) -> None:
+    by_file: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_file.setdefault(c.path or c.node["id"], []).append(c)
+    sums = {f: sum(c.score for c in cs) for f, cs in by_file.items()}
+    top = max(sums.values(), default=0.0)
+    if top <= 0:
+        return
+    for f, cs in by_file.items():
+        best = max(cs, key=lambda c: c.score)
+        best.score += COHERENCE * sums[f] / top
+
+
+def select(cands: list[Candidate], limit: int, group_files: bool = False) -> list[Candidate]:
+    """The best ``limit``, each further chunk of a file decayed, or merged into one hit per file."""
+    ranked = sorted(cands, key=lambda c: (-c.score, c.node["id"]))
+    seen: dict[str, int] = {}
+    out: list[Candidate] = []
+    firsts: dict[str, Candidate] = {}
+    for c in ranked:
+        key = c.path or c.node["id"]
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        if group_files and key in firsts:
+            firsts[key].also.append(c.node["id"])
+            continue
+        c.score *= SATURATION_DECAY ** n
+        firsts.setdefault(key, c)
+        out.append(c)
+    out.sort(key=lambda c: (-c.score, c.node["id"]))
+    return out[:limit]
+
+
+def idf_from_counts(counts: dict[str, int], n_docs: int) -> dict[str, float]:
+    """BM25's IDF; an unseen term weighs as much as the rarest possible one."""
+    return {t: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for t, df in counts.items()}
