@@ -81,19 +81,24 @@ def gold_ranges(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
 
 # -- ingest through the real writer ----------------------------------------------------------
 
-def start_writer(workdir: str):
+def eval_config():
+    from memtree.config.defaults import defaults
+    from memtree.config.loader import Config, validate
+
+    # The embed walker starts on the backlog at once instead of after 5 s idle.
+    return Config(validate({"walkers": {"embeddingIdleMs": 100}}, "<eval>", defaults()), ["<eval>"])
+
+
+def start_writer(workdir: str, config):
     from memtree import protocol
     from memtree.actorenv import ActorContext
     from memtree.client import Caller
-    from memtree.config.defaults import defaults
-    from memtree.config.loader import Config, validate
     from memtree.paths import prepare_store, store_paths
 
     project = os.path.join(workdir, "project")
     os.makedirs(project, exist_ok=True)
     paths = store_paths(project, "e" * 16, home=os.path.join(workdir, "home"))
     prepare_store(paths)
-    config = Config(validate({}, "<eval>", defaults()), ["<eval>"])
     env = {**os.environ, **ActorContext("writer", paths, config, None).child_env()}
     log = open(paths.log_file("writer"), "ab")
     proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.actors.writer"], env=env, stdout=log,
@@ -146,14 +151,46 @@ def ingest(root: str, caller) -> int:
     return n
 
 
-def embedder():
-    """The embed walker's provider, or None while none is installed (hybrid
-    then runs degraded to keyword, as it would for a user, and says so)."""
+def embed_corpus(paths, config) -> object | None:
+    """Run the real embed walker until every live chunk has a vector; return
+    the provider (queries are embedded in-process by the same function the
+    walker answers EmbedQuery with), or None when no provider can load here
+    (hybrid then runs degraded to keyword, as it would for a user)."""
+    from memtree.actorenv import ActorContext
+    from memtree.recall.embeddings import ProviderUnavailable, load_provider
+    from memtree.store import db as store_db
+
     try:
-        from memtree.recall import embed_eval  # noqa: F401  (bridge written once embeddings land)
-    except ImportError:
+        provider = load_provider(config)
+    except ProviderUnavailable as e:
+        print(f"embeddings unavailable: {e.message}")
         return None
-    return embed_eval
+    env = {**os.environ, **ActorContext("walker.embed", paths, config, None).child_env()}
+    log = open(paths.log_file("walker.embed"), "ab")
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.actors.walkers.embed"], env=env, stdout=log,
+                            stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    conn = store_db.open_read(paths.db)
+    try:
+        deadline = time.monotonic() + 600  # the issue's bound for a 10k backlog on 2 cores
+        while True:
+            missing = conn.execute(
+                "SELECT count(*) FROM nodes n WHERE n.kind = 'file_chunk' AND n.status = 'live' AND NOT EXISTS "
+                "(SELECT 1 FROM nodes_vec v WHERE v.node_id = n.id AND v.model = ?)", (provider.name,)).fetchone()[0]
+            if not missing:
+                return provider
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"embed walker left {missing} chunks unembedded; see {paths.log_file('walker.embed')}")
+            time.sleep(0.2)
+    finally:
+        conn.close()
+        stop(proc)
+
+
+def query_embedder(provider):
+    def embed(text: str) -> dict:
+        return {"model": provider.name, "dim": provider.dim, "vector": provider.embed([text])[0]}
+    return embed
 
 
 # -- metrics ---------------------------------------------------------------------------------
@@ -180,7 +217,7 @@ def metrics(spans: list[tuple[str, int, int]], gold: list[tuple[str, int, int]],
     return {"ndcg": dcg / idcg if idcg else 0.0, "recall": found / len(gold), "mrr": rr}
 
 
-def run_queries(conn, root: str, queries, vectors, floors) -> dict:
+def run_queries(conn, root: str, queries, vectors) -> dict:
     """{mode: {"per_query": [...]}}: spans and metrics of every query in every mode."""
     from memtree import search
     from memtree.errors import BadRequest
@@ -196,7 +233,7 @@ def run_queries(conn, root: str, queries, vectors, floors) -> dict:
                 spans, abstained, ev = [hit_span(r[0], root) for r in rows], False, {}
             else:
                 try:
-                    res = search.run(conn, text, mode, {}, 10, query_vector=vec, floors=floors)
+                    res = search.run(conn, text, mode, {}, 10, query_vector=vec)
                 except BadRequest:
                     continue  # semantic without vectors: the mode is not reported
                 spans, abstained, ev = [hit_span(c.node, root) for c in res.hits], res.abstained, res.evidence
@@ -241,31 +278,59 @@ def print_table(summary: dict) -> None:
               f"answerable left empty {a['answerable_left_empty']:.3f}")
 
 
-def evaluate(small: bool = False, cache: str | None = None, floors="default") -> dict:
+def calibrate(results: dict, penalty: float = 3.0) -> None:
+    """Print the abstention trade-off over a grid of floors, from the evidence
+    every search recorded (keyword rows: the keyword-only floor; hybrid rows:
+    the fused coverage x similarity floors). Score = share of no-answer queries
+    emptied - penalty x share of answerable ones emptied."""
+    def trade(rows, rule):
+        none = [r["evidence"] for r in rows if r["kind"] == "none"]
+        ans = [r["evidence"] for r in rows if r["kind"] != "none"]
+        a, f = sum(map(rule, none)) / len(none), sum(map(rule, ans)) / len(ans)
+        return round(a - penalty * f, 3), round(a, 3), round(f, 3)
+
+    grid = [i / 100 for i in range(20, 101, 2)]
+    kw = sorted(((*trade(results["keyword"], lambda e, c=c: e["coverage"] < c), c) for c in grid), reverse=True)
+    print("keyword-only floor (score, no-answer emptied, answerable emptied, coverage floor):")
+    for row in kw[:6]:
+        print("  ", row)
+    hyb = [r for r in results.get("hybrid", []) if r["evidence"].get("similarity") is not None]
+    if hyb:
+        fused = sorted(((*trade(hyb, lambda e, c=c, s=s: e["coverage"] < c and e["similarity"] < s), c, s)
+                        for c in grid for s in grid), reverse=True)
+        print("fused floors (score, no-answer emptied, answerable emptied, coverage floor, similarity floor):")
+        for row in fused[:10]:
+            print("  ", row)
+
+
+def evaluate(small: bool = False, cache: str | None = None) -> dict:
     from memtree import search
     from memtree.store import db as store_db
 
     root = fetch(cache_dir(cache))
     queries = [q for q in QUERIES if not small or q[1] in SMALL]
     with tempfile.TemporaryDirectory(prefix="memtree-eval-") as work:
-        proc, caller, paths = start_writer(work)
+        config = eval_config()
+        proc, caller, paths = start_writer(work, config)
         try:
             t0 = time.perf_counter()
             n_chunks = ingest(root, caller)
             ingest_s = time.perf_counter() - t0
-            emb = embedder()
-            vectors = emb.prepare(paths, caller) if emb else None
+            t0 = time.perf_counter()
+            provider = embed_corpus(paths, config)
+            embed_s = time.perf_counter() - t0
+            vectors = query_embedder(provider) if provider else None
         finally:
             caller.close()
             stop(proc)
         conn = store_db.open_read(paths.db)
         try:
-            results = run_queries(conn, root, queries, vectors, search.FLOORS if floors == "default" else floors)
+            results = run_queries(conn, root, queries, vectors)
         finally:
             conn.close()
     return {"chunks": n_chunks, "ingest_s": ingest_s, "results": results, "summary": table(results),
             "answerable": sum(1 for q in queries if q[0] != "none"), "no_answer": sum(1 for q in queries if q[0] == "none"),
-            "provider": emb.name if emb else "none"}
+            "provider": provider.name if provider else "none", "embed_s": embed_s}
 
 
 def load_baseline() -> dict:
@@ -295,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="the CI subset only")
     ap.add_argument("--cache", help="where the sdists are kept (default ~/.cache/memtree-eval)")
+    ap.add_argument("--calibrate", action="store_true", help="print the abstention floors' trade-off grid")
     ap.add_argument("--write-baseline", action="store_true", help=f"write the figures to {BASELINE}")
     args = ap.parse_args(argv)
     out = evaluate(args.small, args.cache)
@@ -302,8 +368,11 @@ def main(argv: list[str] | None = None) -> int:
           f"through PutFile in {out['ingest_s']:.1f}s; {out['answerable']} answerable + {out['no_answer']} no-answer "
           f"queries")
     print_table(out["summary"])
-    print(f"embeddings: {out['provider']}" + ("" if out["provider"] != "none" else
+    print(f"embeddings: {out['provider']}, corpus embedded by the embed walker in {out['embed_s']:.1f}s"
+          + ("" if out["provider"] != "none" else
           " (no provider installed: semantic not run, hybrid ran degraded to keyword)"))
+    if args.calibrate:
+        calibrate(out["results"])
     if args.write_baseline:
         write_baseline("small" if args.small else "full", out["provider"], out["summary"])
     return 0

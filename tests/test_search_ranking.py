@@ -93,9 +93,9 @@ def test_no_answer_queries_return_no_hits_while_answerable_ones_still_do(store, 
     for query in NO_ANSWER:
         out = search.run(conn, query, "keyword", {}, 10)
         assert (_ids(out), out.abstained) == ([], True), query
-        assert out.evidence["coverage"] < search.FLOORS["keyword"]
+        assert out.evidence["coverage"] < search.KEYWORD_ONLY_FLOOR
         # Without the floor the same query would have filled the answer with noise.
-        assert _ids(search.run(conn, query, "keyword", {}, 10, floors=None)) != []
+        assert _ids(search.run(conn, query, "keyword", {}, 10, abstain=False)) != []
     answered = search.run(conn, "parse an interval such as 5m into seconds", "keyword", {}, 10)
     assert not answered.abstained and _ids(answered)[0] == store.defining
 
@@ -112,9 +112,9 @@ def test_hybrid_without_an_embedding_degrades_to_keyword_and_says_so(store):
 
 
 def test_one_file_cannot_crowd_out_the_others_and_group_files_merges_a_files_chunks(store, conn):
-    ranked = search.run(conn, "parse_interval", "keyword", {}, 4, floors=None)
+    ranked = search.run(conn, "parse_interval", "keyword", {}, 4, abstain=False)
     assert {c.path for c in ranked.hits} == {os.path.join(store.root, n) for n in ("timing.py", *USES)}
-    grouped = search.run(conn, "interval", "keyword", {}, 10, group_files=True, floors=None)
+    grouped = search.run(conn, "interval", "keyword", {}, 10, group_files=True, abstain=False)
     paths = [c.path for c in grouped.hits]
     assert len(paths) == len(set(paths))
     timing = next(c for c in grouped.hits if c.path.endswith("timing.py"))
