@@ -83,12 +83,7 @@ def _recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=N
     return _listing(f"recent {what} nodes, newest first: {len(rows)}", [(n, None, None) for n in rows], svc)
 
 
-def _search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None) -> str:
-    mode = check_mode(mode)
-    filters = check_filters(filters)
-    limit = check_limit(limit, 10)
-    fts_query(query)  # a bad query is an error before any embedding is asked for
-    vector, why = (None, None) if mode == "keyword" else await query_vector(svc, query)
+def _search(svc, query, mode, limit, filters, vector, why) -> str:
     out = run(svc.db(), query, mode, filters, limit, query_vector=vector, vector_note=why)
     title = f"search {query!r} ({out.mode}): {len(out.hits)} result(s)"
     if out.degraded:
@@ -175,7 +170,13 @@ async def recent(svc, since=None, kind=None, limit=None, status=None, budget_tok
 
 
 async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None) -> str:
-    return await svc.run_sync(_search, svc, query, mode, limit, filters, budget_tokens)
+    mode = check_mode(mode)
+    filters = check_filters(filters)
+    limit = check_limit(limit, 10)
+    fts_query(query)  # a bad query is an error before any embedding is asked for
+    # The query embedding is awaited here, bounded, before the SQL goes to a thread.
+    vector, why = (None, None) if mode == "keyword" else await query_vector(svc, query)
+    return await svc.run_sync(_search, svc, query, mode, limit, filters, vector, why)
 
 
 async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:

@@ -82,11 +82,11 @@ def _first_id(text: str) -> str | None:
 
 
 def test_a_paraphrase_is_found_by_semantic_search_where_keyword_search_finds_nothing(store):
-    keyword = store.ok("search", {"query": PARAPHRASE, "mode": "keyword"})
+    keyword = store.ok("recall", {"query": PARAPHRASE, "mode": "keyword"})
     assert ids_in(keyword) == set()
-    semantic = store.ok("search", {"query": PARAPHRASE, "mode": "semantic"})
+    semantic = store.ok("recall", {"query": PARAPHRASE, "mode": "semantic"})
     assert "(semantic)" in semantic and _first_id(semantic) == store.celsius
-    hybrid = store.ok("search", {"query": PARAPHRASE})
+    hybrid = store.ok("recall", {"query": PARAPHRASE})
     assert "(hybrid)" in hybrid and "degraded" not in hybrid and _first_id(hybrid) == store.celsius
 
 
@@ -109,7 +109,7 @@ def test_hybrid_ranks_a_node_matching_both_ways_above_nodes_matching_one_way(sto
     # words-only node comes last.
     assert kw[0] == words and both in kw and meaning not in kw, [names.get(i) for i in kw]
     assert sem.index(both) < sem.index(meaning) < sem.index(words), [names.get(i) for i in sem]
-    text = store.ok("search", {"query": QUERY, "filters": {"kind": "note"}})
+    text = store.ok("recall", {"query": QUERY, "filters": {"kind": "note"}})
     assert "(hybrid)" in text
     order = [i for i in re.findall(r"^([0-9A-HJKMNP-TV-Z]{26}) ", text, re.MULTILINE)]
     assert order[0] == both and {words, meaning} <= set(order[1:]), [names.get(i) for i in order]

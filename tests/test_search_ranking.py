@@ -1,6 +1,6 @@
 """Code-aware ranking and abstention, end to end: files captured by the real
 wrapped ``read`` over real stdio (real writer, real SQLite), searched through
-the real MCP ``search`` tool and through the library on a read connection."""
+the real MCP ``recall`` tool (its search) and through the library on a read connection."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ def test_a_symbol_query_ranks_the_defining_chunk_first_over_three_files_that_use
     assert plain[0] != store.defining and store.defining in plain
 
 
-def test_the_mcp_search_tool_answers_a_symbol_query_with_the_definition_first(store):
-    text = store.ok("search", {"query": "parse_interval", "mode": "keyword"})
+def test_the_mcp_recall_tool_answers_a_symbol_query_with_the_definition_first(store):
+    text = store.ok("recall", {"query": "parse_interval", "mode": "keyword"})
     first = re.search(r"^([0-9A-HJKMNP-TV-Z]{26}) ", text, re.MULTILINE).group(1)
     assert first == store.defining
 
@@ -100,13 +100,13 @@ def test_no_answer_queries_return_no_hits_while_answerable_ones_still_do(store, 
     assert not answered.abstained and _ids(answered)[0] == store.defining
 
 
-def test_the_mcp_search_tool_says_when_it_abstains(store):
-    text = store.ok("search", {"query": NO_ANSWER[0], "mode": "keyword"})
+def test_the_mcp_recall_tool_says_when_it_abstains(store):
+    text = store.ok("recall", {"query": NO_ANSWER[0], "mode": "keyword"})
     assert ids_in(text) == set() and "no hits: nothing relevant enough" in text
 
 
 def test_hybrid_without_an_embedding_degrades_to_keyword_and_says_so(store):
-    text = store.ok("search", {"query": "parse_interval"})
+    text = store.ok("recall", {"query": "parse_interval"})
     assert "(keyword)" in text and "hybrid degraded to keyword" in text
     assert store.defining in ids_in(text)
 
