@@ -121,8 +121,9 @@ class Writer(Actor):
     # -- lifecycle ------------------------------------------------------------------
     def on_start(self) -> None:
         self.db = store_db.open_write(self.paths.db)
-        self.write_sock = self.bind(zmq.ROUTER, protocol.SOCK_WRITE)
-        self.ingest_sock = self.bind(zmq.ROUTER, protocol.SOCK_INGEST)
+        # A flood of oversized messages is cut off at the socket, never buffered.
+        self.write_sock = self.bind(zmq.ROUTER, protocol.SOCK_WRITE, maxmsgsize=protocol.MAX_MESSAGE_BYTES)
+        self.ingest_sock = self.bind(zmq.ROUTER, protocol.SOCK_INGEST, maxmsgsize=protocol.MAX_MESSAGE_BYTES)
         self.events = self.bind(zmq.PUB, protocol.SOCK_EVENTS)
         self.add_reader(self.write_sock, self._on_readable)
         self.add_reader(self.ingest_sock, self._on_readable)

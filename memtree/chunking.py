@@ -117,6 +117,8 @@ def chunk_python(text: str, lines: list[str] | None = None) -> Chunked:
         line = getattr(e, "lineno", None)
         where = f" at line {line}" if line else ""
         return Chunked("text", chunk_windows(lines), [], len(lines), f"{type(e).__name__}{where}: {e.args[0] if e.args else e}")
+    except (RecursionError, MemoryError):  # a deeply nested expression overflows the parser's stack
+        return Chunked("text", chunk_windows(lines), [], len(lines), "nested too deeply for the Python parser")
     n = len(lines)
     chunks: list[dict] = []
     symbols: list[Symbol] = []

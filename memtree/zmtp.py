@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover
 SIGNATURE = b"\xff" + b"\x00" * 8 + b"\x7f"
 GREETING = SIGNATURE + b"\x03\x00" + b"NULL".ljust(20, b"\x00") + b"\x00" + b"\x00" * 31
 FLAG_MORE, FLAG_LONG, FLAG_COMMAND = 0x01, 0x02, 0x04
-MAX_FRAME = 64 * 1024 * 1024  # refuse a peer that announces more (garbage or hostile)
+MAX_FRAME = 64 * 1024 * 1024  # refuse a peer that announces more (= protocol.MAX_MESSAGE_BYTES)
 PEER_TYPES = (b"ROUTER",)
 
 

@@ -120,3 +120,13 @@ def test_budget_is_never_exceeded_and_the_rest_is_counted(h, budget):
         assert m, out
         shown = len(re.findall(r"^\s+\d+: hit number", out, re.M))
         assert int(m.group(1)) == 400 - shown
+
+
+def test_a_hit_on_a_line_over_16_mb_is_left_out_and_counted_and_the_rest_stored(h):
+    h.write("minified.js", "var needle='" + "a" * (17 * 1024 * 1024) + "';\n")
+    h.write("small.txt", "the needle is here\n")
+    out = h.run(grep, "needle")
+    assert "1 hits on lines over 1024 KB left out" in out, out[:500]
+    node = stored_node_id(out)
+    children = h.rows("SELECT json_extract(metadata,'$.path') FROM nodes WHERE parent_id=?", (node,))
+    assert {c[0] for c in children} == {os.path.join(h.root, "small.txt")}

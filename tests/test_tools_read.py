@@ -194,6 +194,16 @@ def test_broken_python_and_other_files_are_cut_into_windows(h):
     assert spans == [(1, WINDOW_LINES), (WINDOW_LINES + 1, 2 * WINDOW_LINES), (2 * WINDOW_LINES + 1, 450)]
 
 
+@pytest.mark.parametrize("expr", ["1+" * 100000 + "1", "-" * 100000 + "1"])
+def test_a_deeply_nested_python_expression_falls_back_to_windows(h, expr):
+    h.write("deep.py", "def first():\n    return 1\n" + f"x = {expr}\n" + "y = 2\n" * 250)
+    out = h.run(read, "deep.py", lines="1-2")
+    assert "nested too deeply" in out and numbered(out) == {1: "def first():", 2: "    return 1"}
+    spans = h.rows("SELECT json_extract(metadata,'$.start'), json_extract(metadata,'$.end') FROM nodes "
+                   "WHERE kind='file_chunk' AND source_uri LIKE '%deep.py%' ORDER BY 1")
+    assert spans == [(1, WINDOW_LINES), (WINDOW_LINES + 1, 253)]
+
+
 def test_missing_file_and_directory_are_clear_errors(h):
     with pytest.raises(NotFound):
         h.run(read, "nope.py")

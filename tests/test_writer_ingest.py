@@ -105,3 +105,30 @@ def test_the_same_capture_sent_twice_is_stored_once_and_gets_the_first_reply(wri
     other = ingest(paths, dict(p, tool_use_id="toolu_a_later_read"))["result"]
     assert "duplicate" not in other and other["ids"] and not set(other["ids"]) & stored
     assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='file_chunk'")} == stored | set(other["ids"])
+
+
+@pytest.mark.parametrize("sock_name", [protocol.SOCK_INGEST, protocol.SOCK_WRITE])
+def test_an_oversized_message_is_cut_off_at_the_socket_and_the_writer_serves_on(writer, sock_name):
+    import zmq
+    from zmq.utils.monitor import recv_monitor_message
+
+    paths, proc = writer
+    ctx = zmq.Context.instance()
+    flood = ctx.socket(zmq.DEALER)
+    flood.setsockopt(zmq.LINGER, 0)
+    flood.setsockopt(zmq.RECONNECT_IVL, 60_000)  # one disconnect is the signal; no retry of the flood
+    monitor = flood.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+    try:
+        flood.connect(paths.endpoint(sock_name))
+        flood.send(b"{" + b"x" * protocol.MAX_MESSAGE_BYTES)  # one byte over the cap, not JSON
+        assert monitor.poll(30_000), "the writer kept the connection of an oversized message"
+        assert recv_monitor_message(monitor)["event"] == zmq.EVENT_DISCONNECTED
+    finally:
+        flood.disable_monitor()
+        monitor.close(linger=0)
+        flood.close(linger=0)
+    # Positive control: a small malformed frame is read, answered and counted; the big one never was.
+    reply = protocol.decode(raw_call(paths.endpoint(sock_name), [b"{not json"])[-1]).body
+    assert reply["ok"] is False and reply["error"]["code"] == "bad_request"
+    assert rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(1,)]
+    assert proc.poll() is None

@@ -23,6 +23,7 @@ from memtree.tools import call_repr, check_budget, clip_line, count, display_pat
 TIMEOUT_S = 30.0
 MAX_HITS = 1000  # ripgrep is stopped after this many matches
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024  # of ripgrep's JSON; stopped beyond it
+MAX_LINE_BYTES = 1024 * 1024  # one JSON event (a hit's whole line); longer ones are left out and counted
 MAX_CONTEXT = 10
 CASES = {None: "--smart-case", "smart": "--smart-case", "sensitive": "--case-sensitive",
          "insensitive": "--ignore-case", True: "--case-sensitive", False: "--ignore-case"}
@@ -63,22 +64,44 @@ def _args(pattern, glob, case, context) -> tuple[list[str], list[str], int]:
     return flags, globs or [], context
 
 
-async def _run_rg(argv: list[str], cwd: str) -> tuple[list[dict], str, int, bool]:
-    """(JSON events, stderr, exit code, stopped early) for one ripgrep run."""
+async def _json_lines(stream, max_line: int):
+    """ripgrep's JSON lines, read in blocks; a line longer than ``max_line``
+    (a minified file's 16 MB line) is skipped unread and yields None."""
+    buf, skipping = bytearray(), False
+    while chunk := await stream.read(1 << 16):
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            if not skipping:
+                buf += chunk[start:nl + 1]
+            yield None if skipping or len(buf) > max_line else bytes(buf)
+            buf.clear()
+            skipping, start = False, nl + 1
+        if not skipping:
+            buf += chunk[start:]
+            if len(buf) > max_line:
+                buf.clear()
+                skipping = True
+
+
+async def _run_rg(argv: list[str], cwd: str) -> tuple[list[dict], str, int, bool, int]:
+    """(JSON events, stderr, exit code, stopped early, lines too long to show) for one ripgrep run."""
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=MAX_OUTPUT_BYTES,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True,
     )
-    events, matches, size, stopped = [], 0, 0, False
+    events, matches, size, stopped, too_long = [], 0, 0, False, 0
 
     async def read_events() -> None:
-        nonlocal matches, size, stopped
-        while True:
-            line = await proc.stdout.readline()
-            if not line:
-                return
+        nonlocal matches, size, stopped, too_long
+        async for line in _json_lines(proc.stdout, MAX_LINE_BYTES):
+            if line is None:
+                too_long += 1
+                continue
             size += len(line)
-            ev = orjson.loads(line)
+            try:
+                ev = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
             events.append(ev)
             matches += ev.get("type") == "match"
             if matches >= MAX_HITS or size >= MAX_OUTPUT_BYTES:
@@ -95,7 +118,7 @@ async def _run_rg(argv: list[str], cwd: str) -> tuple[list[dict], str, int, bool
             _kill(proc)
         await proc.wait()
     err = (await stderr_task).decode("utf-8", errors="replace")
-    return events, err, proc.returncode, stopped
+    return events, err, proc.returncode, stopped, too_long
 
 
 async def _drain(stream, cap: int) -> bytes:
@@ -167,7 +190,7 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
         raise BadRequest(f"path {path!r} does not exist")
     argv = [rg_binary(), "--json", "--no-config", "--no-messages", *flags, *deny_globs(extra),
             "--regexp", pattern, "--", target]
-    events, err, code, stopped = await _run_rg(argv, root)
+    events, err, code, stopped, too_long = await _run_rg(argv, root)
     if code == 2 and not any(e.get("type") == "match" for e in events):
         msg = " ".join(line.strip() for line in err.splitlines() if line.strip()) or "ripgrep failed"
         raise BadRequest(f"grep: {msg}")
@@ -179,6 +202,8 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
         notes.append(f"stopped after {hits} hits (limit {MAX_HITS}) or {TIMEOUT_S:.0f}s; narrow with path= or glob=")
     if withheld:
         notes.append(f"{withheld} hits in secret files withheld")
+    if too_long:
+        notes.append(f"{too_long} hits on lines over {MAX_LINE_BYTES // 1024} KB left out")
     if not hits:
         return finish(f"{query}: no matches{'; ' + '; '.join(notes) if notes else ''}", budget)
     node_id, dedup = await _store(svc, query, files, root, notes, pattern, shown_target, globs, case, ctx_lines, stopped)
