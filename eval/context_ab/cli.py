@@ -106,7 +106,12 @@ def run(claude: str, proj: str, script: dict, out_dir: str, *, allowed: str = "R
             "HOME": home, "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"), "ANTHROPIC_BASE_URL": url,
             "ANTHROPIC_API_KEY": "sk-ant-dummy", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "15000", **(env or {})})
+            "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "15000"})
+        for k, v in (env or {}).items():  # None unsets: e.g. the CLI's own default MCP wait
+            if v is None:
+                full_env.pop(k, None)
+            else:
+                full_env[k] = v
         with open(os.path.join(out_dir, "claude_stdout.json"), "w") as out, \
                 open(os.path.join(out_dir, "claude_stderr.txt"), "w") as err:
             proc = subprocess.Popen(
