@@ -10,8 +10,10 @@ was installed). An install runs when the bundled manifest (pyproject.toml)
 differs from the installed one, the pattern Claude Code documents for
 plugin dependencies.
 
-  session-start   SessionStart hook: ready -> nothing; else start the
-                  install in the background and say so (never blocks a turn)
+  session-start   SessionStart hook: ready -> memtree's own SessionStart
+                  hook (the session brief), as `memtree install` registers
+                  it; else start the install in the background and say so
+                  (never blocks a turn)
   serve           MCP server: install first if needed (waiting for one in
                   progress), then exec ``memtree serve``
   install         install now (under a lock; a second one waits, then sees it done)
@@ -119,9 +121,11 @@ def _install_in_background(data: str) -> None:
 
 
 def session_start(data: str) -> int:
-    """Never blocks: ready -> silent; else the install goes to the background."""
+    """Never blocks: ready -> the brief hook (stdin passed on); else the install goes to the background."""
     if ready(data):
-        return 0
+        p = _paths(data)
+        py = os.path.join(p["venv"], "bin", "python")
+        os.execv(py, [py, "-I", "-S", os.path.join(p["lib"], "memtree", "hooks", "launch.py"), "session-start"])
     p = _paths(data)
     _install_in_background(data)
     why = ""

@@ -26,7 +26,7 @@ from tests.support import PYTHON
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORD = "zebrafinch"  # in the README only: found by search only if the Read was captured
+WORD = "zebrafinch"  # in the README only: found by recall only if the Read was captured
 README_LINE = f"A tiny project for driving Claude Code; it mentions the {WORD} once."
 
 
@@ -126,8 +126,8 @@ def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_
                           timeout=60, env={**os.environ, "MEMTREE_HOME": memtree_home})
     assert done.returncode == 0, done.stderr
     env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
-    result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__search")
-    _assert_captured_found_and_no_gap(_store_dir(proj, memtree_home), result, shown, "mcp__memtree__search")
+    result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__recall")
+    _assert_captured_found_and_no_gap(_store_dir(proj, memtree_home), result, shown, "mcp__memtree__recall")
 
 
 def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
@@ -143,12 +143,12 @@ def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
     with open(settings_path, "w") as f:
         json.dump(settings, f)
     env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
-    result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__search")
+    result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__recall")
     store_dir = _store_dir(proj, memtree_home)
     [slot] = [s for s in heartbeat.read_all(store_dir) if s["session"] == result["session_id"]]
     assert (slot["seen"], slot["transcript_calls"], slot["gap"]) == (0, 3, 3), slot
     # nothing was captured, so search cannot find it (the answer only echoes the query)
-    assert "driving Claude Code" not in shown["mcp__memtree__search"] and "0 result" in shown["mcp__memtree__search"]
+    assert "driving Claude Code" not in shown["mcp__memtree__recall"] and "0 result" in shown["mcp__memtree__recall"]
     with open(os.path.join(store_dir, "logs", "hook.log")) as f:
         assert "capture GAP" in f.read()
 
@@ -198,7 +198,7 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
     left = cli.reap_leftovers(str(tmp_path))
     assert left == [], f"processes left behind: {left}"
 
-    tool = "mcp__plugin_memtree_memtree__search"
+    tool = "mcp__plugin_memtree_memtree__recall"
     result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__plugin_memtree_memtree", tool)
     store_dir = _store_dir(proj, os.path.join(home, ".memtree"))
     _assert_captured_found_and_no_gap(store_dir, result, shown, tool)
