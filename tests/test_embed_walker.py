@@ -118,3 +118,17 @@ def test_ollama_provider_embeds_over_real_http(system):
         embeds = [r for r in ollama.requests if r["path"] == "/api/embed"]
         assert embeds and all(r["body"]["model"] == "test-embed" and isinstance(r["body"]["input"], list)
                               for r in embeds)
+
+
+def test_ctl_status_shows_why_the_embed_walker_is_idle(system_factory):
+    s = system_factory
+    url = f"http://127.0.0.1:{_closed_port()}"
+    s.write_config({"embeddingModel": "ollama:nomic-embed-text", "ollama": {"url": url}})
+    s.serve()
+    s.wait_running()
+    row = wait_until(lambda: (s.actor("walker.embed") or {}).get("info", {}).get("idle"), timeout=COLD_START_S,
+                     what="the idle reason in status")
+    assert url in row
+    done = s.ctl("status")
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("walker.embed"))
+    assert done.returncode == 0 and "RUNNING" in line and "idle=ollama at" in line
