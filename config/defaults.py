@@ -48,7 +48,7 @@ def defaults() -> dict:
             "rewriteReadTokens": 2000,
             "rewriteGrepTokens": 1000,
             "rewriteBashTokens": 1000,
-            "previewTokens": 800,  # budget of one preview
+            "previewTokens": 1000,  # budget of one preview
         },
         "bash": {"deny": [], "timeoutS": 60, "maxOutputBytes": 1000000},
         # Disk budget per project: over it, the pruner removes superseded, then stale,

@@ -7,7 +7,7 @@ file directly still works (earlier installs registered it). So it
 imports only cheap standard-library modules (``-X importtime`` shows each),
 sends one ``Ingest`` call to the writer's ingest socket with the stdlib ZMTP
 client, and waits ``capture.hookTimeoutMs`` (default 100 ms; env
-MEMTREE_HOOK_TIMEOUT_MS wins) plus 1 ms per KB of payload for the acknowledgement, which the writer sends
+MEMTREE_HOOK_TIMEOUT_MS wins) plus 4 ms per KB of payload for the acknowledgement, which the writer sends
 after commit. Without one, the payload is redacted (the only place ``re`` is
 loaded) and appended to the store's spool for the writer to drain later;
 a denied command or path spools nothing.
@@ -24,8 +24,10 @@ import sys
 
 DEFAULT_TIMEOUT_MS = 100
 # The ack wait grows with the payload (the writer redacts and commits it
-# first): an 80 KB Read gets ~180 ms; capped so a hook never stalls the agent long.
-ACK_MS_PER_KB = 1.0
+# first; redaction alone ran at ~0.7 KB/ms on a loaded 2-core box, and a large
+# output is only rewritten once acked): an 80 KB Read gets up to ~420 ms;
+# capped so a hook never stalls the agent long.
+ACK_MS_PER_KB = 4.0
 ACK_MAX_EXTRA_MS = 2000
 # Writer replies that mean "will never work": spooling would only fail again.
 NO_RETRY = ("bad_request", "refused", "unknown_type")

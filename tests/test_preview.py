@@ -62,7 +62,7 @@ def test_read_of_a_large_file_becomes_an_outline_in_the_read_shape_with_how_to_g
     text = f["content"]
     assert "01NODE" in text and "offset" in text and "limit" in text
     assert "class Store  L6-14" in text and "def helper  L17-19" in text and "def f0  L25-26" in text
-    assert "more definitions not listed" in text  # 300 definitions do not fit 800 tokens: says so
+    assert "more top-level definitions and all members not listed" in text  # 300 do not fit: says so
     assert tokens.count(text) <= CFG["previewTokens"]
     assert "return a * 299 + b" not in text  # bodies stay in the store
 

@@ -5,7 +5,9 @@ input may name text the model saw in an earlier tool result.
 memtree's node ids are random, so a script cannot spell them. A script's
 top-level ``"capture": {"NAME": "<regex with one group>"}`` is matched against
 every tool_result in the request (latest match wins), and ``${NAME}`` in the
-next turns is replaced by the group, like the harness's own ``--var``.
+next turns is replaced by the group, like the harness's own ``--var``; a
+value that is exactly ``"${NAME}"`` with a numeric capture becomes a number
+(Read's offset and limit must be numbers).
 
     python -m memtree.eval.context_ab.scripted_api --port 0 --script s.json --log api.jsonl
 """
@@ -32,15 +34,29 @@ def tool_result_texts(messages) -> list[str]:
 
 
 _decide = fake_api.decide
+_original: dict = {}
+
+
+def _numbers(obj, vars_):
+    if isinstance(obj, str) and obj.startswith("${") and obj.endswith("}") and vars_.get(obj[2:-1], "x").isdigit():
+        return int(vars_[obj[2:-1]])
+    if isinstance(obj, list):
+        return [_numbers(x, vars_) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _numbers(v, vars_) for k, v in obj.items()}
+    return obj
 
 
 def decide(body):
-    patterns = fake_api.State.script.get("capture") or {}
+    if not _original:
+        _original.update(fake_api.State.script)
+    patterns = _original.get("capture") or {}
     for text in tool_result_texts((body or {}).get("messages")):
         for name, rx in patterns.items():
             found = re.findall(rx, text)
             if found:
                 fake_api.State.vars[name] = found[-1]
+    fake_api.State.script = {**_original, "turns": _numbers(_original.get("turns", []), fake_api.State.vars)}
     return _decide(body)
 
 

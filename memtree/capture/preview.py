@@ -51,6 +51,15 @@ def _name(rest: str) -> str:
     return rest[:n].rstrip(":.")
 
 
+def _declares(after: str) -> bool:
+    """What follows a definition's name in code (``(``, ``:``, ``{``, ``extends`` ...),
+    unlike prose in a docstring ("class is used ...")."""
+    if after[:1] in ("(", ":", "<", "[", "{", ""):
+        return True
+    return after[:1] == " " and after.lstrip().startswith(
+        ("{", "(", "extends", "implements", "=", "where", "for ", "struct", "interface", "do"))
+
+
 def outline(lines: list[str]) -> list[tuple[int, str, int, int]]:
     """(indent, "keyword name", first line, last line) of each definition, 1-based.
 
@@ -65,8 +74,9 @@ def outline(lines: list[str]) -> list[tuple[int, str, int, int]]:
             continue
         for prefix in _DEF_PREFIXES:
             if stripped.startswith(prefix):
-                name = _name(stripped[len(prefix):].lstrip())
-                if name:
+                rest = stripped[len(prefix):].lstrip()
+                name = _name(rest)
+                if name and _declares(rest[len(name):]):
                     found.append((len(line) - len(stripped), _clip(stripped.rstrip("{: "), 90), i))
                 break
     out = []
@@ -109,13 +119,37 @@ def _short(label: str) -> str:
     return label.split("(", 1)[0].split("<", 1)[0]
 
 
-def _outline_rows(items, budget: int) -> list[str]:
-    """Outline lines within ``budget``: signatures, else names, else top level only, else cut."""
-    for max_indent, label in ((8, str), (8, _short), (4, _short), (0, _short)):
-        rows = [f"{' ' * min(indent, 8)}{label(text)}  L{a}-{b}" for indent, text, a, b in items if indent <= max_indent]
+def _compact(items, public_only: bool = False) -> list[str]:
+    """Top-level definitions with their members inline (``name Lstart``): the
+    outline of a big file when one line per definition does not fit."""
+    rows, top = [], min((it[0] for it in items), default=0)
+    for k, (indent, text, a, b) in enumerate(items):
+        if indent != top:
+            continue
+        members: dict[str, int] = {}  # name -> line; the last of same-named overloads is the implementation
+        for i, t, start, _e in items[k + 1:]:
+            name = _short(t).split()[-1]
+            if i > indent and start <= b and i <= indent + 8 and not (public_only and name.startswith("_")):
+                members.pop(name, None)
+                members[name] = start
+        members = [f"{n} L{start}" for n, start in members.items()]
+        rows.append(f"{_short(text)}  L{a}-{b}" + (f": {', '.join(members)}" if members else ""))
+    return rows
+
+
+def _outline_rows(items, budget: int) -> tuple[list[str], str]:
+    """Outline lines within ``budget`` (signatures, else names, else members inline,
+    else public members inline, else top level only, else cut) and what was left out."""
+    top = min((it[0] for it in items), default=0)
+    tiers = [[f"{' ' * min(i, 8)}{label(t)}  L{a}-{b}" for i, t, a, b in items if i <= 8] for label in (str, _short)]
+    tiers += [_compact(items), _compact(items, public_only=True),
+              [f"{_short(t)}  L{a}-{b}" for i, t, a, b in items if i == top]]
+    left_out = ["", "", "", "private members not listed", "members not listed"]
+    for rows, note in zip(tiers, left_out):
         if sum(tokens.count(r) + 1 for r in rows) <= budget:
-            return rows
-    return _fit(rows, budget)[0]
+            return rows, note
+    rows = _fit(tiers[-1], budget)[0]
+    return rows, f"{len(tiers[-1]) - len(rows)} more top-level definitions and all members not listed"
 
 
 def _signal_lines(lines: list[str], skip_before: int, skip_after: int) -> list[int]:
@@ -174,13 +208,14 @@ def read_text(path: str, content: str, total_lines: int, node_id: str, budget: i
             f"Exact lines: Read this file with offset and limit (e.g. offset=L limit=N); Edit works as usual.")
     left = budget - tokens.count(head)
     if kind in ("code", "doc") and items:
-        rows = _outline_rows(items, max(left * 2 // 3, left - 300))
+        rows, left_out = _outline_rows(items, left - 40)
         body = "Outline (symbol  file lines):\n" + "\n".join(rows)
-        if len(rows) < len(items):
-            body += f"\n… {len(items) - len(rows)} more definitions not listed (Read with offset/limit to see them)"
+        if left_out:
+            body += f"\n… {left_out} (Read with offset/limit to see them)"
         first = min(items[0][2] - 1, 40)
-        if first > 0:  # the module header (docstring, imports) before the first definition
-            rows, _ = _fit([f"{i + 1}: {_clip(lines[i])}" for i in range(first)], min(left // 3, left - tokens.count(body)))
+        if first > 0:  # the module header (docstring, imports) before the first definition, if room is left
+            rows, _ = _fit([f"{i + 1}: {_clip(lines[i])}" for i in range(first)],
+                           min(left // 4, left - tokens.count(body)))
             if rows:
                 body = f"File lines 1-{len(rows)}:\n" + "\n".join(rows) + "\n" + body
     else:
