@@ -35,7 +35,7 @@ class Spec:
 # where a value's form is not obvious.
 
 async def read(path: str, lines: str | int | None = None, symbol: str | None = None,
-               budget_tokens: int | None = None) -> str: ...
+               with_ids: bool | None = None, budget_tokens: int | None = None) -> str: ...
 async def grep(pattern: str, path: str | None = None, glob: str | None = None, case: str | bool | None = None,
                context: int | None = None, budget_tokens: int | None = None) -> str: ...
 async def bash(command: str, timeout_s: float | None = None, budget_tokens: int | None = None) -> str: ...
@@ -50,7 +50,7 @@ _R = "memtree.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(read, "memtree.tools.read",
          "Read a file like Read, keeping it for recall: lines or a Python symbol, else its outline and start.",
-         arg_notes={"lines": '"START-END"', "symbol": '"name" or "Class.method"'}),
+         arg_notes={"lines": '"START-END"', "symbol": '"name" or "Class.method"', "with_ids": "chunk node ids"}),
     Spec(grep, "memtree.tools.grep",
          "Ripgrep the project like Grep (path:line:text); every hit is kept for recall.",
          arg_notes={"case": "smart|sensitive|insensitive"}),

@@ -43,9 +43,13 @@ def test_read_over_stdio_returns_the_exact_symbol_and_reuses_chunks(front):
     first = front.ok("read", {"path": "base.py", "symbol": "run_actor", "budget_tokens": 5000})
     assert numbered(first) == {i: lines[i - 1] for i in range(node.lineno, node.end_lineno + 1)}
     before = _counts(front)
-    second = front.ok("read", {"path": "base.py", "symbol": "run_actor", "budget_tokens": 5000})
+    second = front.ok("read", {"path": "base.py", "symbol": "run_actor", "with_ids": True, "budget_tokens": 5000})
     assert _counts(front) == before and "chunks reused" in second
-    assert re.findall(r"L\d+-\d+ (\w{26})", first) == re.findall(r"L\d+-\d+ (\w{26})", second)
+    # Native Read's form: numbered lines and one trailer naming the file's node, no chunk ids unless asked.
+    assert first.splitlines()[-1].startswith("[base.py symbol run_actor lines ") and not re.search(r"L\d+-\d+ \w{26}", first)
+    third = front.ok("read", {"path": "base.py", "symbol": "run_actor", "with_ids": True, "budget_tokens": 5000})
+    ids = re.findall(r"L\d+-\d+ (\w{26})", second)
+    assert ids and ids == re.findall(r"L\d+-\d+ (\w{26})", third)
 
 
 def test_budgets_hold_over_stdio(front):

@@ -51,11 +51,11 @@ class Harness:
 
 
 def numbered(out: str) -> dict[int, str]:
-    """The ``cat -n`` lines of a tool answer: {line number: text}."""
+    """The ``N\t`` numbered lines of a tool answer (native Read's form): {line number: text}."""
     got = {}
     for line in out.splitlines():
         head, tab, text = line.partition("\t")
-        if tab and head.strip().isdigit() and len(head) == 6:
+        if tab and head.isdigit():
             got[int(head)] = text
     return got
 

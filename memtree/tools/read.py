@@ -3,7 +3,8 @@
 The file is chunked by symbol (memtree.chunking) and sent to the writer as one
 ``PutFile``; the writer reuses the chunks when the file's mtime is unchanged
 and supersedes the old ones when it changed. The answer is the requested
-lines (numbered like ``cat -n``) with the ids of the chunks they come from,
+lines numbered as native Read numbers them (``N\t``) with one trailer line
+naming the file's node (chunk ids only with ``with_ids``),
 or, with no lines/symbol, an outline plus the start of the file. When the
 budget cuts it, the answer names the lines left out and the call that gets them.
 """
@@ -137,7 +138,8 @@ def _ids_by_start(svc, root_id, chunks: list[dict], ids: list[str]) -> list[str]
 
 
 def _numbered(lines: list[str], start: int, end: int) -> list[str]:
-    return [f"{i:>6}\t{clip_line(lines[i - 1], MAX_LINE_CHARS)}" for i in range(start, end + 1)]
+    """Compact ``N\t`` numbers, as native Read prints them."""
+    return [f"{i}\t{clip_line(lines[i - 1], MAX_LINE_CHARS)}" for i in range(start, end + 1)]
 
 
 def _chunk_label(ch: dict) -> str:
@@ -179,13 +181,15 @@ def _compose(header: list[str], body: list[str], footer_for, budget: int, fallba
     return finish(text, budget)
 
 
-async def read(svc, path, lines=None, symbol=None, budget_tokens=None) -> str:
+async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=None) -> str:
     budget = check_budget(budget_tokens)
     rng = parse_lines(lines)
     if symbol is not None and (not isinstance(symbol, str) or not symbol.strip()):
         raise BadRequest('symbol must be a name like "parse" or "Class.method"')
     if rng is not None and symbol is not None:
         raise BadRequest("give lines or symbol, not both")
+    if with_ids is not None and not isinstance(with_ids, bool):
+        raise BadRequest("with_ids must be true or false")
     full, shown = resolve_path(svc, path)
     loaded = await anyio.to_thread.run_sync(load_file, full, shown)
     chunked = loaded.chunked
@@ -207,64 +211,94 @@ async def read(svc, path, lines=None, symbol=None, budget_tokens=None) -> str:
     ids = [i or "(forgotten)" for i in reply.get("chunk_ids") or []]
     if len(ids) != len(chunked.chunks):  # reused chunks come back by start line; map them so
         ids = await svc.run_sync(_ids_by_start, svc, reply.get("root_id"), chunked.chunks, ids)
-    n = chunked.line_count
-    state = "unchanged, chunks reused" if reply.get("reused") else "chunks stored"
-    if reply.get("superseded"):
-        n_old = len(reply["superseded"])
-        state = (f"changed since the last read, {n_old} old chunks superseded" if reply.get("changed")
-                 else f"{n_old} earlier capture(s) of this version superseded by these chunks")
-    head = (f"{shown}: {n} lines, {loaded.size} bytes, {chunked.language}"
-            f"{' (does not parse: ' + chunked.parse_error + ')' if chunked.parse_error else ''}; "
-            f"file node {reply.get('root_id')}; {state}")
+    view = View(shown, loaded, ids, reply, bool(with_ids), budget)
     if rng is not None:
-        return await svc.run_sync(_slice, shown, loaded, ids, rng, symbol, head, budget)
-    return await svc.run_sync(_outline, shown, loaded, ids, head, budget)
+        return await svc.run_sync(_slice, view, rng, symbol)
+    return await svc.run_sync(_whole, view)
 
 
-def _slice(shown: str, loaded: Loaded, ids: list[str], rng: tuple[int, int], symbol, head: str, budget: int) -> str:
-    chunked, n = loaded.chunked, loaded.chunked.line_count
+class View:
+    """What one read answer is built from. Native Read shows numbered lines
+    and nothing else; memtree adds one trailer line with the file's node id
+    (a changed file says so), and chunk ids only when asked (with_ids)."""
+
+    def __init__(self, shown: str, loaded: Loaded, ids: list[str], reply: dict, with_ids: bool, budget: int):
+        self.shown, self.loaded, self.ids, self.with_ids, self.budget = shown, loaded, ids, with_ids, budget
+        self.chunked, self.n, self.root = loaded.chunked, loaded.chunked.line_count, reply.get("root_id")
+        old = len(reply.get("superseded") or [])
+        self.changed = bool(old and reply.get("changed"))
+        state = "unchanged, chunks reused" if reply.get("reused") else "chunks stored"
+        if old:
+            state = (f"changed since the last read, {old} old chunks superseded" if self.changed
+                     else f"{old} earlier capture(s) of this version superseded by these chunks")
+        parse = f" (does not parse: {self.chunked.parse_error})" if self.chunked.parse_error else ""
+        self.head = (f"{shown}: {self.n} lines, {loaded.size} bytes, {self.chunked.language}{parse}; "
+                     f"file node {self.root}; {state}")
+
+    def trailer(self, what: str) -> str:
+        changed = "; changed since the last read" if self.changed else ""
+        broken = f"; does not parse ({self.chunked.parse_error}), no symbols" if self.chunked.parse_error else ""
+        return f"[{what}{changed}{broken}; memtree {self.root}]"
+
+
+def _slice(v: View, rng: tuple[int, int], symbol) -> str:
     lo, hi = rng
-    if lo > n:
-        raise BadRequest(f"{shown} has {n} lines; lines start at {lo}")
-    note = f" (file ends at line {n})" if hi > n else ""
-    hi = min(hi, n)
+    if lo > v.n:
+        raise BadRequest(f"{v.shown} has {v.n} lines; lines start at {lo}")
+    hi = min(hi, v.n)
     what = f"symbol {symbol} " if symbol else ""
-    header = [head, f"{what}lines {lo}-{hi}{note}; chunks: {', '.join(_overlapping(chunked.chunks, ids, lo, hi))}"]
-    body = _numbered(loaded.lines, lo, hi)
+    header = []
+    if v.with_ids:
+        header = [v.head, f"{what}lines {lo}-{hi}; chunks: {', '.join(_overlapping(v.chunked.chunks, v.ids, lo, hi))}"]
+    body = _numbered(v.loaded.lines, lo, hi)
+    ends = f", file ends at {v.n}" if rng[1] > v.n else ""
 
     def footer(k: int) -> list[str]:
         if k >= len(body):
-            return []
+            return [v.trailer(f"{v.shown} {what}lines {lo}-{hi} of {v.n}{ends}")]
         a = lo + k
-        return [f"[left out for budget_tokens={budget}: lines {a}-{hi}{_symbols_in(chunked, a, hi)}; "
-                f"get them with {call_repr('read', path=shown, lines=f'{a}-{hi}')}]"]
+        return [f"[left out for budget_tokens={v.budget}: lines {a}-{hi}{_symbols_in(v.chunked, a, hi)}; "
+                f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{hi}')}]"]
 
-    fallback = f"[budget_tokens={budget} too small to show {shown} lines {lo}-{hi}; {call_repr('read', path=shown, lines=f'{lo}-{hi}', budget_tokens=2000)}]"
-    return _compose(header, body, footer, budget, fallback)
+    fallback = f"[budget_tokens={v.budget} too small to show {v.shown} lines {lo}-{hi}; {call_repr('read', path=v.shown, lines=f'{lo}-{hi}', budget_tokens=2000)}]"
+    return _compose(header, body, footer, v.budget, fallback)
 
 
-def _outline(shown: str, loaded: Loaded, ids: list[str], head: str, budget: int) -> str:
-    chunked, n = loaded.chunked, loaded.chunked.line_count
-    if n == 0:
-        return finish(f"{head}\n(empty file)", budget)
-    entries = [f"  {c['start']}-{c['end']}\t{_chunk_label(c)}\t{i}" for c, i in zip(chunked.chunks, ids)]
-    header = [head, f"outline ({len(entries)} chunks: lines, symbol, node id):"]
+def _whole(v: View) -> str:
+    """The whole file as native Read shows it when it fits; else its outline
+    (symbols with line ranges) and as much of its start as fits."""
+    body = _numbered(v.loaded.lines, 1, v.n)
+    if not v.with_ids:
+        text = "\n".join(body + [v.trailer(f"{v.shown}, {v.n} lines")])
+        if count(text) <= v.budget:
+            return text
+    return _outline(v, body)
+
+
+def _outline(v: View, body: list[str]) -> str:
+    chunked, n = v.chunked, v.n
+    if v.with_ids:
+        entries = [f"{c['start']}-{c['end']}\t{_chunk_label(c)}\t{i}" for c, i in zip(chunked.chunks, v.ids)]
+        header = [v.head, f"outline ({len(entries)} chunks: lines, symbol, node id):"]
+    else:
+        entries = [f"{c['start']}-{c['end']}\t{_chunk_label(c)}" for c in chunked.chunks]
+        parse = f", does not parse: {chunked.parse_error}" if chunked.parse_error else ""
+        header = [f"{v.shown}: {n} lines, {chunked.language}{parse}; memtree {v.root}; outline (lines, symbol):"]
     fixed = count("\n".join(header) + "\n")
-    share = int((budget - fixed) * OUTLINE_SHARE)
+    share = int((v.budget - fixed) * OUTLINE_SHARE)
     shown_entries, _ = fit_block(entries, max(0, share))
     if len(shown_entries) < len(entries):
         rest = chunked.chunks[len(shown_entries):]
-        shown_entries.append(f"  [outline cut: {len(entries) - len(shown_entries)} more chunks, lines "
+        shown_entries.append(f"[outline cut: {len(entries) - len(shown_entries)} more chunks, lines "
                              f"{rest[0]['start']}-{n}{_symbols_in(chunked, rest[0]['start'], n, 4)}]")
-    header = header + shown_entries + [f"lines 1-{n}:"]
-    body = _numbered(loaded.lines, 1, n)
+    header = header + shown_entries
 
     def footer(k: int) -> list[str]:
         if k >= len(body):
             return []
         a = k + 1
-        return [f"[left out for budget_tokens={budget}: lines {a}-{n}{_symbols_in(chunked, a, n, 4)}; "
-                f"get them with {call_repr('read', path=shown, lines=f'{a}-{n}')} or read(path=..., symbol=...)]"]
+        return [f"[left out for budget_tokens={v.budget}: lines {a}-{n}{_symbols_in(chunked, a, n, 4)}; "
+                f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{n}')} or read(path=..., symbol=...)]"]
 
-    fallback = f"[budget_tokens={budget} too small for the outline of {shown}; {call_repr('read', path=shown, budget_tokens=2000)}]"
-    return _compose(header, body, footer, budget, fallback)
+    fallback = f"[budget_tokens={v.budget} too small for the outline of {v.shown}; {call_repr('read', path=v.shown, budget_tokens=2000)}]"
+    return _compose(header, body, footer, v.budget, fallback)
