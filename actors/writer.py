@@ -5,8 +5,13 @@ ROUTERs (up to writer.batchMax), runs every request in one transaction with
 a SAVEPOINT each (a failing request rolls back alone), commits, and only then
 replies and publishes ``NodesChanged`` events. A request that hits a bug gets
 an ``internal`` error reply and the writer lives: a poison request must not
-crash-loop the only writer. A failure outside one request (commit, a broken
-database) ends the process and the supervisor restarts it.
+crash-loop the only writer. Storage that cannot take writes (disk full, a
+read-only database file; memtree.store.writable) is noticed before a batch or
+when its commit fails: every request gets an ``unavailable`` reply naming the
+problem (nothing unstored is acknowledged; hooks spool), ``ctl status`` shows
+it, and the writer retries with a capped backoff until it clears by itself.
+Any other failure outside one request ends the process and the supervisor
+restarts it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
 from memtree.store import captures, mutations, vector_writes
 from memtree.store.mutations import Tx
+from memtree.store.writable import STORAGE_ERRORS, Writability, describe
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +123,7 @@ class Writer(Actor):
         self.stats = {"requests": 0, "batches": 0, "errors": 0, "malformed": 0, "internal": 0}
         self.info = self.stats
         self._unrecorded_malformed = 0  # bad frames not yet in the counters table
+        self.storage = Writability(self.paths.db)
 
     # -- lifecycle ------------------------------------------------------------------
     def on_start(self) -> None:
@@ -127,10 +134,59 @@ class Writer(Actor):
         self.events = self.bind(zmq.PUB, protocol.SOCK_EVENTS)
         self.add_reader(self.write_sock, self._on_readable)
         self.add_reader(self.ingest_sock, self._on_readable)
-        self.drain_spool()
+        self._guarded(self.drain_spool)
 
     def on_tick(self) -> None:
+        if self.storage.check_file() is None and self.storage.may_try():
+            self._guarded(self._probe if self.storage.problem else self.drain_spool)
+
+    def _probe(self) -> None:
+        """While storage is failing: one tiny committed write tells when it works again."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            mutations.bump_counter(self.db, "storage_recovered")
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
         self.drain_spool()
+
+    def _guarded(self, work, batch: list | None = None) -> bool:
+        """Run ``work``; a storage failure puts the writer in its retry state
+        (and refuses ``batch``) instead of ending the process."""
+        try:
+            work()
+        except STORAGE_ERRORS as e:
+            first = self.storage.problem is None
+            self.storage.failed(describe(e))
+            if first:
+                log.error("writer: %s; refusing writes until it clears (retrying)", self.storage.problem)
+            self._refuse(batch or [])
+            return False
+        finally:
+            self._show_storage()
+        lasted = self.storage.cleared()
+        if lasted is not None:
+            log.warning("writer: storage writable again after %.1fs", lasted)
+            self._show_storage()
+        return True
+
+    def _show_storage(self) -> None:
+        if self.storage.problem:
+            self.info["storage"] = self.storage.problem
+        else:
+            self.info.pop("storage", None)
+
+    def _refuse(self, batch: list) -> None:
+        """Answer every request without touching the database (Ping still works)."""
+        for req in batch:
+            if isinstance(req.env.body, protocol.Ping):
+                frame = protocol.encode_ok(req.env.id, {"pid": os.getpid()}, src=self.name)
+            else:
+                frame = protocol.encode_error(req.env.id, protocol.ErrorCode.UNAVAILABLE, self.storage.message(),
+                                              src=self.name)
+            self._send(req.sock, req.route, frame)
 
     def on_stop(self) -> None:
         if self.db is not None:
@@ -140,8 +196,13 @@ class Writer(Actor):
     # -- group commit -----------------------------------------------------------------
     def _on_readable(self, _sock) -> None:
         batch = self._collect()
-        if batch or self._unrecorded_malformed:
-            self._run_batch(batch)
+        if not batch and not self._unrecorded_malformed:
+            return
+        if self.storage.check_file() is not None or not self.storage.may_try():
+            self._refuse(batch)
+            self._show_storage()
+            return
+        self._guarded(lambda: self._run_batch(batch), batch)
 
     def _collect(self) -> list[Request]:
         """Drain both ROUTERs without blocking, decoding as we go."""
@@ -198,11 +259,14 @@ class Writer(Actor):
             db.execute("ROLLBACK")
             raise  # outside per-request handling: exit, the supervisor restarts us
         self.stats["batches"] += 1
-        if any(isinstance(req.env.body, CHECKPOINT_AFTER) for req in batch):
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         for req in batch:
             self._send(req.sock, req.route, req.reply)
         self._publish(changed)
+        if any(isinstance(req.env.body, CHECKPOINT_AFTER) for req in batch):
+            try:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except STORAGE_ERRORS as e:  # committed already; the WAL is checkpointed later
+                log.warning("checkpoint after %s failed: %s", batch[0].env.type, describe(e))
 
     def _run_one(self, src: str, rec, req_id: str, changed: dict) -> tuple[bool, bytes]:
         """One request in its own savepoint; returns (succeeded, encoded reply)."""
@@ -212,6 +276,8 @@ class Writer(Actor):
         db.execute("SAVEPOINT req")
         try:
             result = HANDLERS[type(rec)](tx, rec)
+        except STORAGE_ERRORS:
+            raise  # not this request's fault: the batch fails and the writer goes into retry
         except MemtreeError as e:
             db.execute("ROLLBACK TO req")
             reply, ok = protocol.encode_error(req_id, e.code, e.message, src=self.name), False

@@ -173,3 +173,21 @@ def test_audit_rows_commit_and_roll_back_with_their_request(writer):
     assert rows(paths, "SELECT actor, action, node_id FROM audit ORDER BY seq") == [
         ("mcp", "insert", a), ("mcp", "insert", b), ("mcp", "edge", b)]
     assert rows(paths, "SELECT src_id, dst_id, kind FROM edges") == [(b, a, "references")]
+
+
+def test_a_database_file_made_read_only_is_noticed_at_once_and_writes_resume_when_it_is_writable(writer):
+    from memtree.errors import Unavailable
+
+    paths, proc, caller = writer
+    before = caller.call(protocol.AddNode(kind="note", content="stored before the file turned read-only"))["id"]
+    os.chmod(paths.db, 0o400)
+    try:
+        with pytest.raises(Unavailable) as refused:
+            caller.call(protocol.AddNode(kind="note", content="refused while the file is read-only"))
+        assert "read-only" in refused.value.message and paths.db in refused.value.message
+        assert caller.call(protocol.Ping())["pid"] == proc.pid  # alive and answering
+    finally:
+        os.chmod(paths.db, 0o600)
+    after = caller.call(protocol.AddNode(kind="note", content="stored once the file is writable again"))["id"]
+    assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {before, after}
+    assert proc.poll() is None
