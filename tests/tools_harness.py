@@ -62,4 +62,4 @@ def numbered(out: str) -> dict[int, str]:
 
 def stored_node_id(out: str) -> str:
     """The node id a grep/bash answer reports its stored result as."""
-    return re.search(r"as node ([0-9A-Z]{26})", out).group(1)
+    return re.search(r"memtree ([0-9A-Z]{26})", out).group(1)

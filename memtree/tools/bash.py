@@ -220,8 +220,8 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
             tool="bash", content=stored_text(command, res, status), metadata=meta, session_id=svc.session_id,
         ))
         node_id = reply.get("id")
-        where = f"{'same output already stored' if reply.get('deduped') else 'stored'} as node {node_id}"
-        fetch = f'get(node_id="{node_id}")'
+        where = f"memtree {node_id}{' (already stored)' if reply.get('deduped') else ''}"
+        fetch = f'recall(ids=["{node_id}"])'
     return preview(command, res, status, where, fetch, budget)
 
 
@@ -248,25 +248,36 @@ def _head_tail(text: str, room: int, name: str, dropped: int, where: str) -> lis
     return head + [_elision(name, len(skipped), len("\n".join(skipped).encode()), dropped, where)] + tail
 
 
-def _block(name: str, cap: Captured, room: int, fetch: str) -> list[str]:
+def _block(name: str, cap: Captured, room: int, fetch: str, labelled: bool = True) -> list[str]:
     text = cap.text()
     if not text and not cap.dropped:
         return []
-    label = f"--- {name} ---"
-    return [label] + _head_tail(text, room - count(label + "\n"), name, cap.dropped, fetch)
+    label = [f"--- {name} ---"] if labelled else []
+    return label + _head_tail(text, room - count("\n".join(label) + "\n"), name, cap.dropped, fetch)
 
 
 def preview(command: str, res: dict, status: str, where: str, fetch: str, budget: int) -> str:
+    """What native Bash shows (stdout, then stderr) and one status line last;
+    stdout/stderr are labelled only when both have something, byte counts
+    only when the output was cut."""
     out, err = res["stdout"], res["stderr"]
-    header = [f"$ {clip_line(command, 200)}", f"[{status}; {len(out.data) + out.dropped} bytes stdout, "
-              f"{len(err.data) + err.dropped} bytes stderr; {where}]"]
-    room = budget - count("\n".join(header) + "\n")
-    text = "\n".join(header)
+    both = bool((out.data or out.dropped) and (err.data or err.dropped))
+    if not (out.dropped or err.dropped):
+        whole = [t.rstrip("\n") for t in (out.text(), err.text()) if t]
+        if both:
+            whole = [f"--- stdout ---\n{whole[0]}", f"--- stderr ---\n{whole[1]}"]
+        text = "\n".join(whole + [f"[{status}; {where}]"])
+        if count(text) <= budget:
+            return text
+    footer = [f"[{status}; {len(out.data) + out.dropped} bytes stdout, {len(err.data) + err.dropped} bytes stderr; "
+              f"{where}]"]
+    room = budget - count("\n".join(footer) + "\n")
+    text = "\n".join(footer)
     for _ in range(8):  # the elision lines' sizes are estimates: shrink until it fits
         err_room = room // 3 if out.data else room
-        err_block = _block("stderr", err, err_room, fetch)
-        out_block = _block("stdout", out, room - count("\n".join(err_block) + "\n"), fetch)
-        candidate = "\n".join(header + out_block + err_block)
+        err_block = _block("stderr", err, err_room, fetch, both)
+        out_block = _block("stdout", out, room - count("\n".join(err_block) + "\n"), fetch, both)
+        candidate = "\n".join(out_block + err_block + footer)
         over = count(candidate) - budget
         if over <= 0:
             text = candidate

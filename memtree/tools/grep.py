@@ -205,7 +205,7 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
     if too_long:
         notes.append(f"{too_long} hits on lines over {MAX_LINE_BYTES // 1024} KB left out")
     if not hits:
-        return finish(f"{query}: no matches{'; ' + '; '.join(notes) if notes else ''}", budget)
+        return finish(f"No matches for {query}{'; ' + '; '.join(notes) if notes else ''}", budget)
     node_id, dedup = await _store(svc, query, files, root, notes, pattern, shown_target, globs, case, ctx_lines, stopped)
     return await svc.run_sync(_preview, files, root, hits, node_id, dedup, query, notes, budget)
 
@@ -229,29 +229,38 @@ async def _store(svc, query, files, root, notes, pattern, target, globs, case, c
 
 
 def _preview(files, root, hits, node_id, dedup, query, notes, budget) -> str:
-    saved = "same result already stored" if dedup else "stored"
-    header = [f"{query}: {hits} hits in {len(files)} files; {saved} as node {node_id}"] + [f"[{n}]" for n in notes]
-    footer_size = count(f"[not shown: {hits} of {hits} hits in {len(files)} of {len(files)} files; "
-                        f"all of them: get(node_id=\"{node_id}\") or grep with a narrower path=]")
-    room = budget - count("\n".join(header) + "\n") - footer_size - 1
+    """Hits as native Grep (ripgrep -n) prints them: ``path:N:text``, context
+    ``path-N-text``; then one trailer line with the count and the node id,
+    or, when the budget cuts it, what was left out and the call for it all."""
+    extra = "".join(f"; {n}" for n in notes)
+    saved = f"memtree {node_id}{' (already stored)' if dedup else ''}"
+    everything = f'recall(ids=["{node_id}"])'
+    cut_max = (f"[not shown: {hits} of {hits} hits in {len(files)} of {len(files)} files; all of them: "
+               f"{everything} or grep with a narrower path={extra}; {saved}]")
+    room = budget - count(cut_max) - 1
     body, shown_hits, shown_files = [], 0, 0
     for full, file_hits in files.items():
-        block = [display_path(root, full)]
+        rel = display_path(root, full)
+        block, is_hit = [], []
         for line_no, text, ctx in file_hits:
             for n, t in sorted(ctx + [(line_no, text)]):
-                block.append(f"{n:>6}{':' if n == line_no else '-'} {clip_line(t, 300)}")
+                sep = ":" if n == line_no else "-"
+                block.append(f"{rel}{sep}{n}{sep}{clip_line(t, 300)}")
+                is_hit.append(n == line_no)
         kept, used = fit_block(block, room)
-        if len(kept) <= 1:
+        if not kept:
             break
-        taken = sum(1 for row in kept[1:] if row[6:7] == ":")
+        taken = sum(is_hit[:len(kept)])
         body += kept
         room -= used
         shown_hits += taken
         shown_files += 1
         if taken < len(file_hits):
             break
-    out = header + body
     if shown_hits < hits:
-        out.append(f"[not shown: {hits - shown_hits} of {hits} hits in {len(files) - shown_files} of {len(files)} files"
-                   f" (partly shown files count as shown); all of them: get(node_id=\"{node_id}\") or grep with a narrower path=]")
-    return finish("\n".join(out), budget)
+        body.append(f"[not shown: {hits - shown_hits} of {hits} hits in {len(files) - shown_files} of {len(files)} files"
+                    f" (partly shown files count as shown); all of them: {everything} or grep with a narrower path="
+                    f"{extra}; {saved}]")
+    else:
+        body.append(f"[{hits} hits in {len(files)} files{extra}; {saved}]")
+    return finish("\n".join(body), budget)
