@@ -28,9 +28,13 @@ INSTALL_FIX = "run `memtree install` in the project (or enable the memtree plugi
 class Report:
     def __init__(self):
         self.rows: list[dict] = []
+        self._t = time.monotonic()
 
     def add(self, check: str, status: str, message: str, fix: str = "") -> None:
-        self.rows.append({"check": check, "status": status, "message": message, "fix": fix})
+        now = time.monotonic()  # time since the previous row: what this check cost
+        self.rows.append({"check": check, "status": status, "message": message, "fix": fix,
+                          "ms": round((now - self._t) * 1000, 1)})
+        self._t = now
 
     @property
     def healthy(self) -> bool:

@@ -119,6 +119,18 @@ def _assert_captured_found_and_no_gap(store_dir, result, shown, search_tool):
     assert slot["stored"] + slot["spooled"] + slot["refused"] >= 3 and slot["checks"] >= 1, slot
 
 
+def _doctor_healthy(memtree_cmd: list[str], proj: str, env: dict) -> dict:
+    """`memtree doctor --json` after the session, in the CLI's environment: every check passes."""
+    done = subprocess.run([*memtree_cmd, "doctor", "--json"], cwd=proj, env=env, capture_output=True, text=True,
+                          timeout=300)
+    report = json.loads(done.stdout)
+    checks = {r["check"]: r for r in report["checks"]}
+    assert done.returncode == 0 and report["healthy"], checks
+    assert {c for c, r in checks.items() if r["status"] == "ok"} >= {
+        "hook.PostToolUse", "hook.PostToolUseFailure", "hook.Stop", "mcp", "store", "capture"}, checks
+    return checks
+
+
 def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_bin, tmp_path):
     proj, home = _project(tmp_path), str(tmp_path / "home")
     memtree_home = os.path.join(home, ".memtree")
@@ -128,6 +140,8 @@ def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_
     env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
     result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__recall")
     _assert_captured_found_and_no_gap(_store_dir(proj, memtree_home), result, shown, "mcp__memtree__recall")
+    checks = _doctor_healthy([PYTHON, "-P", "-m", "memtree.cli"], proj, env)
+    assert ".claude/settings.json" in checks["hook.PostToolUse"]["message"]
 
 
 def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
@@ -203,6 +217,9 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
     store_dir = _store_dir(proj, os.path.join(home, ".memtree"))
     _assert_captured_found_and_no_gap(store_dir, result, shown, tool)
     first = _first_capture_ms(store_dir, result["session_id"]) / 1000 - t_install
+    # The same result as `memtree install`, by the same doctor (the plugin's own copy of it).
+    checks = _doctor_healthy([os.path.join(data, "venv", "bin", "memtree")], proj, env)
+    assert checks["hook.PostToolUse"]["message"].startswith("registered in plugin memtree@memtree"), checks
     print(f"\nFIGURE plugin: first session {first_s:.1f} s (did not wait for the install); "
           f"plugin install -> environment ready {ready_s:.1f} s; plugin install -> first captured tool call "
           f"{first:.1f} s")
