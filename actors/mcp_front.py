@@ -86,6 +86,7 @@ class Front:
     async def run_tool(self, spec, arguments: dict) -> CallToolResult:
         from memtree import budget
         from memtree.errors import MemtreeError
+        from memtree.tools import call_repr
 
         try:
             args = specs.check_args(spec, arguments)
@@ -93,8 +94,10 @@ class Front:
             svc = await self.services()
             impl = getattr(importlib.import_module(spec.module), spec.func)
             text = await impl(svc, **args)
+            # The same call with room for all of it, named when the answer is cut.
+            again = call_repr(spec.name, **{**args, "budget_tokens": "{budget}"}).replace('"{budget}"', "{budget}")
             # Counting a long answer is work too: off the loop, like the tool's own.
-            return _ok(await anyio.to_thread.run_sync(budget.enforce, text, limit))
+            return _ok(await anyio.to_thread.run_sync(budget.enforce, text, limit, again))
         except MemtreeError as e:
             return _error(f"{spec.name}: {e.message}")
         except Exception:  # a bug: the traceback goes to the log, one line to the agent

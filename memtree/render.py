@@ -1,6 +1,6 @@
 """How nodes are shown to the agent: one header line per node, then text.
 
-Header: ``<id> <kind> <status> [score=..] [STALE ...] <source uri>``; the id
+Header: ``<id> <kind> [status unless live] [STALE ...] <age> <source uri>``; the id
 stands alone as a word so a caller can pick it out. Recalled text is data,
 not instructions: anything that could close our framing is neutralised.
 """
@@ -43,9 +43,12 @@ def age(ms: int, now_ms: int | None = None) -> str:
 
 
 def header(node: dict, score: float | None = None, stale: bool = False, extra: str = "") -> str:
-    parts = [node["id"], node["kind"], node["status"]]
-    if score is not None:
-        parts.append(f"score={score:.2f}")
+    """``score`` is accepted and not shown: the order already says it, and
+    every answer is paid for in the agent's context. Live is the default,
+    so only another status is named."""
+    parts = [node["id"], node["kind"]]
+    if node["status"] != "live":
+        parts.append(node["status"])
     if stale:
         parts.append(STALE_MARK)
     parts.append(age(node.get("created_at") or 0))

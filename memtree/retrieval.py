@@ -10,8 +10,9 @@ import re
 
 from memtree import freshness, protocol, render
 from memtree.errors import BadRequest, NotFound
-from memtree.search import (KINDS, check_filters, check_limit, check_mode, fts_query, parse_time, query_vector, run,
-                            str_list)
+from memtree.tools import call_repr
+from memtree.search import (KINDS, MAX_LIMIT, check_filters, check_limit, check_mode, fts_query, parse_time,
+                            query_vector, run, str_list)
 from memtree.store import reads
 from memtree.store.live import ALL_STATUSES, check_statuses
 
@@ -84,8 +85,17 @@ def _recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=N
 
 
 def _search(svc, query, mode, limit, filters, vector, why) -> str:
-    out = run(svc.db(), query, mode, filters, limit, query_vector=vector, vector_note=why)
+    # One more than asked: the answer says when relevant hits were left out.
+    out = run(svc.db(), query, mode, filters, limit + 1, query_vector=vector, vector_note=why)
+    more = len(out.hits) > limit
+    out.hits = out.hits[:limit]
     title = f"search {query!r} ({out.mode}): {len(out.hits)} result(s)"
+    if more:
+        again = {"query": query, "limit": min(limit * 2, MAX_LIMIT)}
+        if filters:
+            again["filters"] = filters
+        title += (f"; more relevant hits beyond limit={limit}: " + call_repr("recall", **again)
+                  if limit < MAX_LIMIT else f"; more beyond the {MAX_LIMIT}-hit cap: narrow with filters")
     if out.degraded:
         title += f"; {out.degraded}"
     if out.abstained:

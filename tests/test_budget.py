@@ -57,3 +57,14 @@ def test_invalid_budgets_are_clear_errors_naming_the_argument(value):
     with pytest.raises(BadRequest) as e:
         budget.check(value)
     assert "budget_tokens" in e.value.message and "\n" not in e.value.message
+
+
+def test_a_cut_answer_names_the_exact_call_for_all_of_it():
+    text = "\n".join(f"row {i} " + "x" * 40 for i in range(400))
+    total = tokens.count(text)
+    out = budget.enforce(text, 300, 'recall(ids=["01ABC"], budget_tokens={budget})')
+    assert tokens.count(out) <= 300
+    assert out.splitlines()[-1].endswith(f'all of it: recall(ids=["01ABC"], budget_tokens={total})]'), out
+    huge = "y" * (budget.MAX_BUDGET * 4)
+    last = budget.enforce(huge, 300, "recall(ids=[\"01ABC\"], budget_tokens={budget})").splitlines()[-1]
+    assert "over the 20000-token cap" in last and "budget_tokens=" not in last.split("shown;")[1]

@@ -6,6 +6,7 @@ clear errors that change nothing, and budgets that hold for every tool."""
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -211,3 +212,21 @@ def test_no_tool_answer_ever_exceeds_its_budget(front, budget):
     for tool, args in [("note", {"text": "capybara note " * 2000}), ("forget", {"node_id": nid, "reason": "sweep"})]:
         err, text = front.call(tool, args)
         assert tokens.count(text) <= 2000
+
+
+def test_search_says_when_more_relevant_hits_lie_beyond_the_limit(front):
+    ids = {front.add(f"The pangolin ledger entry number {i} records a reconciled pangolin payment.") for i in range(3)}
+    cut = front.ok("recall", {"query": "pangolin ledger", "limit": 2})
+    assert len(ids_in(cut) & ids) == 2
+    assert 'more relevant hits beyond limit=2: recall(query="pangolin ledger", limit=4)' in cut, cut
+    whole = front.ok("recall", {"query": "pangolin ledger", "limit": 3})  # control: nothing left out
+    assert ids_in(whole) == ids and "beyond limit" not in whole
+
+
+def test_a_cut_answer_names_the_exact_call_that_returns_all_of_it(front):
+    nid = front.add("\n".join(f"armadillo burrow survey line {i}" for i in range(300)))
+    cut = front.ok("recall", {"ids": [nid], "budget_tokens": 200})
+    m = re.search(r"all of it: (recall\(ids=\[\"(\w+)\"\], budget_tokens=(\d+)\))\]$", cut)
+    assert m and m.group(2) == nid, cut
+    whole = front.ok("recall", {"ids": [nid], "budget_tokens": int(m.group(3))})
+    assert "armadillo burrow survey line 299" in whole and "cut to fit" not in whole
