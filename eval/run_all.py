@@ -1,15 +1,16 @@
-"""`make bench`: every benchmark in turn (core, hook, tools, idle, doctor, recall eval), figures to stdout."""
+"""`make bench`: every benchmark in turn (core, hook, tools, idle, doctor, storage, recall eval), figures to stdout."""
 
 from __future__ import annotations
 
 import sys
 
-from memtree.eval import bench_core, bench_doctor, bench_hook, bench_idle, bench_tools, recall_eval
+from memtree.eval import bench_core, bench_doctor, bench_hook, bench_idle, bench_storage, bench_tools, recall_eval
 
 
 def main() -> int:
     for name, bench in (("core", bench_core), ("hook", bench_hook), ("tools", bench_tools), ("idle", bench_idle),
-                        ("doctor", bench_doctor), ("recall", recall_eval)):
+                        ("doctor", bench_doctor), ("storage", bench_storage),
+                        ("recall", recall_eval)):
         print(f"\n===== {name} =====", flush=True)
         code = bench.main([])
         if code:
