@@ -68,23 +68,11 @@ def _log(log_dir: str, message: str) -> None:
         pass  # nowhere to report; never fail the tool call
 
 
-def _config_texts(project_root: str, home: str) -> list[str]:
-    """The global then the project config file's text (missing files skipped)."""
-    texts = []
-    for path in (os.path.join(home, "config.json"), os.path.join(project_root, ".memtree", "config.json")):
-        try:
-            with open(path, encoding="utf-8") as f:
-                texts.append(f.read())
-        except (OSError, ValueError):
-            pass
-    return texts
-
-
 def _timeout_ms(texts: list[str]) -> float:
     """MEMTREE_HOOK_TIMEOUT_MS, else capture.hookTimeoutMs (project over global),
     found without a JSON parser (the key name is unique in the schema)."""
     candidates = [os.environ.get("MEMTREE_HOOK_TIMEOUT_MS")]
-    for text in reversed(texts):
+    for text in reversed([t for t in texts if t]):
         at = text.find('"hookTimeoutMs"')
         if at >= 0:
             rest = text[at + len('"hookTimeoutMs"'):].lstrip()
@@ -105,11 +93,11 @@ def _timeout_ms(texts: list[str]) -> float:
 
 def _settings(texts: list[str]) -> dict:
     """capture/bash/path sections merged (project over global); spool path only.
-    No validation: the supervisor validates; a broken file here means defaults."""
+    The files were checked by _config_gate before."""
     import json
 
     merged: dict = {}
-    for text in texts:
+    for text in [t for t in texts if t]:
         try:
             data = json.loads(text)
         except ValueError:
@@ -192,23 +180,8 @@ def _send(paths, data: bytes, timeout_ms: float, received_at: int):
 
 
 def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
-    """Redact and append; return what happened (for the log)."""
-    from memtree import redact, spool
-
-    tool, ti = payload.get("tool_name"), payload.get("tool_input")
-    ti = ti if isinstance(ti, dict) else {}
-    deny_paths = settings.get("path", {}).get("deny") or ()
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    if tool == "Bash":
-        if settings.get("capture", {}).get("bash") is False:
-            return "not spooled: capture.bash is off"
-        cmd = ti.get("command")
-        if isinstance(cmd, str) and redact.command_denied(
-                cmd, settings.get("bash", {}).get("deny") or (), deny_paths, cwd):
-            return "not spooled: denied command"
-    for key in ("file_path", "path"):
-        if isinstance(ti.get(key), str) and redact.path_denied(ti[key], deny_paths, cwd):
-            return "not spooled: denied path"
+    """Plan, filter and redact as the writer would, then append; return what happened (for the log)."""
+    from memtree import ingest, spool
 
     def cap(v):
         if isinstance(v, str):
@@ -219,7 +192,9 @@ def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
             return [cap(x) for x in v]
         return v
 
-    clean, _tags = redact.redact_value(cap(payload))
+    clean, what = ingest.sanitize(cap(payload), settings)
+    if clean is None:
+        return f"not spooled: {what}"
     from memtree.paths import makedirs_private
 
     makedirs_private(paths.store_dir)
@@ -248,7 +223,11 @@ def run(state: dict) -> str:
     # The same rule as `memtree serve`: CLAUDE_PROJECT_DIR first, then the payload's cwd.
     payload_cwd = cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
     paths = state["paths"] = mpaths.paths_for_cwd(mpaths.start_dir(fallback=payload_cwd))
-    texts = _config_texts(paths.project_root, mpaths.memtree_home())
+    from memtree import config_gate
+
+    texts, sig = config_gate.config_texts(paths.project_root, mpaths.memtree_home())
+    if not config_gate.usable(paths, texts, sig, lambda msg: _log(paths.log_dir, msg)):
+        return "refused"  # fail closed: the user's deny rules are unknown, so nothing is stored
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
     ok, code, why = _send(paths, data, ack_wait_ms(_timeout_ms(texts), len(data)), received_at)
     if ok:

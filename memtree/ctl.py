@@ -202,14 +202,17 @@ def cmd_status(sups: Supervisors, args) -> int:
     actors = [a for pid in sorted(statuses) for a in statuses[pid]["actors"]]
     captures = heartbeat.read_all(sups.paths.store_dir)
     store = _store_line(sups.paths)
+    problem = hook_config_problem(sups.paths)
     if args.json:
         print(json.dumps({"running": True, "supervisors": sorted(statuses), "actors": actors, "capture": captures,
-                          "store": store}, indent=2))
+                          "store": store, "hook_config_error": problem}, indent=2))
     else:
         print(_table(actors, several=len(statuses) > 1))
         print()  # the table ends at the first blank line
         print(store)
         print(heartbeat.summary(captures))
+        if problem:
+            print(f"hook: capturing nothing, config unreadable: {problem}")
     return 0
 
 
@@ -235,6 +238,15 @@ def _store_line(paths) -> str:
     finally:
         if db is not None:
             db.close()
+
+
+def hook_config_problem(paths) -> str | None:
+    """Why the capture hook fails closed (it leaves the reason in the store dir), or None."""
+    try:
+        with open(os.path.join(paths.store_dir, "hook-config.error"), encoding="utf-8") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 @command("restart", takes_name=True)

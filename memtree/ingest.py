@@ -190,6 +190,9 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config) -> 
     kept, hits, denied_lines, denied_cache = [], [], 0, {}
     for line in text.split("\n"):
         path, lineno, body = _parse_line(line, mode, single_file)
+        if path is None and mode == "content" and _prefix_denied(line, resolve, deny, cwd, denied_cache):
+            denied_lines += 1  # "path:text" (no -n) or "path-text" context line of a secret file
+            continue
         if path is not None:
             full = resolve(path)
             if full not in denied_cache:
@@ -220,6 +223,24 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config) -> 
                       "metadata": _clean_meta({"tool": "Grep", "path": full, "start": lineno, "end": lineno,
                                                "pattern": pattern, "origin": "hook"})})
     return {"skipped": None, "session_id": sid, "nodes": nodes}
+
+
+def _prefix_denied(line: str, resolve, deny, cwd: str, cache: dict) -> bool:
+    """Whether a Grep line without a line number starts with a secret file's path.
+
+    Without ``-n`` a hit is ``path:text`` and a context line ``path-text``; the
+    text may hold more colons and dashes, so every such prefix is tried.
+    """
+    for i, c in enumerate(line[:4096]):
+        if c in ":-" and i:
+            full = resolve(line[:i])
+            if full not in cache:
+                cache[full] = path_denied(full, deny, cwd)
+            if cache[full]:
+                return True
+        elif c.isspace():
+            return False
+    return False
 
 
 def _parse_line(line: str, mode: str, single_file: str | None):
@@ -286,3 +307,35 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
     node = {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": content,
             "source_uri": "tool:Bash", "metadata": _clean_meta(meta), "mtime": 0}
     return {"skipped": None, "session_id": sid, "nodes": [node]}
+
+
+# -- spool ---------------------------------------------------------------------
+
+
+def sanitize(payload: dict, config) -> tuple[dict | None, str]:
+    """The payload as the hook may spool it, or (None, why not).
+
+    The same plan the writer makes decides (one deny implementation for hook,
+    spool and writer): a skipped plan spools nothing, a Grep keeps only the
+    lines the plan kept (no hit of a secret file), and every string is
+    redacted. The writer plans the spooled payload again when it drains it.
+    """
+    try:
+        planned = plan(payload, config)
+    except BadRequest as e:
+        return None, f"malformed payload ({e.message[:80]})"
+    if planned["skipped"]:
+        return None, planned["skipped"].split(":", 1)[0]
+    out = dict(payload)
+    if payload.get("tool_name") == "Grep":
+        kept = planned["nodes"][0]["content"].split("\n", 1)
+        response = dict(payload["tool_response"])
+        response["content"] = kept[1] if len(kept) > 1 else ""
+        deny = _setting(config, "path", "deny", [])
+        cwd = payload["cwd"]
+        response["filenames"] = [f for f in response.get("filenames") or []
+                                 if isinstance(f, str) and not path_denied(f, deny, cwd)]
+        if response.get("mode", "files_with_matches") == "files_with_matches" and "content" not in payload["tool_response"]:
+            response.pop("content")
+        out["tool_response"] = response
+    return redact_value(out)[0], "spooled"

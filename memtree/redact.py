@@ -27,7 +27,7 @@ import os
 import re
 import shlex
 
-REDACTION_VERSION = 1
+REDACTION_VERSION = 2
 
 _TOK = r"A-Za-z0-9_\-"  # url-safe token characters
 _NB = r"(?<![A-Za-z0-9_\-])"  # no token character right before (a real token start)
@@ -70,6 +70,7 @@ _STRONG_HINTS = ("secret", "passw", "pwd", "api", "access", "private", "credenti
                  "accountkey", "sharedaccesskey", "session", "signing", "encryption")
 _WEAK_HINTS = ("token", "key", "pass", "auth", "sig", "salt", "cookie")
 _NEAR_HINTS = ("secret", "token", "passw", "api", "credential", "signature", "auth")
+_NAMED_HINTS = ("pass", "secret", "token", "key", "salt", "credential", "pwd", "auth")
 
 # Order matters: whole-structure rules first, so later rules see the tags.
 _RULES = [
@@ -102,7 +103,11 @@ _RULES = [
          r"((?!\[REDACTED)[^\s\"',;]{8,})", "auth_header", ("authorization",), 1),
     _sub(r"(?i)\bbearer\s+((?!\[REDACTED)[A-Za-z0-9+/=_\-.~]{16,})", "auth_header", ("bearer",), 1),
     # curl -u user:password, netrc "login x password y"
-    _sub(r"(?:^|\s)(?:-u|--user)\s+['\"]?[^\s:'\"]+:([^\s'\"]{3,})", "basic_auth", ("-u",), 1),
+    _sub(r"(?:^|\s)(?:-[A-Za-z]*u|--user|-a|--auth)\s*['\"]?[^\s:'\"]+:((?!\[REDACTED)[^\s'\"]{3,})", "basic_auth",
+         ("-", "--user", "--auth"), 1),
+    _sub(r"\bsshpass\b[^\n]{0,100}?\s-p\s*['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("sshpass",), 1),
+    _sub(r"\bredis-cli\b[^\n]{0,200}?\s(?:-a|--pass)\s+['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret",
+         ("redis-cli",), 1),
     _sub(r"(?i)\blogin\s+\S+\s+password\s+(\S+)", "netrc_password", ("login",), 1),
     # --password x, --token=x, mysql -pSECRET
     _sub(r"(?i)(?:^|\s)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
@@ -130,6 +135,111 @@ _NEAR_WORD = _lazy(
     r"(?=[A-Za-z0-9+/_\-]{0,200}[A-Za-z])[A-Za-z0-9+/_\-]{20,}={0,2})(?![A-Za-z0-9+/_\-=])"
 )
 
+# Secret-named words for value-level rules: the value is a secret whatever it looks like.
+_NAMED = (r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
+          r"(?:access|private|client|master|signing|encryption|session|auth|secret|nonce|logged[_\-]?in)[_\-]?key|"
+          r"key[_\-]?data)")
+# key: value / key=value / "key": "value", as the last thing on its line (YAML,
+# JSON, .env, properties, HCL, grep hits with their path prefix). The name must
+# END in a secret word, so secretName, passwordFile, token_count are not values.
+_KEYED_LINE = _lazy(
+    r"(?im)(?P<key>" + _NAMED + r")[\"']?"
+    r"(?P<sp1>[ \t]*)(?P<sep>:|=)(?P<sp2>[ \t]*)(?P<q>[\"']?)(?P<v>[^\s\"'#,]{2,}?)(?P=q)(?=[ \t]*,?[ \t]*(?:#[^\n]*)?$)"
+)
+_NOT_VALUES = {"null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "bytes",
+               "float", "number", "boolean", "any", "object", "dict", "list", "optional", "required", "yes", "no"}
+# NAME=value with a secret-named UPPER_CASE variable anywhere on a line:
+# `export DEPLOY_TOKEN=x && ...`, `docker run -e POSTGRES_PASSWORD=x`, `+ export X_SECRET=x` (set -x).
+_ENV_ASSIGN = _lazy(
+    r"(?<![A-Za-z0-9_])(?:[A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|"
+    r"SECRET_KEY|MASTER_KEY|AUTH|CREDENTIALS?|SALT)=(?:(?P<q>[\"'])(?P<v1>(?!\$|\[REDACTED)[^\"'\n]{2,})(?P=q)|"
+    r"(?P<v2>(?!\$|\[REDACTED)[^\s\"';&|)`]{2,}))"
+)
+# 'DB_PASSWORD', 'value' (PHP define, getenv("X", "default"), tuples).
+_NAMED_PAIR = _lazy(
+    r"(?i)[\"'][A-Za-z0-9_.\-]*(?:" + _NAMED[3:-1] + r"|_key)[\"']\s*,\s*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{3,})(?P=q)"
+)
+# A secret-named lookup with a literal fallback: env.DB_PASSWORD || 'x', ${ADMIN_PASSWORD:=x}.
+_FALLBACK = _lazy(
+    r"(?i)(?:" + _NAMED + r"[\]\"')]*\s*(?:\|\||\?\?|\bor\b)\s*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)"
+    r"|\$\{(?:[A-Za-z0-9]+_)*" + _NAMED + r":?[\-=](?P<v2>(?!\[REDACTED)[^}\s]{2,})\})"
+)
+# Key material without its BEGIN/END lines: whole lines of base64 at PEM/OpenSSH
+# width (a grep hit keeps its "path:N:" prefix), then the short last line.
+_KEY_LINE = _lazy(r"(?m)^(?P<pre>(?:[^\s:]+:\d+[:-])?[ \t]*[\"']?)"
+                  r"(?P<v>[A-Za-z0-9+/]{40,76}={0,2}|[A-Za-z0-9+/]{16,75}={1,2})(?=[\"']?[ \t]*$)")
+_KEY_TAIL = _lazy(r"(?m)(?<=\[REDACTED:key_material\])(?P<gap>[\"']?[ \t]*\n(?:[^\s:]+:\d+[:-])?[ \t]*[\"']?)"
+                  r"(?P<v>[A-Za-z0-9+/]{4,76}={0,2})(?=[\"']?[ \t]*$)")
+_BASE64 = _lazy(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+_ANSI = _lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def _mixed(v: str) -> bool:
+    return any(c.isdigit() for c in v) and any(c.isupper() for c in v) and any(c.islower() for c in v)
+
+
+def _put(m, group: str, label: str) -> str:
+    s, e = m.span(group)
+    return m.group(0)[: s - m.start()] + label + m.group(0)[e - m.start():]
+
+
+def _keyed_repl(tags: set):
+    def repl(m):
+        v = m.group("v")
+        if v[0] in "$<%*[{" or v.startswith("!") or v.lower() in _NOT_VALUES or any(c in v for c in "()[]{}"):
+            return m.group(0)
+        if not m.group("q") and m.group("sep") == "=" and (m.group("sp1") or m.group("sp2")):
+            # `password = other_name` is code; keep it unless the value looks like a credential
+            if not any(c.isdigit() for c in v) and all(c.isalnum() or c in "_." for c in v):
+                return m.group(0)
+        tags.add("secret_value")
+        return _put(m, "v", "[REDACTED:secret_value]")
+    return repl
+
+
+def _value_repl(tags: set, groups=("v", "v1", "v2")):
+    def repl(m):
+        for g in groups:
+            if g in m.re.groupindex and m.group(g) is not None:
+                tags.add("secret_value")
+                return _put(m, g, "[REDACTED:secret_value]")
+        return m.group(0)
+    return repl
+
+
+def _key_material(text: str, tags: set) -> str:
+    def repl(m):
+        if not _mixed(m.group("v")):
+            return m.group(0)  # hex digests, words
+        tags.add("key_material")
+        return _put(m, "v", "[REDACTED:key_material]")
+    text = _compiled(_KEY_LINE).sub(repl, text)
+    if "key_material" in tags:
+        for _ in range(2):
+            text = _compiled(_KEY_TAIL).sub(lambda m: m.group("gap") + "[REDACTED:key_material]", text)
+    return text
+
+
+def _encoded_secrets(text: str, tags: set) -> str:
+    """A base64 token that decodes to text holding a secret is itself one."""
+    import binascii
+
+    def repl(m):
+        tok = m.group(0)
+        if len(tok) % 4 or tok.isalpha():
+            return tok
+        try:
+            plain = binascii.a2b_base64(tok).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return tok
+        if not plain.isprintable() and not all(c.isprintable() or c in "\n\r\t" for c in plain):
+            return tok
+        if _redact(plain, depth=1)[1]:
+            tags.add("base64_secret")
+            return "[REDACTED:base64_secret]"
+        return tok
+    return _compiled(_BASE64).sub(repl, text)
+
 
 def _any(low: str, hints) -> bool:
     return any(h in low for h in hints)
@@ -141,11 +251,20 @@ def _replace_group(rx, text: str, tag: str, group: int, tags: set) -> str:
     def repl(m):
         tags.add(tag)
         if not group:
-            return label
+            return _keep_lines(label, m.group(0))
         s, e = m.span(group)
-        return m.group(0)[: s - m.start()] + label + m.group(0)[e - m.start():]
+        return m.group(0)[: s - m.start()] + _keep_lines(label, m.group(group)) + m.group(0)[e - m.start():]
 
     return rx.sub(repl, text)
+
+
+def _keep_lines(label: str, replaced: str) -> str:
+    """The label plus the newlines it replaces: line numbers stay right, so a
+    whole file redacted before chunking still splits into the same lines."""
+    return label + "\n" * replaced.count("\n")
+
+
+_KWARG_NAME = re.compile(r"[A-Za-z_][A-Za-z_.]*[),]+$")
 
 
 def _assign_repl(tags: set):
@@ -154,6 +273,8 @@ def _assign_repl(tags: set):
             if m.group(g) is not None:
                 s, e = m.span(g)
                 break
+        if g == "v1" and _KWARG_NAME.match(m.group(g)):
+            return m.group(0)  # f(SecretId=secret_name): passes a variable, holds no value
         tags.add("secret_value")
         whole = m.group(0)
         return whole[: s - m.start()] + "[REDACTED:secret_value]" + whole[e - m.start():]
@@ -169,10 +290,20 @@ def _weak_repl(tags: set):
 
 
 def redact_text(text: str) -> tuple[str, list[str]]:
-    """Replace every secret in ``text``; return (clean text, sorted tags found)."""
+    """Replace every secret in ``text``; return (clean text, sorted tags found).
+
+    Redacted spans keep their newlines, so a whole file redacted first and
+    chunked after has the same lines (a key across a chunk edge is caught).
+    """
+    return _redact(text, 0)
+
+
+def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     if not text:
         return text, []
     tags: set[str] = set()
+    if "\x1b" in text:  # colour codes split "KEY:\x1b[39m value"; they carry nothing worth storing
+        text = _compiled(_ANSI).sub("", text)
     low = text.lower()
     for spec, tag, group, hints in _RULES:
         if _any(low, hints):
@@ -186,6 +317,14 @@ def redact_text(text: str) -> tuple[str, list[str]]:
         text = _compiled(_NEAR_WORD).sub(_weak_repl(near), text)
         if near:
             tags.add("secret_near_keyword")
+    if _any(low, _NAMED_HINTS):
+        text = _compiled(_KEYED_LINE).sub(_keyed_repl(tags), text)
+        text = _compiled(_ENV_ASSIGN).sub(_value_repl(tags), text)
+        text = _compiled(_NAMED_PAIR).sub(_value_repl(tags), text)
+        text = _compiled(_FALLBACK).sub(_value_repl(tags), text)
+    text = _key_material(text, tags)
+    if depth == 0:
+        text = _encoded_secrets(text, tags)
     return text, sorted(tags)
 
 
@@ -217,7 +356,7 @@ _WRAPPERS = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nic
 _SPLIT = _lazy(r"\|\||&&|[;|&\n(){}`]|\$\(")
 _ENV_READERS = _lazy(
     r"/proc/(?:self|\d+|\$\$|\*)/environ|\bos\.environ\b(?!\s*(?:\[|\.get|\.setdefault|\.pop))|"
-    r"\bprocess\.env\b(?!\s*(?:\.|\[))|\bENV\.(?:to_h|inspect)\b|%ENV\b(?!\s*\{)"
+    r"(?<!\}\s=\s)(?<!\}=\s)(?<!\}\s=)(?<!\}=)\bprocess\.env\b(?!\s*(?:\.|\[))|\bENV\.(?:to_h|inspect)\b|%ENV\b(?!\s*\{)"
 )
 
 
@@ -243,6 +382,44 @@ def _segments(command: str) -> list[list[str]]:
     if cur:
         out.append(cur)
     return out
+
+
+# Commands whose output is a credential, by shape: (program, words that must all
+# appear among its arguments, in any order). Value-level redaction catches
+# labelled values; these print bare ones (a token, a decoded secret).
+_CREDENTIAL_COMMANDS = (
+    ("kubectl", ("get", "secret", "-o")), ("kubectl", ("get", "secrets", "-o")),
+    ("kubectl", ("get", "secret", "--output")), ("kubectl", ("config", "view", "--raw")),
+    ("kubectl", ("create", "token")), ("vault", ("kv", "get")), ("vault", ("read",)), ("vault", ("login",)),
+    ("vault", ("token", "create")), ("vault", ("write",)), ("terraform", ("output",)), ("terraform", ("show", "-json")),
+    ("terraform", ("state", "pull")), ("terraform", ("state", "show")), ("heroku", ("config",)),
+    ("heroku", ("config:get",)), ("heroku", ("auth:token",)), ("heroku", ("authorizations:create",)),
+    ("gh", ("auth", "token")), ("gh", ("auth", "status", "--show-token")), ("gh", ("auth", "status", "-t")),
+    ("aws", ("configure", "get")), ("aws", ("configure", "export-credentials")), ("aws", ("get-login-password",)),
+    ("aws", ("secretsmanager", "get-secret-value")), ("aws", ("ssm", "--with-decryption")),
+    ("gcloud", ("print-access-token",)), ("gcloud", ("print-identity-token",)), ("gcloud", ("secrets", "access")),
+    ("az", ("get-access-token",)), ("az", ("keyvault", "secret", "show")), ("op", ("read",)),
+    ("op", ("item", "get", "--reveal")), ("security", ("find-generic-password", "-w")),
+    ("security", ("find-internet-password", "-w")), ("pass", ("show",)), ("lpass", ("show",)), ("bw", ("get",)),
+    ("doppler", ("secrets",)), ("sops", ("-d",)), ("sops", ("--decrypt",)), ("ansible-vault", ("view",)),
+    ("ansible-vault", ("decrypt",)), ("kubeseal", ("--raw",)), ("docker", ("secret", "inspect")),
+)
+
+
+def _credential_command(cmd: str, args: list[str]) -> str | None:
+    flat = set()
+    for a in args:  # "-o=yaml", "--output=json", "-ojsonpath=..." count as the flag
+        flat.add(a)
+        if a.startswith("-"):
+            flat.add(a.split("=", 1)[0])
+            if a.startswith("-o") and not a.startswith("--"):
+                flat.add("-o")
+        if ":" in a and cmd == "heroku":
+            flat.add(a.split(":", 1)[0])
+    for prog, need in _CREDENTIAL_COMMANDS:
+        if cmd == prog and all(w in flat for w in need):
+            return f"{prog} {' '.join(need)}"
+    return None
 
 
 def _segment_denied(words: list[str], depth: int) -> str | None:
@@ -281,6 +458,9 @@ def _segment_denied(words: list[str], depth: int) -> str | None:
         return f"environment dump ({cmd})"
     if cmd == "compgen" and any(a in ("-e", "-v") for a in args):
         return "environment dump (compgen)"
+    why = _credential_command(cmd, args)
+    if why:
+        return f"prints a credential ({why})"
     if cmd in _SHELLS or cmd == "eval":
         if cmd == "eval":
             return _denied(" ".join(args), depth + 1)
@@ -290,15 +470,33 @@ def _segment_denied(words: list[str], depth: int) -> str | None:
     return None
 
 
+_DUMPERS = {"env", "printenv"}
+_SEARCHERS = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "git", "sed", "awk", "find", "echo", "printf"}
+_LOCATORS = {"which", "whereis", "realpath", "readlink", "type", "command"}
+
+
 def _denied(command: str, depth: int) -> str | None:
     if depth > 4:
         return "command nests shells too deeply to check"
-    if _compiled(_ENV_READERS).search(command):
-        return "environment dump (reads the process environment)"
+    for words in _segments(command):  # a search for the text "os.environ" reads nothing
+        if words and os.path.basename(words[0]) not in _SEARCHERS and _compiled(_ENV_READERS).search(" ".join(words)):
+            return "environment dump (reads the process environment)"
+    substituted = "$(" in command or "`" in command
     for words in _segments(command):
         reason = _segment_denied(words, depth)
         if reason:
             return reason
+        if not words:
+            continue
+        base = os.path.basename(words[0])
+        # $(which env) | head, `command -v printenv`: the located program runs
+        if substituted and base in _LOCATORS and any(os.path.basename(w) in _DUMPERS for w in words[1:]):
+            return "environment dump (runs env through a command substitution)"
+        if base == "alias":  # alias e=env; e
+            for w in words[1:]:
+                name, eq, value = w.partition("=")
+                if eq and value and _denied(value, depth + 1):
+                    return f"environment dump (alias {name} runs it)"
     return None
 
 
@@ -338,7 +536,10 @@ def command_denied(command: str, extra_regexes=(), deny_globs=(), base_dir: str 
 _DENY_DIRS = {".ssh", ".gnupg"}
 _DENY_NAMES = (".env*", ".envrc", ".npmrc", ".pypirc", ".netrc", ".pgpass", ".git-credentials",
                "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key", "*.p12", "*.pfx",
-               "credentials.json", "service-account*.json")
+               "credentials.json", "service-account*.json", "*.tfstate", "*.tfstate.backup", ".htpasswd",
+               "*.jks", "*.keystore", "*.kdbx", ".vault-token")
+# (directory, file name) pairs: files that hold nothing but credentials.
+_DENY_IN_DIR = {(".aws", "credentials"), (".docker", "config.json"), (".kube", "config"), ("gh", "hosts.yml")}
 
 
 def _parts(path: str) -> list[str]:
@@ -355,8 +556,8 @@ def _check(path: str, extra_globs, base_dir: str | None) -> str | None:
             return f"secret directory {d}/"
     if lower[-1] in _DENY_DIRS:
         return f"secret directory {lower[-1]}/"
-    if len(lower) >= 2 and lower[-2] == ".aws" and lower[-1] == "credentials":
-        return "secret file .aws/" + lower[-1]
+    if len(lower) >= 2 and (lower[-2], lower[-1]) in _DENY_IN_DIR:
+        return f"secret file {lower[-2]}/{lower[-1]}"
     for pat in _DENY_NAMES:
         if fnmatch.fnmatchcase(lower[-1], pat):
             return f"secret file pattern {pat}"

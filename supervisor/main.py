@@ -283,6 +283,7 @@ def _configure_logging(paths) -> None:
 
 
 def serve(project: str | None, front: bool) -> int:
+    from memtree import config_gate
     from memtree.config import ConfigError, load_config
     from memtree.paths import memtree_home, paths_for_cwd, prepare_store, start_dir
 
@@ -293,12 +294,14 @@ def serve(project: str | None, front: bool) -> int:
     prepare_store(paths)
     _configure_logging(paths)
     try:
+        _texts, config_sig = config_gate.config_texts(paths.project_root, memtree_home())
         config = load_config(paths.project_root, memtree_home())
         specs = child_specs(config, front)
     except ConfigError as e:
         log.error("supervisor: %s", e.message)
         print(f"memtree serve: {e.message}", file=sys.stderr)
         return 2
+    config_gate.mark_ok(paths, config_sig)  # the hook's fast path may trust these files now
     from memtree.protocol import sup_heartbeat_sock
 
     hb_endpoint = paths.endpoint(sup_heartbeat_sock(os.getpid()))

@@ -9,6 +9,7 @@ import orjson
 
 from memtree import tokens
 from memtree.errors import BadRequest, Refused
+from memtree.redact import redact_text
 from memtree.store.live import status_clause
 from memtree.store.mutations import (
     Tx, add_edges, change_status, content_hash, file_root, insert_node, is_tombstoned, prepare_content,
@@ -63,6 +64,34 @@ def _successor(old: dict, new: list[tuple[str, int, int, str | None]]) -> str:
     return best
 
 
+def _lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def redact_whole(fields: list[tuple]) -> list[tuple]:
+    """The chunks with their content cut from the whole file redacted at once,
+    so a secret across a chunk edge (a key whose BEGIN line is in the previous
+    window) is seen whole. Redaction keeps line counts; a chunk whose content
+    is not its line range of the file keeps its own (per-chunk) redaction."""
+    lines: dict[int, str] = {}
+    for start, _end, _sym, _kind, content in fields:
+        for k, line in enumerate(_lines(content)):
+            lines.setdefault(start + k, line)
+    top = max(lines, default=0)
+    if top == 0 or top > 200_000:
+        return fields
+    raw = [lines.get(n, "\n") for n in range(1, top + 1)]
+    clean = _lines(redact_text("".join(raw))[0])
+    if len(clean) != len(raw):
+        return fields
+    out = []
+    for start, end, sym, kind, content in fields:
+        same = "".join(raw[start - 1:end]) == content
+        out.append((start, end, sym, kind, "".join(clean[start - 1:end]) if same else content))
+    return out
+
+
 def put_file(tx: Tx, rec) -> dict:
     path = rec.path
     if not isinstance(path, str) or not path.startswith("/"):
@@ -78,7 +107,7 @@ def put_file(tx: Tx, rec) -> dict:
     old = _file_chunks(tx, root, ("live", "stale"))
     new, chunk_ids, refused = [], [], []
     max_bytes = tx.config.capture.maxBytes
-    for i, (start, end, symbol, ckind, content) in enumerate(fields):
+    for i, (start, end, symbol, ckind, content) in enumerate(redact_whole(fields)):
         prepared = prepare_content(content, max_bytes)
         meta = {"path": path, "start": start, "end": end, "symbol": symbol, "chunk": ckind,
                 "tokens": tokens.count(prepared[0]), "origin": "read"}

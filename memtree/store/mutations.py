@@ -4,7 +4,10 @@ Every function takes a ``Tx``: one request's view of the writer's open
 transaction (who asks, the config, what changed). Every mutation writes its
 audit rows through ``Tx.audit`` in the same transaction, and every piece of
 content goes through ``prepare_content`` (redaction, then truncation) before
-it is stored: the one gate.
+it is stored: the one gate. The gate covers every stored field, not only
+content: metadata (a command, a pattern), source URIs, audit reasons and
+details, tombstone reasons. Each node records the gate version that cleaned
+it (``metadata.redaction``), so recall can re-apply a newer gate.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import orjson
 
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms, ulid
-from memtree.redact import redact_text
+from memtree.redact import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.live import ALL_STATUSES, INDEXED, LIVE, status_clause
 
 NODE_KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")
@@ -44,7 +47,7 @@ class Tx:
         self.db.execute(
             "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
             " VALUES (?,?,?,?,?,?,?,?)",
-            (now_ms(), self.actor, action, node_id, from_status, to_status, reason, _json(detail or {})),
+            (now_ms(), self.actor, action, node_id, from_status, to_status, clean(reason), _json(clean_meta(detail))),
         )
 
     def audit_kept(self, action: str, node_id: str | None, reason: str, detail: dict | None = None) -> None:
@@ -52,7 +55,7 @@ class Tx:
         self.keep.append((
             "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
             " VALUES (?,?,?,?,NULL,NULL,?,?)",
-            (now_ms(), self.actor, action, node_id, reason, _json(detail or {})),
+            (now_ms(), self.actor, action, node_id, clean(reason), _json(clean_meta(detail))),
         ))
 
     def count_kept(self, name: str, n: int = 1) -> None:
@@ -70,6 +73,16 @@ _BUMP = ("INSERT INTO counters(name, value) VALUES (?, ?)"
 
 def bump_counter(db, name: str, n: int = 1) -> None:
     db.execute(_BUMP, (name, n))
+
+
+def clean(text):
+    """A short stored string (reason, source URI) through the redaction gate."""
+    return redact_text(text)[0] if isinstance(text, str) and text else text
+
+
+def clean_meta(meta) -> dict:
+    """Metadata through the redaction gate: every string, keys included."""
+    return redact_value(meta)[0] if meta else {}
 
 
 def _json(obj) -> str:
@@ -137,9 +150,11 @@ def insert_node(tx: Tx, kind: str, content: str, *, parent_id: str | None = None
     digest = content_hash(text)
     if kind not in ROOT_KINDS and is_tombstoned(tx.db, digest):
         tx.audit_kept("refused", None, "content was forgotten (tombstoned)",
-                      {"hash": digest, "kind": kind, "source_uri": source_uri})
+                      {"hash": digest, "kind": kind, "source_uri": clean(source_uri)})
         raise Refused("this content was forgotten earlier and is not stored again")
     node_id = ulid()
+    source_uri = clean(source_uri)
+    metadata = dict(clean_meta(metadata), redaction=REDACTION_VERSION)
     tx.db.execute(
         "INSERT INTO nodes(id, parent_id, kind, source_uri, content, content_hash, status, mtime,"
         " created_at, updated_at, truncated, original_bytes, metadata, session_id)"
@@ -174,7 +189,7 @@ def file_root(tx: Tx, path: str) -> str:
     """Find or create the live root node of a file (source_uri ``file://<abs path>``)."""
     if not isinstance(path, str) or not path.startswith("/"):
         raise BadRequest("file path must be an absolute path")
-    uri = f"file://{path}"
+    uri = clean(f"file://{path}")  # looked up as stored
     return _find_root(tx, "file", uri) or insert_node(
         tx, "file", "", source_uri=uri, metadata={"path": path}, status="live")
 
