@@ -56,6 +56,7 @@ def test_leaky_cases_through_the_wrapped_tools_store_no_secret(h, tmp_path, monk
     write_files(h.root, cases)
     shim_dir = _shims(tmp_path)
     monkeypatch.setenv("PATH", shim_dir + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("API_KEY", "set-for-the-echo-case")  # benign_env_var_echo_name prints whether it is set
     seen = {c["name"]: _run(h, c, shim_dir) for c in cases}
     # Positive control: the agent saw most secrets (the shims and files worked), so a clean disk means something.
     shown = {c["name"] for c in cases if c["secrets"] and any(s in seen[c["name"]] for s in c["secrets"])}
