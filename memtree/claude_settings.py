@@ -19,6 +19,22 @@ def config_dir() -> str:
     return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
 
 
+def user_config_file() -> str:
+    """Where `claude mcp add` (local scope, its default) records a server:
+    ``projects[<project>].mcpServers`` in ``$CLAUDE_CONFIG_DIR/.claude.json``,
+    else ``~/.claude.json`` (checked with Claude Code 2.1.197)."""
+    d = os.environ.get("CLAUDE_CONFIG_DIR")
+    return os.path.join(d, ".claude.json") if d else os.path.join(os.path.expanduser("~"), ".claude.json")
+
+
+def project_key(project: str) -> str:
+    """The ``projects`` key Claude Code files a project under: its git root, else the directory."""
+    from memtree.paths import find_git_root
+
+    real = os.path.realpath(project)
+    return find_git_root(real) or real
+
+
 def _load(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
@@ -98,7 +114,9 @@ def mcp_registrations(project: str) -> list[tuple[str, dict]]:
         out.append((os.path.join(project, ".mcp.json"), entry))
     for path in (os.path.join(os.path.expanduser("~"), ".claude.json"), os.path.join(config_dir(), ".claude.json")):
         data = _load(path)
-        for servers in (data.get("mcpServers"), ((data.get("projects") or {}).get(project) or {}).get("mcpServers")):
+        projects = data.get("projects") or {}
+        mine = projects.get(project_key(project)) or projects.get(project) or {}
+        for servers in (data.get("mcpServers"), mine.get("mcpServers") if isinstance(mine, dict) else None):
             if isinstance(servers, dict) and isinstance(servers.get(SERVER_NAME), dict):
                 out.append((path, servers[SERVER_NAME]))
     plugin = enabled_plugin(project)

@@ -87,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         return handler(argv[1:]) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `memtree install --print | head`: the reader left, nothing to report
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except ModuleNotFoundError as e:
         if e.name and e.name.startswith("memtree."):
             print(f"memtree {argv[0]}: not available in this build ({e.name} is missing)", file=sys.stderr)

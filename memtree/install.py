@@ -1,7 +1,15 @@
-"""``memtree install [--project DIR] [--print]``: wire memtree into a project's Claude Code.
+"""``memtree install [--project DIR] [--shared] [--print]``: wire memtree into a project's Claude Code.
 
-Writes two files under the project, merging with what is there:
-- ``.claude/settings.json``: PostToolUse and PostToolUseFailure command hooks
+The hooks and the server entry hold this machine's absolute paths, so by
+default they go where only this machine reads them: the hooks in
+``.claude/settings.local.json`` (Claude Code keeps it out of git) and the
+server in Claude Code's user config, local scope (``projects[<project>]`` in
+``~/.claude.json``, where `claude mcp add` puts it). ``--shared`` writes the
+committed files instead (``.claude/settings.json``, ``.mcp.json``). Our
+entries found in the other place are removed, so nothing runs twice.
+
+The hooks, merged with what is there:
+- PostToolUse and PostToolUseFailure command hooks
   on ``Read|Grep|Bash`` running ``<abs python> -I -S <abs hook script>``
   (an absolute interpreter with -I -S starts in ~10 ms; a version-manager
   shim costs 90-130 ms on every tool call).
@@ -9,7 +17,7 @@ Writes two files under the project, merging with what is there:
   (memtree.heartbeat; it never blocks the agent).
 - the same, with ``session-start``, as a SessionStart hook on
   ``startup|resume|compact``: the brief of what the store holds (memtree.recall.brief).
-- ``.mcp.json``: the ``memtree`` stdio server (``memtree serve``).
+- the ``memtree`` stdio server (``memtree serve``).
 
 Other hooks and servers are kept; an earlier memtree entry is replaced in
 place. Running it twice changes nothing the second time. ``--print`` shows
@@ -126,6 +134,57 @@ def merge_mcp(mcp: dict, entry: dict, where: str) -> dict:
     return out
 
 
+def drop_mcp(mcp: dict) -> dict:
+    """``mcp`` without our server (it moved to the other scope)."""
+    servers = mcp.get("mcpServers")
+    if not isinstance(servers, dict) or SERVER_NAME not in servers:
+        return mcp
+    return {**mcp, "mcpServers": {k: v for k, v in servers.items() if k != SERVER_NAME}}
+
+
+def merge_local_server(cfg: dict, key: str, entry: dict | None, where: str) -> dict:
+    """Claude Code's user config with our server set (``entry``) or removed
+    (None) under ``projects[key].mcpServers``, as `claude mcp add` files it."""
+    projects = cfg.get("projects", {})
+    if not isinstance(projects, dict) or not isinstance(projects.get(key, {}), dict):
+        raise ConfigError(f"{where}: 'projects' must map project paths to objects")
+    proj = dict(projects.get(key, {}))
+    servers = proj.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{where}: 'projects[{key!r}].mcpServers' must be an object")
+    if entry is None:
+        if SERVER_NAME not in servers:
+            return cfg
+        servers = {k: v for k, v in servers.items() if k != SERVER_NAME}
+    else:
+        servers = {**servers, SERVER_NAME: entry}
+    return {**cfg, "projects": {**projects, key: {**proj, "mcpServers": servers}}}
+
+
+def strip_hooks(settings: dict) -> dict:
+    """``settings`` without our hooks (they moved to the other settings file)."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return settings
+    out = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            out[event] = groups
+            continue
+        kept = []
+        for g in groups:
+            inner = g.get("hooks") if isinstance(g, dict) else None
+            if isinstance(inner, list) and any(isinstance(h, dict) and _is_ours(h) for h in inner):
+                others = [h for h in inner if not (isinstance(h, dict) and _is_ours(h))]
+                if others:
+                    kept.append({**g, "hooks": others})
+            else:
+                kept.append(g)
+        if kept:
+            out[event] = kept
+    return {**settings, "hooks": out} if out else {k: v for k, v in settings.items() if k != "hooks"}
+
+
 def _load(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
@@ -141,44 +200,127 @@ def _load(path: str) -> dict:
     return data
 
 
-def _write(path: str, data: dict) -> None:
+def _write(path: str, data: dict, private: bool) -> None:
+    """Atomically; an existing file keeps its mode, a new private one is 0600."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o600 if private else 0o666 & ~umask
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with open(fd, "w", encoding="utf-8") as f:
         f.write(json.dumps(data, indent=2) + "\n")
+    os.chmod(tmp, mode)
     os.replace(tmp, path)
 
 
-def plan_files(project: str) -> list[tuple[str, dict, dict]]:
-    """(path, current content, merged content) for both files."""
-    settings_path = os.path.join(project, ".claude", "settings.json")
-    mcp_path = os.path.join(project, ".mcp.json")
-    settings, mcp = _load(settings_path), _load(mcp_path)
-    return [
-        (settings_path, settings, merge_settings(settings, shlex.join(hook_argv()), settings_path)),
-        (mcp_path, mcp, merge_mcp(mcp, server_entry(), mcp_path)),
-    ]
+class Change:
+    """One file install touches: its content before and after, and what it is for."""
+
+    def __init__(self, path: str, before: dict, after: dict, what: str, private: bool = False,
+                 cleanup: bool = False, slice_of=None):
+        self.path, self.before, self.after, self.what = path, before, after, what
+        self.private = private  # a new file is 0600: this machine's paths, not for the team
+        self.cleanup = cleanup  # only removes an entry that moved; not mentioned when there is none
+        self.slice_of = slice_of  # for a file not ours: what --print shows instead of all of it
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def plan_files(project: str, shared: bool = False) -> list[Change]:
+    """Every file to touch. Default: this machine only (the hook in
+    .claude/settings.local.json, the server in Claude Code's user config,
+    local scope). ``shared``: the committed .claude/settings.json and .mcp.json.
+    Our entries in the other place are removed, so nothing runs twice."""
+    from memtree.claude_settings import project_key, user_config_file
+
+    local_settings = os.path.join(project, ".claude", "settings.local.json")
+    shared_settings = os.path.join(project, ".claude", "settings.json")
+    mcp_path, user_cfg, key = os.path.join(project, ".mcp.json"), user_config_file(), project_key(project)
+    hook_at, hook_not = (shared_settings, local_settings) if shared else (local_settings, shared_settings)
+    hooks_now, hooks_old = _load(hook_at), _load(hook_not)
+    mcp, cfg = _load(mcp_path), _load(user_cfg)
+    entry = server_entry()
+    local_slice = lambda d: {"projects": {key: {"mcpServers": {  # noqa: E731
+        k: v for k, v in ((d.get("projects") or {}).get(key) or {}).get("mcpServers", {}).items()
+        if k == SERVER_NAME}}}}
+    changes = [Change(hook_at, hooks_now, merge_settings(hooks_now, shlex.join(hook_argv()), hook_at),
+                      "capture hooks", private=not shared),
+               Change(hook_not, hooks_old, strip_hooks(hooks_old), f"memtree hooks removed, now in {hook_at}",
+                      cleanup=True)]
+    if shared:
+        changes += [Change(mcp_path, mcp, merge_mcp(mcp, entry, mcp_path), "MCP server memtree, project scope"),
+                    Change(user_cfg, cfg, merge_local_server(cfg, key, None, user_cfg),
+                           f"MCP server memtree removed from local scope, now in {mcp_path}",
+                           cleanup=True, slice_of=local_slice)]
+    else:
+        changes += [Change(user_cfg, cfg, merge_local_server(cfg, key, entry, user_cfg),
+                           f"MCP server memtree, local scope: {key}, this machine only", private=True,
+                           slice_of=local_slice),
+                    Change(mcp_path, mcp, drop_mcp(mcp), f"MCP server memtree removed, now in {user_cfg}",
+                           cleanup=True)]
+    return [c for c in changes if not c.cleanup or c.changed]
+
+
+def keep_out_of_git(path: str) -> str | None:
+    """Add ``path`` to the repository's .git/info/exclude (never a committed
+    file) unless git already ignores it; the line to print, or None."""
+    import subprocess
+
+    d = os.path.dirname(path)
+    while not os.path.isdir(d):
+        d = os.path.dirname(d)
+    try:
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=d, capture_output=True,
+                                 timeout=10, stdin=subprocess.DEVNULL)
+        if ignored.returncode != 1:  # 0: ignored already; 128: not a repository (or no git)
+            return None
+        where = subprocess.run(["git", "rev-parse", "--show-toplevel", "--git-path", "info/exclude"], cwd=d,
+                               capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if where.returncode != 0:
+        return None
+    top, exclude = where.stdout.splitlines()[:2]
+    exclude = os.path.normpath(os.path.join(d, exclude))
+    rel = "/" + os.path.relpath(os.path.realpath(path), os.path.realpath(top))
+    os.makedirs(os.path.dirname(exclude), exist_ok=True)
+    with open(exclude, "a", encoding="utf-8") as f:
+        f.write(f"{rel}\n")
+    return f"updated {exclude} (ignores {rel}: it holds this machine's paths)"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="memtree install",
-                                description="Add memtree's capture hook and MCP server to a project.")
+                                description="Add memtree's capture hook and MCP server to a project's Claude Code. "
+                                            "By default for this machine only: the hook in .claude/settings.local.json "
+                                            "and the server in Claude Code's user config (local scope).")
     p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
+    p.add_argument("--shared", action="store_true",
+                   help="write the committed files instead: .claude/settings.json and .mcp.json (they hold this "
+                        "machine's absolute paths)")
     p.add_argument("--print", action="store_true", dest="dry", help="show what would be written; write nothing")
     args = p.parse_args(argv)
     project = os.path.abspath(args.project or os.getcwd())
     if not os.path.isdir(project):
         raise ConfigError(f"--project {project}: not a directory")
-    files = plan_files(project)
-    for path, before, after in files:
+    for c in plan_files(project, shared=args.shared):
         if args.dry:
-            print(f"# {path}{'' if before != after else ' (unchanged)'}")
-            print(json.dumps(after, indent=2))
-        elif before == after:
-            print(f"unchanged {path}")
+            print(f"# {c.path}: {c.what}{'' if c.changed else ' (unchanged)'}")
+            print(json.dumps(c.slice_of(c.after) if c.slice_of else c.after, indent=2))
+        elif not c.changed:
+            print(f"unchanged {c.path} ({c.what})")
         else:
-            _write(path, after)
-            print(f"updated {path}")
+            verb = "updated" if os.path.exists(c.path) else "created"
+            _write(c.path, c.after, c.private)
+            print(f"{verb} {c.path} ({c.what})")
+            if c.private and c.path.startswith(project + os.sep) and (note := keep_out_of_git(c.path)):
+                print(note)
     return 0
 
 

@@ -134,10 +134,13 @@ def _doctor_healthy(memtree_cmd: list[str], proj: str, env: dict) -> dict:
 def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_bin, tmp_path):
     proj, home = _project(tmp_path), str(tmp_path / "home")
     memtree_home = os.path.join(home, ".memtree")
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "MEMTREE_HOME": memtree_home})
-    assert done.returncode == 0, done.stderr
     env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
+    # The default install: hooks in .claude/settings.local.json, the server in the
+    # CLI's user config (local scope), the isolated one this CLI reads.
+    done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert not os.path.exists(os.path.join(proj, ".mcp.json"))
     result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__recall")
     _assert_captured_found_and_no_gap(_store_dir(proj, memtree_home), result, shown, "mcp__memtree__recall")
     checks = _doctor_healthy([PYTHON, "-P", "-m", "memtree.cli"], proj, env)
@@ -147,16 +150,16 @@ def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_
 def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
     proj, home = _project(tmp_path), str(tmp_path / "home")
     memtree_home = os.path.join(home, ".memtree")
+    env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
     subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, check=True, capture_output=True, timeout=60,
-                   env={**os.environ, "MEMTREE_HOME": memtree_home})
-    settings_path = os.path.join(proj, ".claude", "settings.json")
+                   env=env)
+    settings_path = os.path.join(proj, ".claude", "settings.local.json")
     with open(settings_path) as f:
         settings = json.load(f)
     for event in ("PostToolUse", "PostToolUseFailure"):  # deliberately not registered; Stop stays
         del settings["hooks"][event]
     with open(settings_path, "w") as f:
         json.dump(settings, f)
-    env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
     result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__recall")
     store_dir = _store_dir(proj, memtree_home)
     [slot] = [s for s in heartbeat.read_all(store_dir) if s["session"] == result["session_id"]]

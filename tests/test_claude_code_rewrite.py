@@ -59,7 +59,7 @@ def test_the_real_cli_shows_previews_keeps_edit_working_and_answers_the_dedup(cl
         f.write("SMALL_MARKER = 1\n")
     # The writer acks after commit; a loaded box may need more than the 100 ms default.
     system.write_config({"capture": {"hookTimeoutMs": 5000}})
-    assert install_main(["--project", proj]) == 0
+    assert install_main(["--project", proj, "--shared"]) == 0
     os.unlink(os.path.join(proj, ".mcp.json"))  # the system fixture runs the store; no MCP server needed here
     log = cli.run(claude, proj, _script(proj), str(tmp_path / "run"), env={"MEMTREE_HOME": system.home})
     bodies = cli.main_requests(log)

@@ -30,8 +30,10 @@ def failing(checks: dict) -> set[str]:
 
 
 def install(system) -> None:
+    # Claude Code's user config (where the server goes) in the test's home, as doctor reads it.
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=system.project,
-                          env={**os.environ, **system.env}, capture_output=True, text=True, timeout=60)
+                          env={**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, **system.env,
+                               "HOME": system.home}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
 

@@ -8,15 +8,38 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from memtree.install import hook_argv
 from tests.support import PYTHON
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def install(project, *args) -> subprocess.CompletedProcess:
+def install(project, *args, home=None) -> subprocess.CompletedProcess:
+    """`memtree install` with Claude Code's user config in ``home`` (default:
+    beside the project), never the developer's own ~/.claude.json."""
+    home = os.path.normpath(str(home or os.path.join(str(project), "..", "claude-home")))
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
     return subprocess.run([PYTHON, "-m", "memtree.cli", "install", "--project", str(project), *args],
-                          capture_output=True, text=True, timeout=60, cwd=REPO)
+                          capture_output=True, text=True, timeout=60, cwd=REPO, env={**env, "HOME": home})
+
+
+def in_project(tmp_path):
+    """tmp_path/project: the Claude Code user config the tests use sits beside it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    return project
+
+
+def user_config(project) -> dict:
+    path = os.path.join(str(project), "..", "claude-home", ".claude.json")
+    return load(path) if os.path.exists(path) else {}
+
+
+def local_server(project) -> dict | None:
+    key = os.path.realpath(str(project))
+    return ((user_config(project).get("projects") or {}).get(key) or {}).get("mcpServers", {}).get("memtree")
 
 
 def load(path) -> dict:
@@ -24,10 +47,7 @@ def load(path) -> dict:
         return json.load(f)
 
 
-def test_install_writes_both_hooks_and_the_server_with_absolute_paths(tmp_path):
-    done = install(tmp_path)
-    assert done.returncode == 0, done.stderr
-    settings = load(tmp_path / ".claude" / "settings.json")
+def _assert_our_hooks(settings: dict) -> None:
     for event in ("PostToolUse", "PostToolUseFailure"):
         [group] = settings["hooks"][event]
         assert group["matcher"] == "Read|Grep|Bash"
@@ -38,14 +58,86 @@ def test_install_writes_both_hooks_and_the_server_with_absolute_paths(tmp_path):
         assert os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith(os.path.join("hooks", "launch.py"))
     [stop] = settings["hooks"]["Stop"]
     assert "matcher" not in stop and shlex.split(stop["hooks"][0]["command"]) == [*hook_argv(), "stop"]
-    server = load(tmp_path / ".mcp.json")["mcpServers"]["memtree"]
+
+
+def _assert_our_server(server: dict) -> None:
     assert server["type"] == "stdio" and os.path.isabs(server["command"])
     assert server["args"] in (["serve"], ["-P", "-m", "memtree.cli", "serve"])
 
 
+def test_by_default_install_writes_only_where_this_machine_reads_and_says_so(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    done = install(project)
+    assert done.returncode == 0, done.stderr
+    local = project / ".claude" / "settings.local.json"
+    cfg = os.path.normpath(os.path.join(str(project), "..", "claude-home", ".claude.json"))
+    exclude = project / ".git" / "info" / "exclude"
+    assert done.stdout.splitlines() == [
+        f"created {local} (capture hooks)",
+        f"updated {exclude} (ignores /.claude/settings.local.json: it holds this machine's paths)",
+        f"created {cfg} (MCP server memtree, local scope: {os.path.realpath(project)}, this machine only)"]
+    _assert_our_hooks(load(local))
+    _assert_our_server(local_server(project))
+    # Nothing the team commits: no settings.json, no .mcp.json, and git ignores the local file.
+    assert sorted(os.listdir(project)) == [".claude", ".git"] and os.listdir(project / ".claude") == ["settings.local.json"]
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout == ""
+    assert {oct(os.stat(p).st_mode & 0o777) for p in (local, cfg)} == {"0o600"}
+    again = install(project)
+    assert again.stdout.splitlines() == [f"unchanged {local} (capture hooks)", f"unchanged {cfg} (MCP server memtree, "
+                                         f"local scope: {os.path.realpath(project)}, this machine only)"]
+
+
+def test_shared_writes_the_committed_files_and_moves_our_entries_out_of_the_local_ones(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    home = tmp_path / "claude-home"
+    home.mkdir()
+    other = {"numStartups": 7, "projects": {"/elsewhere": {"mcpServers": {"x": {"command": "x"}}}}}
+    (home / ".claude.json").write_text(json.dumps(other))
+    os.chmod(home / ".claude.json", 0o600)
+    assert install(project).returncode == 0
+    assert local_server(project) is not None
+    done = install(project, "--shared")
+    assert done.returncode == 0, done.stderr
+    settings, local = project / ".claude" / "settings.json", project / ".claude" / "settings.local.json"
+    assert done.stdout.splitlines() == [
+        f"created {settings} (capture hooks)",
+        f"updated {local} (memtree hooks removed, now in {settings})",
+        f"created {project / '.mcp.json'} (MCP server memtree, project scope)",
+        f"updated {home / '.claude.json'} (MCP server memtree removed from local scope, now in {project / '.mcp.json'})"]
+    _assert_our_hooks(load(settings))
+    _assert_our_server(load(project / ".mcp.json")["mcpServers"]["memtree"])
+    assert load(local) == {} and local_server(project) is None
+    # Claude Code's own data in its config is kept as it was, mode included.
+    cfg = load(home / ".claude.json")
+    assert cfg["numStartups"] == 7 and cfg["projects"]["/elsewhere"] == other["projects"]["/elsewhere"]
+    assert os.stat(home / ".claude.json").st_mode & 0o777 == 0o600
+
+
+def test_the_readme_install_command_works_as_written_from_the_checkout(tmp_path):
+    with open(os.path.join(REPO, "README.md")) as f:
+        lines = [ln.strip().split("#")[0].strip() for ln in f if ln.strip().startswith(".venv/bin/memtree install")]
+    assert len(lines) == 2 and all("--project /path/to/your/project" in ln for ln in lines), lines
+    exe = os.path.join(REPO, ".venv", "bin", "memtree")
+    if not os.path.exists(exe):
+        pytest.skip("no .venv in this checkout (make setup creates it)")
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, "HOME": str(tmp_path / "claude-home")}
+    for line in lines:
+        done = subprocess.run(line.replace("/path/to/your/project", str(project)), shell=True, cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (line, done.stderr)
+    _assert_our_hooks(load(project / ".claude" / "settings.local.json"))
+    _assert_our_server(local_server(project))
+
+
 def test_the_installed_hook_command_runs_and_exits_zero_silently(tmp_path):
+    tmp_path = in_project(tmp_path)
     install(tmp_path)
-    cmd = load(tmp_path / ".claude" / "settings.json")["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    cmd = load(tmp_path / ".claude" / "settings.local.json")["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     env = {**os.environ, "MEMTREE_HOME": str(tmp_path / "home")}
     done = subprocess.run(cmd, shell=True, input=b'{"cwd": "%s"}' % str(tmp_path).encode(), capture_output=True,
                           env=env, cwd=tmp_path, timeout=60)
@@ -53,50 +145,62 @@ def test_the_installed_hook_command_runs_and_exits_zero_silently(tmp_path):
 
 
 def test_install_keeps_other_hooks_and_servers_and_a_second_run_changes_nothing(tmp_path):
+    tmp_path = in_project(tmp_path)
     (tmp_path / ".claude").mkdir()
     other_hook = {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo other"}]}
     (tmp_path / ".claude" / "settings.json").write_text(json.dumps(
         {"hooks": {"PostToolUse": [other_hook], "Stop": [{"hooks": [{"type": "command", "command": "x"}]}]},
          "permissions": {"allow": ["Bash"]}}))
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "other-server"}}}))
-    assert install(tmp_path).returncode == 0
+    assert install(tmp_path, "--shared").returncode == 0
     settings = load(tmp_path / ".claude" / "settings.json")
     assert settings["hooks"]["PostToolUse"][0] == other_hook and len(settings["hooks"]["PostToolUse"]) == 2
     assert settings["hooks"]["Stop"] and settings["permissions"] == {"allow": ["Bash"]}
     assert set(load(tmp_path / ".mcp.json")["mcpServers"]) == {"other", "memtree"}
     before = {p: (tmp_path / p).read_bytes() for p in (".claude/settings.json", ".mcp.json")}
     mtimes = {p: os.stat(tmp_path / p).st_mtime_ns for p in before}
-    again = install(tmp_path)
+    again = install(tmp_path, "--shared")
     assert again.returncode == 0 and again.stdout.count("unchanged") == 2
     assert {p: (tmp_path / p).read_bytes() for p in before} == before
     assert {p: os.stat(tmp_path / p).st_mtime_ns for p in before} == mtimes
 
 
 def test_an_earlier_memtree_hook_is_replaced_not_duplicated(tmp_path):
+    tmp_path = in_project(tmp_path)
     (tmp_path / ".claude").mkdir()
     old = {"type": "command", "command": f"/old/python -I -S {REPO}/hooks/post_tool_use.py", "timeout": 5}
     keep = {"type": "command", "command": "echo keep"}
     (tmp_path / ".claude" / "settings.json").write_text(json.dumps(
         {"hooks": {"PostToolUse": [{"matcher": "Read|Grep|Bash", "hooks": [keep, old]}]}}))
-    assert install(tmp_path).returncode == 0
+    assert install(tmp_path, "--shared").returncode == 0
     [group] = load(tmp_path / ".claude" / "settings.json")["hooks"]["PostToolUse"]
     assert group["hooks"][0] == keep and len(group["hooks"]) == 2
     assert shlex.split(group["hooks"][1]["command"]) == hook_argv()
+    # A default install moves it to the local file; the other hook stays where it was.
+    assert install(tmp_path).returncode == 0
+    assert load(tmp_path / ".claude" / "settings.json")["hooks"]["PostToolUse"] == [
+        {"matcher": "Read|Grep|Bash", "hooks": [keep]}]
+    [group] = load(tmp_path / ".claude" / "settings.local.json")["hooks"]["PostToolUse"]
+    assert [shlex.split(h["command"]) for h in group["hooks"]] == [hook_argv()]
 
 
 def test_print_shows_the_result_and_writes_nothing(tmp_path):
-    done = install(tmp_path, "--print")
+    project = tmp_path / "project"
+    project.mkdir()
+    done = install(project, "--print")
     assert done.returncode == 0 and "launch.py" in done.stdout and '"memtree"' in done.stdout
-    assert sorted(os.listdir(tmp_path)) == []
+    assert sorted(os.listdir(tmp_path)) == ["project"] and os.listdir(project) == []
 
 
 def test_a_broken_settings_file_is_an_error_naming_it_and_nothing_is_written(tmp_path):
+    tmp_path = in_project(tmp_path)
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text("{not json")
     done = install(tmp_path)
     assert done.returncode == 2 and "settings.json" in done.stderr and "Traceback" not in done.stderr
     assert (tmp_path / ".claude" / "settings.json").read_text() == "{not json"
-    assert not (tmp_path / ".mcp.json").exists()
+    assert os.listdir(tmp_path / ".claude") == ["settings.json"] and not (tmp_path / ".mcp.json").exists()
+    assert user_config(tmp_path) == {}
 
 
 def test_hook_argv_uses_the_running_interpreter():
