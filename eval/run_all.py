@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from memtree.eval import bench_core, bench_doctor, bench_hook, bench_idle, bench_storage, bench_tools, recall_eval
+from memtree.eval import bench_core, bench_doctor, bench_embed, bench_hook, bench_idle, bench_storage, bench_tools, recall_eval
 
 
 def main() -> int:
     for name, bench in (("core", bench_core), ("hook", bench_hook), ("tools", bench_tools), ("idle", bench_idle),
                         ("doctor", bench_doctor), ("storage", bench_storage),
-                        ("recall", recall_eval)):
+                        ("embed", bench_embed), ("recall", recall_eval)):
         print(f"\n===== {name} =====", flush=True)
         code = bench.main([])
         if code:
