@@ -1,10 +1,11 @@
-"""`make bench`: every benchmark in turn (core, hook, tools, idle, doctor, storage, recall eval), figures to stdout."""
+"""`make bench`: every benchmark in turn (core, hook, tools, idle, doctor, storage, embed, recall eval), figures to stdout."""
 
 from __future__ import annotations
 
 import sys
 
-from memtree.eval import bench_core, bench_doctor, bench_embed, bench_hook, bench_idle, bench_storage, bench_tools, recall_eval
+from memtree.eval import (bench_core, bench_doctor, bench_embed, bench_hook, bench_idle, bench_storage, bench_tools,
+                          recall_eval)
 
 
 def main() -> int:
