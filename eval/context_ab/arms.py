@@ -41,8 +41,8 @@ def _mt(tool: str, **args) -> dict:
     return {"tool_use": {"name": f"mcp__memtree__{tool}", "input": args}}
 
 
-# What an agent does by default: whole files, a broad search, the whole changelog.
-NATIVE_WHOLE = [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"cat {CHANGES}"), FINAL]
+# What an agent does by default: whole files, a broad search, the top of the changelog.
+NATIVE_WHOLE = [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"head -n 300 {CHANGES}"), FINAL]
 
 # The same needs met with exact slices (line numbers from a cheap search first).
 NATIVE_TARGETED = [
@@ -56,7 +56,7 @@ NATIVE_TARGETED = [
 INSTALLED = {
     "capture": {"RESOLVE": r"resolve_command L(\d+)",
                 "INTRANGE": r"class IntRange  L(\d+)-"},
-    "turns": [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"cat {CHANGES}"),
+    "turns": [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"head -n 300 {CHANGES}"),
               _read(CORE, offset="${RESOLVE}", limit=26), _grep("terminal_width = parent", path=CORE),
               _read(TYPES, offset="${INTRANGE}", limit=24), _grep("raise NoSuchOption"),
               _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]}
@@ -72,10 +72,10 @@ MEMTREE_TOOLS = [
 # explored them. Native: explore again. memtree: the SessionStart brief plus
 # searches of what session 1 stored.
 SESSION2_MEMTREE = [
-    _mt("search", query="No such command", limit=2), _mt("search", query="terminal_width parent", limit=2),
-    _mt("search", query="IntRange _clamp bound dir", limit=2), _mt("search", query="NoSuchOption possibilities",
+    _mt("recall", query="No such command", limit=2), _mt("recall", query="terminal_width parent", limit=2),
+    _mt("recall", query="IntRange _clamp bound dir", limit=2), _mt("recall", query="NoSuchOption possibilities",
                                                                    limit=2),
-    _mt("search", query="Version 8.0.0 Released", limit=2), FINAL]
+    _mt("recall", query="Version 8.0.0 Released", limit=2), FINAL]
 
 
 def script(turns) -> dict:

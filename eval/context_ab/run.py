@@ -56,9 +56,16 @@ def make_project(work: str, name: str) -> str:
     return proj
 
 
+CONFIG: dict = {}  # --config: the memtree arms' project config (e.g. capture thresholds)
+
+
 def install(proj: str) -> None:
     subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "install", "--project", proj], check=True,
                    capture_output=True)
+    if CONFIG:
+        os.makedirs(os.path.join(proj, ".memtree"), exist_ok=True)
+        with open(os.path.join(proj, ".memtree", "config.json"), "w") as f:
+            json.dump(CONFIG, f)
 
 
 def shutdown(proj: str, env: dict) -> None:
@@ -136,6 +143,7 @@ def measure(bodies: list[dict], fixed: int, proj: str, db: str | None) -> dict:
         "defs": tokens.count(json.dumps(last.get("tools") or [], ensure_ascii=False)),
         "results": sum(tokens.count(t) for _n, t, _e in cli.tool_results(last)),
         "errors": sum(1 for _n, _t, e in cli.tool_results(last) if e),
+        "rewritten": sum(1 for _n, t, _e in cli.tool_results(last) if "[memtree]" in t[:400]),
         "facts": {name: fact_status(texts, proj, rel, needle, db) for name, (rel, needle) in arms.FACTS.items()},
     }
 
@@ -208,7 +216,8 @@ def table(report: dict) -> str:
         rows.append(f"{name:<22}{m['requests']:>5}{m['added']:>9,}{100 * (m['added'] - base) / base:>+8.0f}%"
                     f"{vs_t:>9}{m['input']:>10,}{m['last']:>8,}{m['defs']:>7,}{m['results']:>8,}  "
                     f"{facts.count('seen')} / {facts.count('1 call')} / {facts.count('missing')}"
-                    + (f"  errors={m['errors']}" if m["errors"] else ""))
+                    + (f"  errors={m['errors']}" if m["errors"] else "")
+                    + (f"  previews={m['rewritten']}" if m.get("rewritten") else ""))
     if "session 2, memtree" in arms_:
         s2, s2n = arms_["session 2, memtree"]["added"], arms_["session 2, native"]["added"]
         rows.append(f"session 2: memtree {s2:,} vs native {s2n:,} added tokens ({100 * (s2 - s2n) / s2n:+.0f}%)")
@@ -219,7 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="context_ab")
     p.add_argument("--arms", default=",".join(ALL_ARMS))
     p.add_argument("--out", help="keep the run directories and report.json here")
+    p.add_argument("--config", default="{}", help="JSON project config for the memtree arms, e.g. "
+                                                   "'{\"capture\": {\"previewTokens\": 600}}'")
     args = p.parse_args(argv)
+    CONFIG.update(json.loads(args.config))
     selected = set(args.arms.split(","))
     work = args.out or tempfile.mkdtemp(prefix="context-ab-")
     os.makedirs(work, exist_ok=True)

@@ -37,6 +37,8 @@ _SIGNALS = ("error", "exception", "traceback", "fail", "fatal", "panic", "warnin
             "not found", "no such file", "segmentation fault", "killed", "timed out", "timeout")
 _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.<>:")
 MAX_LINE_CHARS = 200
+# How the agent gets a stored output back (memtree's MCP surface).
+FETCH = "memtree recall ids={id}"
 
 
 def _clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -257,7 +259,7 @@ def grep_text(tool_input: dict, response: dict, node_id: str, budget: int) -> st
 def bash_text(command: str, stream: str, text: str, node_id: str, budget: int) -> str:
     lines = text.split("\n")
     head = (f"[memtree] {stream} of `{_clip(command, 120)}`: {len(lines)} lines, ~{tokens.count(text):,} tokens; "
-            f"not shown in full (stored whole as memtree node {node_id}; get it by that id).")
+            f"not shown in full (stored whole as memtree node {node_id}; all of it: {FETCH.format(id=node_id)}).")
     ex, shown = excerpt(lines, budget - tokens.count(head) - 20)
     return f"{head}\nShown ({shown}):\n{ex}"
 

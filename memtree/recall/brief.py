@@ -95,8 +95,8 @@ def build(conn, now_ms: int, session_id: str | None = None, budget: int = BUDGET
     if not count:
         return None
     head = (f"memtree holds {count} live captures of this project ({root or '?'}) from {sessions} session(s), newest "
-            f"{render.age(newest, now_ms)}. Each id below is one memtree call away (whole text by id); "
-            "a file's exact lines are one Read with offset/limit away.")
+            f"{render.age(newest, now_ms)}. Any id below: memtree recall ids=<id>; anything else kept: "
+            "memtree recall query=<words>; a file's exact lines: Read with offset/limit.")
     frame_cost = tokens.count(render.recalled("", 'kind="session-brief"')) + 2
     left = budget - frame_cost - tokens.count(head)
     parts = [head]
