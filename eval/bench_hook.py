@@ -38,6 +38,35 @@ def _payload(project: str, i: int) -> bytes:
         "tool_use_id": f"toolu_bench_{i}"}).encode()
 
 
+def _big_read(project: str, i: int) -> bytes:
+    """A whole-file Read of a 40 KB module: above capture.rewriteReadTokens, so the
+    hook prints the writer's preview (memtree.capture.rewrite) after the ack."""
+    path = os.path.join(project, "big_module.py")
+    content = f"# run {i}\n" + "".join(f"\ndef handler_{k}(request, retries=3):\n    value = request.get('k{k}')\n"
+                                       f"    return value * {k}\n" for k in range(600))
+    lines = content.count("\n") + 1
+    return json.dumps({
+        "session_id": "bench-hook", "transcript_path": "/dev/null", "cwd": project, "permission_mode": "default",
+        "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
+        "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": lines,
+                                                   "startLine": 1, "totalLines": lines}},
+        "tool_use_id": f"toolu_bench_read_{i}"}).encode()
+
+
+def _round_rewrite(runs: int, env: dict, project: str) -> dict[str, list[float]]:
+    py = os.path.abspath(sys.executable)
+    series = {"hook": [], "bare -I -S": []}
+    for i in range(runs):
+        data = _big_read(project, i)
+        t0 = time.perf_counter()
+        done = subprocess.run(hook_argv(), input=data, capture_output=True, env=env, cwd=project, check=False)
+        series["hook"].append(time.perf_counter() - t0)
+        if b"updatedToolOutput" not in done.stdout:
+            series.setdefault("not rewritten (no ack in time)", []).append(series["hook"][-1])
+        series["bare -I -S"].append(_time([py, "-I", "-S", "-c", "pass"], None, env, project))
+    return series
+
+
 def _time(argv: list[str], data: bytes | None, env: dict, cwd: str) -> float:
     t0 = time.perf_counter()
     subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd,
@@ -73,7 +102,8 @@ def _print(title: str, series: dict[str, list[float]]) -> None:
         print(f"  {name:<12} {fmt_ms(summary(samples))}")
     bare = summary(series["bare -I -S"])
     for name in ("hook", "heartbeat"):
-        print(f"  {name} p95 / bare p95: {summary(series[name])['p95'] / bare['p95']:.2f}x")
+        if name in series:
+            print(f"  {name} p95 / bare p95: {summary(series[name])['p95'] / bare['p95']:.2f}x")
 
 
 def _heartbeat_in_process(store_dir: str, runs: int = 2000) -> list[float]:
@@ -166,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         proc = _serve(project, env)
         print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
         _print("writer up (ack after commit)", _round(args.runs, env, project))
+        _print("writer up, a 40 KB whole-file Read each run (rewritten: preview printed after the ack)",
+               _round_rewrite(max(20, args.runs // 4), env, project))
         from memtree.paths import paths_for_cwd
 
         beat = _heartbeat_in_process(paths_for_cwd(project).store_dir)

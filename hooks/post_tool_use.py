@@ -14,7 +14,8 @@ a denied command or path spools nothing.
 
 Always exits 0. Writes stdout only to replace a large Read/Grep/Bash output
 with the preview the writer built after committing it (the
-``updatedToolOutput`` in the ack); a spooled capture is never rewritten. Problems
+``updatedToolOutput`` in the ack), or, when the capture was spooled, the same
+preview built here from the redacted spool entry. Problems
 go to ``<store>/logs/hook.log`` as one line without any payload content.
 Every run counts its outcome in the capture heartbeat (memtree.heartbeat).
 """
@@ -199,7 +200,20 @@ def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
 
     makedirs_private(paths.store_dir)
     spool.append(paths.spool, clean, ts=received_at)
+    _rewrite_spooled(clean, settings)
     return "spooled"
+
+
+def _rewrite_spooled(clean: dict, settings: dict) -> None:
+    """Spooled is stored safely too: show the preview of a large output, built
+    here from the redacted entry (the writer has not given it an id yet)."""
+    import json
+
+    from memtree.capture import rewrite
+
+    updated = rewrite.updated_output(clean, None, rewrite.settings({"capture": settings.get("capture") or {}}))
+    if updated is not None:
+        sys.stdout.write(json.dumps(rewrite.hook_output(updated)))
 
 
 def run(state: dict) -> str:

@@ -83,11 +83,18 @@ def test_a_secret_in_a_large_output_is_redacted_in_the_preview_and_the_store(sys
     assert secret not in stored and "test_2999 PASSED" in stored
 
 
-def test_with_the_writer_stopped_the_capture_is_spooled_and_the_output_left_alone(system):
-    log = "\n".join(f"step {i} done" for i in range(4000))
-    assert run_hook(system, _bash(system, log + "\ncontrol"), **SLOW).stdout != b""  # positive control
+def test_with_the_writer_stopped_the_spooled_capture_is_previewed_from_the_redacted_entry(system):
+    secret = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    log = "\n".join([f"auth {secret}"] + [f"step {i} done" for i in range(4000)] + ["ERROR: out of disk"])
     assert system.ctl("stop", "writer").returncode == 0
     wait_until(lambda: system.actor("writer", {"STOPPED"}) is not None, timeout=COLD_START_S, what="writer stopped")
-    done = run_hook(system, _bash(system, log + "\nspooled"), MEMTREE_HOOK_TIMEOUT_MS="300")
-    assert done.stdout == b""  # nothing is stored yet, so the agent keeps the whole output
-    assert spool.pending_count(system.paths.spool) == 1
+    text = _updated(run_hook(system, _bash(system, log), MEMTREE_HOOK_TIMEOUT_MS="300"))["stdout"]
+    assert spool.pending_count(system.paths.spool) == 1  # stored safely first: spooled
+    assert "4002: ERROR: out of disk" in text and "step 2000 done" not in text
+    assert "memtree node" not in text and "kept whole by memtree" in text  # no id until the writer stores it
+    assert secret not in text and "[REDACTED" in text
+    spooled = open(system.paths.spool, encoding="utf-8").read()
+    assert secret not in spooled and "step 2000 done" in spooled  # the whole output, redacted
+    # control: a small output spools and is left as it is
+    assert run_hook(system, _bash(system, "ok"), MEMTREE_HOOK_TIMEOUT_MS="300").stdout == b""
+    assert spool.pending_count(system.paths.spool) == 2

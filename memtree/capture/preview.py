@@ -39,6 +39,15 @@ _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 MAX_LINE_CHARS = 200
 # How the agent gets a stored output back (memtree's MCP surface).
 FETCH = "memtree recall ids={id}"
+FIND = "memtree recall query={query}"
+
+
+def _kept(node_id: str | None, query: str) -> str:
+    """Where the whole output is: a node id once the writer stored it; a spooled
+    capture has none yet, so name the search that finds it once drained."""
+    if node_id:
+        return f"stored whole as memtree node {node_id}; all of it: {FETCH.format(id=node_id)}"
+    return f"kept whole by memtree (being stored); later: {FIND.format(query=query)}"
 
 
 def _clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -195,7 +204,7 @@ def kind_of(path: str, items) -> str:
     return "text"
 
 
-def read_text(path: str, content: str, total_lines: int, node_id: str, budget: int) -> str:
+def read_text(path: str, content: str, total_lines: int, node_id: str | None, budget: int) -> str:
     """The preview of a whole-file Read (the CLI numbers these lines itself)."""
     lines = content.split("\n")
     if lines and lines[-1] == "":
@@ -205,7 +214,7 @@ def read_text(path: str, content: str, total_lines: int, node_id: str, budget: i
     if kind == "doc":
         items = _headings(lines)
     head = (f"[memtree] {path}: {total_lines} lines, ~{tokens.count(content):,} tokens; not shown in full "
-            f"(stored whole as memtree node {node_id}). The numbers at the left count this preview; "
+            f"({_kept(node_id, repr(path.rsplit('/', 1)[-1]))}). The numbers at the left count this preview; "
             f"file line numbers are after each entry.\n"
             f"Exact lines: Read this file with offset and limit (e.g. offset=L limit=N); Edit works as usual.")
     left = budget - tokens.count(head)
@@ -226,7 +235,7 @@ def read_text(path: str, content: str, total_lines: int, node_id: str, budget: i
     return f"{head}\n{body}"
 
 
-def grep_text(tool_input: dict, response: dict, node_id: str, budget: int) -> str:
+def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int) -> str:
     mode = response.get("mode") or "files_with_matches"
     text = response.get("content") if isinstance(response.get("content"), str) else "\n".join(
         f for f in response.get("filenames") or [] if isinstance(f, str))
@@ -239,7 +248,7 @@ def grep_text(tool_input: dict, response: dict, node_id: str, budget: int) -> st
     pattern = tool_input.get("pattern", "")
     head = (f"[memtree] Grep {str(pattern)[:80]!r} ({mode}): {len(rows)} lines"
             + (f" in {len(per_file)} files" if per_file else "")
-            + f", ~{tokens.count(text):,} tokens; not shown in full (stored whole as memtree node {node_id}). "
+            + f", ~{tokens.count(text):,} tokens; not shown in full ({_kept(node_id, repr(str(pattern)[:40]))}). "
             "Narrow it with path, glob or head_limit/offset, or Read a file with offset/limit.")
     left = budget - tokens.count(head)
     parts = [head]
@@ -256,10 +265,10 @@ def grep_text(tool_input: dict, response: dict, node_id: str, budget: int) -> st
     return "\n".join(parts)
 
 
-def bash_text(command: str, stream: str, text: str, node_id: str, budget: int) -> str:
+def bash_text(command: str, stream: str, text: str, node_id: str | None, budget: int) -> str:
     lines = text.split("\n")
     head = (f"[memtree] {stream} of `{_clip(command, 120)}`: {len(lines)} lines, ~{tokens.count(text):,} tokens; "
-            f"not shown in full (stored whole as memtree node {node_id}; all of it: {FETCH.format(id=node_id)}).")
+            f"not shown in full ({_kept(node_id, repr(_clip(command, 40)))}).")
     ex, shown = excerpt(lines, budget - tokens.count(head) - 20)
     return f"{head}\nShown ({shown}):\n{ex}"
 
