@@ -54,7 +54,9 @@ def defaults() -> dict:
         # Disk budget per project: over it, the pruner removes superseded, then stale,
         # then the oldest captures (never notes or pinned nodes) and vacuums.
         "storage": {"maxBytes": 1 << 30},
-        "path": {"deny": []},
+        # deny: extra secret-path globs; allowOutside: globs of paths outside the
+        # project that read/grep may open (default: none, after resolving symlinks)
+        "path": {"deny": [], "allowOutside": []},
         "supervisor": {
             "heartbeatMs": 1000,
             "missedHeartbeats": 3,  # this many missed beats: SIGKILL, counted as a crash
