@@ -60,7 +60,9 @@ CONFIG: dict = {}  # --config: the memtree arms' project config (e.g. capture th
 
 
 def install(proj: str) -> None:
-    subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "install", "--project", proj], check=True,
+    # --shared: the project's own files, which the isolated CLI reads (the default
+    # would file the server in this machine's ~/.claude.json).
+    subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "install", "--project", proj, "--shared"], check=True,
                    capture_output=True)
     if CONFIG:
         os.makedirs(os.path.join(proj, ".memtree"), exist_ok=True)
