@@ -25,6 +25,11 @@ class RegistryUnreachable(Exception):
     pass
 
 
+# npm's error codes for "could not reach the registry" (anything else is a failure, not a skip).
+NETWORK_ERRORS = ("ECONNREFUSED", "ENOTFOUND", "ETIMEDOUT", "EAI_AGAIN", "ECONNRESET", "ENETUNREACH",
+                  "EHOSTUNREACH", "ERR_SOCKET_TIMEOUT", "network")
+
+
 def cache_dir() -> str:
     base = os.environ.get("MEMTREE_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "memtree-claude-code")
     return os.path.join(base, VERSION)
@@ -57,10 +62,13 @@ def ensure_cli() -> str:
     if shutil.which("npm") is None:
         raise RegistryUnreachable("npm is not installed, so the npm registry cannot be reached")
     ping = subprocess.run(["npm", "view", f"@anthropic-ai/claude-code@{VERSION}", "version"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
     if ping.returncode != 0 or VERSION not in ping.stdout:
-        raise RegistryUnreachable(f"`npm view @anthropic-ai/claude-code@{VERSION}` failed: "
-                                  f"{(ping.stderr or ping.stdout).strip().splitlines()[-1:] or ['no output']}")
+        errors = [ln for ln in ping.stderr.splitlines() if ln.startswith("npm error") and "complete log" not in ln]
+        why = "; ".join(errors[:2]) or ping.stderr.strip()[-300:]
+        if any(code in ping.stderr for code in NETWORK_ERRORS):
+            raise RegistryUnreachable(f"`npm view @anthropic-ai/claude-code@{VERSION}`: {why}")
+        raise AssertionError(f"npm reached no answer for @anthropic-ai/claude-code@{VERSION}: {why}")
     os.makedirs(prefix, exist_ok=True)
     done = subprocess.run(["npm", "install", "--prefix", prefix, f"@anthropic-ai/claude-code@{VERSION}"],
                           capture_output=True, text=True, timeout=900)
