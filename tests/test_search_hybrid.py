@@ -24,9 +24,9 @@ def shuffle_deck(cards, rng):
     return cards
 
 
-def fahrenheit_to_celsius(f):
-    """Temperature conversion."""
-    return (f - 32) * 5 / 9
+def to_celsius(fahrenheit):
+    """Celsius temperature for a Fahrenheit temperature."""
+    return (fahrenheit - 32) * 5 / 9
 
 
 def is_valid_email(address):
@@ -41,8 +41,8 @@ def median(values):
     n = len(s)
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 '''
-# Shares no word with fahrenheit_to_celsius (nor with anything else stored).
-PARAPHRASE = "convert degrees between thermometer scales"
+# Shares no word with to_celsius (nor with anything else stored).
+PARAPHRASE = "weather thermometer reading"
 # For the fusion test: one note matches the query both ways, one only by its
 # words (repeated, in a long unrelated text), one only by meaning.
 QUERY = "retry a failing network call"
@@ -67,7 +67,7 @@ def store(tmp_path_factory):
         wait_until(lambda: f.rows("SELECT count(*) FROM nodes n WHERE n.status = 'live' AND n.kind IN "
                                   "('file_chunk', 'note') AND n.id NOT IN (SELECT node_id FROM nodes_vec)")[0][0] == 0,
                    timeout=COLD_START_S * 2, what="every live chunk and note embedded")
-        f.celsius = f.rows("SELECT id FROM nodes WHERE json_extract(metadata, '$.symbol') = 'fahrenheit_to_celsius'"
+        f.celsius = f.rows("SELECT id FROM nodes WHERE json_extract(metadata, '$.symbol') = 'to_celsius'"
                            " AND status = 'live'")[0][0]
         yield f
     finally:
@@ -113,3 +113,19 @@ def test_hybrid_ranks_a_node_matching_both_ways_above_nodes_matching_one_way(sto
     assert "(hybrid)" in text
     order = [i for i in re.findall(r"^([0-9A-HJKMNP-TV-Z]{26}) ", text, re.MULTILINE)]
     assert order[0] == both and {words, meaning} <= set(order[1:]), [names.get(i) for i in order]
+
+
+def test_a_query_embedded_by_another_model_refuses_semantic_and_degrades_hybrid_naming_both(store):
+    from memtree.errors import MemtreeError
+
+    other = {"model": "ollama:other-embedder", "dim": 3, "vector": [1.0, 0.0, 0.0]}
+    conn = store_db.open_read(store.paths.db)
+    try:
+        with pytest.raises(MemtreeError) as e:
+            search.run(conn, QUERY, "semantic", {}, 10, query_vector=other)
+        assert "ollama:other-embedder" in e.value.message and "wordllama" in e.value.message
+        out = search.run(conn, QUERY, "hybrid", {"kind": ["note"]}, 10, query_vector=other)
+        assert out.mode == "keyword" and "ollama:other-embedder" in out.degraded
+        assert store.notes["both"] in [c.node["id"] for c in out.hits]  # control: keyword still answers
+    finally:
+        conn.close()

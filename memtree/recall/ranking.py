@@ -22,6 +22,7 @@ Pure functions over candidate dicts; the SQL lives in store/.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -38,7 +39,7 @@ _SYMBOL_QUERY = re.compile(
 # Identifiers worth a (half) definition boost inside a prose query.
 _EMBEDDED_SYMBOL = re.compile(r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+"
                               r"|[a-z][a-z0-9]*_[a-z0-9_]+)\b")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
+_IDENT = re.compile(r"[A-Za-z0-9_]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing|__tests__)/|(?:^|/)test_[^/]*$|_test\.py$|(?:^|/)conftest\.py$")
 STOPWORDS = frozenset(
@@ -110,13 +111,18 @@ def stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(word: str) -> tuple[str, ...]:
+    parts = [word.lower(), *split_identifier(word)]
+    return tuple(stem(p) for p in parts if len(p) > 1 and p not in STOPWORDS and not p.isdigit())
+
+
 def terms(text: str) -> list[str]:
-    """Stemmed, lowercased identifier parts of ``text``, stopwords out, in order, once each."""
+    """Stemmed, lowercased identifier parts of ``text``, stopwords out, in order, once each.
+    Per distinct word, cached: a candidate's content is mostly words seen before."""
     out: list[str] = []
-    for w in re.findall(r"[A-Za-z0-9_]+", text):
-        for part in [w.lower(), *split_identifier(w)]:
-            if part and part not in STOPWORDS and not part.isdigit() and len(part) > 1:
-                out.append(stem(part))
+    for w in dict.fromkeys(_IDENT.findall(text)):
+        out.extend(_word_terms(w))
     return list(dict.fromkeys(out))
 
 
@@ -129,6 +135,8 @@ def queried_symbols(query: str) -> tuple[set[str], float]:
     q = query.strip()
     if is_symbol_query(q):
         return {q, q.rsplit(".", 1)[-1]}, DEFINITION_BOOST
+    if re.fullmatch(r"[a-z][a-z0-9]*", q):  # one lowercase word: a name ("curry") or a topic ("session")
+        return {q}, EMBEDDED_BOOST
     return set(_EMBEDDED_SYMBOL.findall(query)), EMBEDDED_BOOST
 
 
@@ -152,14 +160,25 @@ def _stem_matches(path: str, names: set[str]) -> bool:
     return any(stem_ and stem_ in (n.lower().replace("_", ""), n.lower().rstrip("s")) for n in names)
 
 
-def _path_words(path: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _path_words(path: str) -> frozenset[str]:
     if not path:
-        return set()
+        return frozenset()
     parts = path.replace("\\", "/").split("/")
     words = terms(os.path.splitext(parts[-1])[0])
     if len(parts) > 1:
         words += terms(parts[-2])
-    return set(words)
+    return frozenset(words)
+
+
+def _path_hits(words: set[str], parts: frozenset[str]) -> int:
+    """Query words found in the path's words, a prefix of 4+ letters counting
+    ("easter" in easterutils.py, "cache" in cacheutils)."""
+    n = 0
+    for w in words:
+        if w in parts or any(len(min(w, p, key=len)) >= 4 and (p.startswith(w) or w.startswith(p)) for p in parts):
+            n += 1
+    return n
 
 
 def coverage(cand_terms: set[str], q_terms: list[str], idf: dict[str, float]) -> float:
@@ -189,9 +208,8 @@ def score(cands: list[Candidate], query: str, idf: dict[str, float]) -> None:
         path = c.path
         if names and defines(c, names):
             s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0)
-        if not symbol_query and words:
-            hit = len(words & _path_words(path))
-            s += PATH_BOOST * hit / len(words)
+        if not symbol_query and len(words) > 1:
+            s += PATH_BOOST * _path_hits(words, _path_words(path)) / len(words)
         if not asks_tests and _TEST_PATH.search(path):
             s *= TEST_PENALTY
         c.score = s
