@@ -21,10 +21,14 @@ import signal
 import sys
 
 import anyio
-from mcp.server.lowlevel import Server
-from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
 
-from memtree.actors import front_tools as specs
+from memtree import mcp_sdk
+
+mcp_sdk.lean_import()  # before the first `mcp` import below: it is most of the start-up
+from mcp.server.lowlevel import Server  # noqa: E402
+from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations  # noqa: E402
+
+from memtree.actors import front_tools as specs  # noqa: E402
 
 log = logging.getLogger("mcp")
 
