@@ -196,3 +196,27 @@ def test_a_front_that_exits_kills_the_commands_it_was_running(tmp_path):
         f.close()  # closes the front's stdin: the front exits
     wait_until(lambda: _gone(child), timeout=10, what="the running command's child killed on front exit")
     assert pending.done()
+
+
+def test_a_front_stopped_by_sigterm_kills_the_commands_it_was_running(tmp_path):
+    import signal
+
+    from tests.front_harness import Front
+
+    pidfile = tmp_path / "child.pid"
+    f = Front(tmp_path)
+    try:
+        f.portal.start_task_soon(
+            f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
+        # Allows for the front's cold start (the mcp SDK import) on a loaded box.
+        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
+                   what="command started")
+        child = int(pidfile.read_text())
+        shell = psutil.Process(os.getpgid(child))  # the command's bash leads the group
+        front = shell.parent()
+        assert "memtree.actors.mcp_front" in " ".join(front.cmdline())
+        front.send_signal(signal.SIGTERM)  # what the supervisor sends at shutdown
+        wait_until(lambda: _gone(child), timeout=10, what="the running command's child killed on SIGTERM")
+        assert _gone(shell.pid)
+    finally:
+        f.close()

@@ -17,6 +17,7 @@ import atexit
 import os
 import signal
 import subprocess
+import threading
 import time
 
 from memtree import protocol, redact
@@ -86,28 +87,43 @@ def kill_running() -> None:
 atexit.register(kill_running)
 
 
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """asyncio's ``Process.wait()`` returns only once the pipes close too; a
-    background child holding them would hide the shell's exit. ``exited`` is
-    set when the shell itself exits."""
+class _Shell:
+    """``bash -c`` started synchronously (no await between the fork and its
+    registration in _RUNNING, so a cancel can never miss it), its pipes read
+    by the event loop, its exit noticed by a waiter thread. asyncio's
+    ``Process.wait()`` is not used: it returns only once the pipes close too,
+    and a background child holding them would hide the shell's exit."""
 
-    def __init__(self, loop):
-        super().__init__(limit=2 ** 16, loop=loop)
-        self.exited = loop.create_future()
+    def __init__(self, command: str, cwd: str):
+        self.loop = asyncio.get_running_loop()
+        self.proc = subprocess.Popen(
+            ["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )
+        self.pgid = self.proc.pid
+        _RUNNING.add(self.pgid)
+        self.exited = self.loop.create_future()
+        self.pipes: list = []
+        threading.Thread(target=self._wait, name=f"bash-{self.pgid}", daemon=True).start()
 
-    def process_exited(self) -> None:
-        super().process_exited()
-        if not self.exited.done():
-            self.exited.set_result(None)
+    def _wait(self) -> None:
+        self.proc.wait()
+        try:
+            self.loop.call_soon_threadsafe(lambda: self.exited.done() or self.exited.set_result(None))
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
 
+    async def reader(self, pipe) -> asyncio.StreamReader:
+        stream = asyncio.StreamReader(limit=2 ** 16, loop=self.loop)
+        transport, _ = await self.loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
+        self.pipes.append(transport)
+        return stream
 
-async def _spawn(command: str, cwd: str):
-    loop = asyncio.get_running_loop()
-    transport, proto = await loop.subprocess_exec(
-        lambda: _Protocol(loop), "bash", "-c", command, cwd=cwd, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )
-    return asyncio.subprocess.Process(transport, proto, loop), proto.exited, transport
+    def close(self) -> None:
+        for transport in self.pipes:
+            transport.close()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            pipe.close()
 
 
 async def _exit_within(exited, wait_s: float) -> bool:
@@ -136,13 +152,14 @@ async def run_command(command: str, cwd: str, timeout_s: float, cap: int) -> dic
     the whole group is killed.
     """
     started = time.monotonic()
-    proc, exited, transport = await _spawn(command, cwd)
-    pgid = proc.pid
-    _RUNNING.add(pgid)
+    shell = _Shell(command, cwd)
+    pgid, exited = shell.pgid, shell.exited
     out, err = Captured(cap), Captured(cap)
-    readers = [asyncio.ensure_future(out.drain(proc.stdout)), asyncio.ensure_future(err.drain(proc.stderr))]
+    readers: list = []
     timed_out, leftover = False, None
     try:
+        readers = [asyncio.ensure_future(out.drain(await shell.reader(shell.proc.stdout))),
+                   asyncio.ensure_future(err.drain(await shell.reader(shell.proc.stderr)))]
         if not await _exit_within(exited, timeout_s):
             timed_out = True
             _signal_group(pgid, signal.SIGTERM)
@@ -163,8 +180,9 @@ async def run_command(command: str, cwd: str, timeout_s: float, cap: int) -> dic
             _signal_group(pgid, signal.SIGKILL)
         for task in readers:
             task.cancel()
+        shell.close()  # the pipes, also when a detached child still holds them
         await asyncio.gather(*readers, return_exceptions=True)
-        transport.close()  # the pipes, also when a detached child still holds them
+    proc = shell.proc
     return {"exit": proc.returncode, "stdout": out, "stderr": err, "timed_out": timed_out,
             "leftover": leftover, "duration_ms": int((time.monotonic() - started) * 1000)}
 
