@@ -112,3 +112,29 @@ def test_anthropic_summary_is_redacted_and_capped_per_day(walker_front):
     assert len(by_api) == 1 and {prov for _, prov in got.values()} == {"anthropic", "extractive"}
     content = got[by_api[0]][0]
     assert "route invoices" in content and "AKIAIOSFODNN7EXAMPLE" not in content and "[REDACTED" in content
+
+
+def test_anthropic_without_a_key_leaves_the_walker_idle_with_the_reason(tmp_path):
+    from tests.actor_procs import HeartbeatSink
+    from tests.support import make_paths, reap
+    from tests.support import test_config as make_config
+
+    paths = make_paths(tmp_path)
+    sink = HeartbeatSink(paths)
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        proc = start_actor(paths, make_config({"summarizerModel": "anthropic"}), "memtree.actors.walkers.summarize",
+                           "walker.summarize", sink.endpoint)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    try:
+        hb = sink.wait_state("walker.summarize")
+        assert hb.info == {"idle": "summarizerModel is 'anthropic' but ANTHROPIC_API_KEY is not set"}
+        assert proc.poll() is None
+    finally:
+        sink.close()
+        reap(proc)

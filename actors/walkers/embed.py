@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 0.5  # one sweep's work, then back to the loop (heartbeats, stop); the rest right after
 RETRY_PROVIDER_S = 60  # a provider that failed (Ollama away) is retried this often
+BACKLOG_COUNT_S = 5.0
+START = (0, "")
 
 
 class EmbedWalker(Walker):
@@ -48,6 +50,8 @@ class EmbedWalker(Walker):
         self._provider_tried = 0.0
         self.batch = max(1, int(self.config.walkers.embeddingBatchSize))
         self.stats = {"embedded": 0, "copied": 0}
+        self.cursor = START  # (created_at, id) of the last node taken from the backlog
+        self._counted = 0.0
 
     def on_start(self) -> None:
         self._load_provider()
@@ -125,8 +129,7 @@ class EmbedWalker(Walker):
                 self.serve_queries()
             else:
                 self.tick_soon(0)  # more backlog: continue after a turn of the loop
-            db = self.db()
-            self.backlog = vectors.backlog_count(db, self.provider.name, EMBED_KINDS) if db is not None else 0
+            self._count_backlog()
         except apsw.Error as e:
             log.warning("%s: read failed (%s); reopening next tick", self.ctx.name, e)
             self.reader.reset()
@@ -136,15 +139,28 @@ class EmbedWalker(Walker):
             self.info = {"idle": e.message}
         self.info = {"model": self.provider.name, **self.stats} if self.provider else self.info
 
+    def _count_backlog(self) -> None:
+        """The backlog for ctl status, counted at most every BACKLOG_COUNT_S (a count scans)."""
+        db = self.db()
+        if db is not None and (time.monotonic() - self._counted >= BACKLOG_COUNT_S or self.cursor == START):
+            self.backlog = vectors.backlog_count(db, self.provider.name, EMBED_KINDS)
+            self._counted = time.monotonic()
+
     def _one_batch(self) -> bool:
         """Embed one batch of the backlog; True when it was full (there may be more)."""
         db = self.db()
         if db is None:
             return False
         model, dim = self.provider.name, self.provider.dim
-        rows = vectors.backlog(db, model, self.batch, EMBED_KINDS)
+        rows = vectors.backlog(db, model, self.batch, EMBED_KINDS, after=self.cursor)
+        if not rows and self.cursor != START:
+            # The end of the walk: start over once, for nodes that went live after the cursor passed them.
+            self.cursor = START
+            rows = vectors.backlog(db, model, self.batch, EMBED_KINDS)
         if not rows:
             return False
+        self.cursor = (rows[-1][3], rows[-1][0])
+        rows = [r[:3] for r in rows]
         known = vectors.embedded_hashes(db, sorted({h for _, h, _ in rows}), model)
         todo: dict[str, str] = {}  # hash -> text, each content embedded once
         for _, digest, content in rows:

@@ -35,7 +35,7 @@ def _todo_count(db, model: str, dim: int) -> int:
 
 
 def _next_batch(db, model: str, dim: int, size: int) -> list[tuple[str, str, str]]:
-    return vectors.other_model_nodes(db, model, dim, size) or vectors.backlog(db, model, size)
+    return vectors.other_model_nodes(db, model, dim, size) or [r[:3] for r in vectors.backlog(db, model, size)]
 
 
 def reembed(paths, config, batch: int, out=sys.stderr) -> int:

@@ -74,13 +74,18 @@ def vector_of(db, node_id: str, model: str) -> bytes | None:
     return row[0] if row else None
 
 
-def backlog(db, model: str, limit: int, kinds: tuple[str, ...] = EMBED_KINDS) -> list[tuple[str, str, str]]:
-    """(id, content_hash, content) of live nodes of ``kinds`` with no vector of ``model``, oldest first."""
+def backlog(db, model: str, limit: int, kinds: tuple[str, ...] = EMBED_KINDS,
+            after: tuple[int, str] = (0, "")) -> list[tuple[str, str, str, int]]:
+    """(id, content_hash, content, created_at) of live nodes of ``kinds`` with no
+    vector of ``model``, in creation order after ``after`` = (created_at, id):
+    a caller walking a long backlog passes its last row, so each batch starts
+    where the previous one ended instead of rescanning the embedded prefix."""
     where, params = status_clause("n")
     rows = db.execute(
-        f"SELECT n.id, n.content_hash, n.content FROM nodes n LEFT JOIN nodes_vec v ON v.node_id = n.id "
-        f"AND v.model = ? WHERE {where} AND v.node_id IS NULL AND n.kind IN ({','.join('?' * len(kinds))}) "
-        f"ORDER BY n.created_at LIMIT ?", [model, *params, *kinds, limit])
+        f"SELECT n.id, n.content_hash, n.content, n.created_at FROM nodes n LEFT JOIN nodes_vec v "
+        f"ON v.node_id = n.id AND v.model = ? WHERE {where} AND v.node_id IS NULL "
+        f"AND n.kind IN ({','.join('?' * len(kinds))}) AND (n.created_at, n.id) > (?, ?) "
+        f"ORDER BY n.created_at, n.id LIMIT ?", [model, *params, *kinds, after[0], after[1], limit])
     return [tuple(r) for r in rows]
 
 
