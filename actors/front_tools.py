@@ -60,7 +60,7 @@ TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(recall, _R,
          "Find what memtree kept (earlier reads, greps, commands, notes): query searches, ids shows nodes "
          "(several: composed to fit), neither lists recent.",
-         arg_notes={"op": {"enum": ["search", "get", "recent", "compose", "neighbors", "path"]},
+         arg_notes={"op": {"enum": ["search", "files", "get", "recent", "compose", "neighbors", "path"]},
                     "mode": "keyword|semantic|hybrid",
                     "filters": "status, kind, since ('2h'), until, parent_id, session_id, edge_kinds",
                     "format": "mixed|raw|outline"}),

@@ -35,6 +35,10 @@ log = logging.getLogger("mcp")
 # How often the front checks that its parent (the supervisor, or Claude Code
 # when run alone) is still there: an orphaned front must not outlive it by more.
 PARENT_CHECK_S = 0.25
+# The heartbeat's imports (zmq, config) wait until the client has listed the
+# tools, or this long: they would share the GIL with the initialize answer,
+# and the supervisor starts the walkers only after the front's first beat.
+HEARTBEAT_DEFER_S = 1.0
 
 # No server instructions: Claude Code adds them to every request (with its own
 # header), and the one-line tool descriptions already say when to use what.
@@ -56,6 +60,7 @@ class Front:
         self.ctx = None
         self.svc = None
         self.task_group = None
+        self.listed = None  # an anyio.Event once serving
         self._svc_lock = anyio.Lock()
         self.tools = [n for n, s in specs.TOOLS.items() if specs.available(s)]
         self._listing = ListToolsResult(tools=[
@@ -69,6 +74,8 @@ class Front:
         return name in self.tools
 
     async def _list_tools(self, ctx, params) -> ListToolsResult:
+        if self.listed is not None:
+            self.listed.set()
         return self._listing
 
     async def _call_tool(self, ctx, params) -> CallToolResult:
@@ -134,6 +141,8 @@ async def heartbeats(front: Front) -> None:
 
 
 async def _heartbeats(front: Front) -> None:
+    with anyio.move_on_after(HEARTBEAT_DEFER_S):
+        await front.listed.wait()
     front.ctx = front.ctx or await anyio.to_thread.run_sync(load_context)
     ctx = front.ctx
     if not ctx.hb_endpoint:
@@ -188,6 +197,7 @@ async def serve(front: Front) -> None:
 
     stdin = StdinLines()
     try:
+        front.listed = anyio.Event()
         async with anyio.create_task_group() as tg:
             front.task_group = tg
             tg.start_soon(heartbeats, front)

@@ -84,9 +84,10 @@ def _recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=N
     return _listing(f"recent {what} nodes, newest first: {len(rows)}", [(n, None, None) for n in rows], svc)
 
 
-def _search(svc, query, mode, limit, filters, vector, why) -> str:
+def _search(svc, query, mode, limit, filters, vector, why, group_files=False) -> str:
     # One more than asked: the answer says when relevant hits were left out.
-    out = run(svc.db(), query, mode, filters, limit + 1, query_vector=vector, vector_note=why)
+    out = run(svc.db(), query, mode, filters, limit + 1, query_vector=vector, vector_note=why,
+              group_files=group_files)
     more = len(out.hits) > limit
     out.hits = out.hits[:limit]
     title = f"search {query!r} ({out.mode}): {len(out.hits)} result(s)"
@@ -105,7 +106,15 @@ def _search(svc, query, mode, limit, filters, vector, why) -> str:
                   + ")")
     elif not out.hits:
         title += "; none live match. Other statuses only via filters.status"
-    return _listing(title, [(c.node, c.score, c.snippet) for c in out.hits], svc)
+    return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc)
+
+
+def _also(c) -> str | None:
+    """A file's hit when grouped: its snippet and how many more of its chunks matched."""
+    more = len(getattr(c, "also", None) or [])
+    if not more:
+        return c.snippet
+    return f"{c.snippet or ''} (+{more} more matching chunk(s) of this file)"
 
 
 def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:
@@ -179,14 +188,14 @@ async def recent(svc, since=None, kind=None, limit=None, status=None, budget_tok
     return await svc.run_sync(_recent, svc, since, kind, limit, status, budget_tokens)
 
 
-async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None) -> str:
+async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None, group_files=False) -> str:
     mode = check_mode(mode)
     filters = check_filters(filters)
     limit = check_limit(limit, 10)
     fts_query(query)  # a bad query is an error before any embedding is asked for
     # The query embedding is awaited here, bounded, before the SQL goes to a thread.
     vector, why = (None, None) if mode == "keyword" else await query_vector(svc, query)
-    return await svc.run_sync(_search, svc, query, mode, limit, filters, vector, why)
+    return await svc.run_sync(_search, svc, query, mode, limit, filters, vector, why, group_files)
 
 
 async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:
@@ -223,7 +232,7 @@ async def forget(svc, node_id, reason) -> str:
     return f"{res['id']} forgotten; its content is gone and the same content will not be captured again"
 
 
-OPS = ("search", "get", "recent", "compose", "neighbors", "path")
+OPS = ("search", "files", "get", "recent", "compose", "neighbors", "path")
 
 
 def _check_ids(ids) -> list[str]:
@@ -266,11 +275,11 @@ async def recall(svc, query=None, ids=None, op=None, mode=None, limit=None, filt
     if filters is not None and not isinstance(filters, dict):
         raise BadRequest("filters must be an object")
     f = dict(filters or {})
-    if op == "search":
+    if op in ("search", "files"):  # files: one hit per file, its other matching chunks counted
         _only(op, args, ("query", "mode", "limit", "filters"))
         if query is None:
-            raise BadRequest("op=search needs query")
-        return await search(svc, query, mode, limit, filters)
+            raise BadRequest(f"op={op} needs query")
+        return await search(svc, query, mode, limit, filters, group_files=op == "files")
     if op == "recent":
         _only(op, args, ("limit", "filters"))
         unknown = [k for k in f if k not in ("since", "kind", "status")]

@@ -230,3 +230,19 @@ def test_a_cut_answer_names_the_exact_call_that_returns_all_of_it(front):
     assert m and m.group(2) == nid, cut
     whole = front.ok("recall", {"ids": [nid], "budget_tokens": int(m.group(3))})
     assert "armadillo burrow survey line 299" in whole and "cut to fit" not in whole
+
+
+def test_files_op_gives_one_hit_per_file_and_counts_its_other_matching_chunks(front):
+    funcs = "".join(f"def quokka_{i}():\n    return 'quokka hop {i}'\n\n\n" for i in range(3))
+    for name, text in (("many.py", funcs), ("one.py", "def quokka_solo():\n    return 'quokka hop'\n")):
+        with open(os.path.join(front.root, name), "w") as f:
+            f.write(text)
+        front.ok("read", {"path": name})
+    chunks = dict(front.rows("SELECT id, json_extract(metadata, '$.path') FROM nodes "
+                             "WHERE kind = 'file_chunk' AND status = 'live' AND content LIKE '%quokka%'"))
+    by_chunk = ids_in(front.ok("recall", {"query": "quokka hop", "filters": {"kind": "file_chunk"}}))
+    assert len(by_chunk & set(chunks)) == 4  # control: every matching chunk is a hit of its own
+    grouped = front.ok("recall", {"op": "files", "query": "quokka hop", "filters": {"kind": "file_chunk"}})
+    files = [chunks[i] for i in ids_in(grouped) & set(chunks)]
+    assert sorted(os.path.basename(p) for p in files) == ["many.py", "one.py"], grouped
+    assert "(+2 more matching chunk(s) of this file)" in grouped
