@@ -215,7 +215,7 @@ async def note(svc, text, parent_id=None, budget_tokens=None) -> str:
         await svc.run_sync(lambda: require(svc.db(), parent_id, "parent_id", statuses=["pending", "live"]))
     res = await svc.call(protocol.AddNode(kind="note", content=text, parent_id=parent_id,
                                           session_id=svc.session_id, metadata={"source": "mcp note"}))
-    return f"{res['id']} note {res.get('status', 'pending')}\nstored; it becomes searchable once the filter walker makes it live"
+    return f"{res['id']} note {res.get('status', 'pending')} (recallable once the filter makes it live)"
 
 
 async def forget(svc, node_id, reason) -> str:
