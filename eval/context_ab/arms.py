@@ -54,8 +54,7 @@ NATIVE_TARGETED = [
 # before, gets previews (outlines with line numbers, head/tail/lines that
 # matter) and follows them with exact reads; line numbers come from the outline.
 INSTALLED = {
-    "capture": {"RESOLVE": r"resolve_command L(\d+)",
-                "INTRANGE": r"class IntRange  L(\d+)-"},
+    "capture": {"RESOLVE": r"resolve_command\b[^\n]*? L(\d+)", "INTRANGE": r"class IntRange\b[^\n]*? L(\d+)"},
     "turns": [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"head -n 300 {CHANGES}"),
               _read(CORE, offset="${RESOLVE}", limit=26), _grep("terminal_width = parent", path=CORE),
               _read(TYPES, offset="${INTRANGE}", limit=24), _grep("raise NoSuchOption"),
