@@ -3,8 +3,9 @@ what the agent saw?
 
 Every capture-hook run counts one outcome for its session: ``stored`` (the
 writer acknowledged it), ``spooled`` (no ack; left in the spool), ``refused``
-(the gate said no: a denied path or command, ``capture.bash`` off, a
-forgotten hash) or ``failed`` (lost). ``seen`` counts every run. The Stop
+(stored nothing by rule: a denied path or command, ``capture.bash`` off,
+a forgotten hash, nothing to store such as an unchanged re-Read) or
+``failed`` (lost). ``seen`` counts every run. The Stop
 hook (memtree.hooks.stop) then counts the Read/Grep/Bash calls in the
 session's transcript and records ``gap`` = calls - (stored + spooled +
 refused): calls memtree has no account of (a hook that is not registered,
