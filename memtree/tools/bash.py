@@ -240,7 +240,7 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
         node_id = reply.get("id")
         where = f"memtree {node_id}{' (already stored)' if reply.get('deduped') else ''}"
         fetch = f'recall(ids=["{node_id}"])'
-    return preview(command, res, status, where, fetch, budget)
+    return await svc.run_sync(preview, command, res, status, where, fetch, budget)  # off the event loop
 
 
 def _elision(name: str, n_lines: int, n_bytes: int, dropped: int, where: str) -> str:
