@@ -28,7 +28,7 @@ MAX_TIMEOUT_S = 600
 KILL_GRACE_S = 2.0  # after SIGTERM to the group, before SIGKILL
 # After the shell exits, how long its background processes may keep the
 # output pipes open (trailing output) before they are killed with the group.
-PIPE_GRACE_S = 0.25
+PIPE_GRACE_S = 0.1
 
 
 class Captured:
