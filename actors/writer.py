@@ -101,7 +101,7 @@ HANDLERS = {
     protocol.Supersede: vector_writes.supersede,
 }
 # After a batch holding one of these, checkpoint the WAL so the file really shrinks.
-CHECKPOINT_AFTER = (protocol.Reclaim,)
+CHECKPOINT_AFTER = (protocol.Reclaim, protocol.Forget)  # Forget: no old page image stays in the WAL
 # The hook's socket takes only what a hook sends.
 INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
 

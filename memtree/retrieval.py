@@ -229,7 +229,20 @@ async def forget(svc, node_id, reason) -> str:
     except NotFound as e:
         raise NotFound(e.message.replace('; pass status=["forgotten"] to see it', " already")) from None
     res = await svc.call(protocol.Forget(node_id=node_id, reason=reason))
-    return f"{res['id']} forgotten; its content is gone and the same content will not be captured again"
+    return forget_text(res)
+
+
+def forget_text(res: dict) -> str:
+    """What forget did, exactly (the writer's Forget reply)."""
+    n = len(res.get("forgotten") or [])
+    others = n - 1
+    text = f"{res['id']} forgotten: its content is erased from the store and its indexes"
+    if others > 0:
+        text += f", with {others} more node(s) holding it (its subtree, duplicates, summaries)"
+    if res.get("scrubbed"):
+        text += f"; its lines were cut out of {len(res['scrubbed'])} other node(s)"
+    return text + (". A later capture of the same content, or of any of its lines, is left out and audited"
+                   " (lines under 12 characters are too common to match).")
 
 
 OPS = ("search", "files", "get", "recent", "compose", "neighbors", "path")

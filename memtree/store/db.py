@@ -28,6 +28,7 @@ def open_write(path: str) -> apsw.Connection:
     _incremental_vacuum_mode(conn)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: forgotten text leaves the file
     _load_vec(conn)
     migrate(conn)
     for suffix in ("-wal", "-shm"):

@@ -19,6 +19,7 @@ import orjson
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms, ulid
 from memtree.redact import REDACTION_VERSION, redact_text, redact_value
+from memtree.store import forgetting
 from memtree.store.live import ALL_STATUSES, INDEXED, LIVE, status_clause
 
 NODE_KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")
@@ -148,10 +149,17 @@ def insert_node(tx: Tx, kind: str, content: str, *, parent_id: str | None = None
         raise BadRequest(f"a new node's status must be pending or live, not {status!r}")
     text, truncated, original = prepared or prepare_content(content, tx.config.capture.maxBytes)
     digest = content_hash(text)
-    if kind not in ROOT_KINDS and is_tombstoned(tx.db, digest):
-        tx.audit_kept("refused", None, "content was forgotten (tombstoned)",
-                      {"hash": digest, "kind": kind, "source_uri": clean(source_uri)})
-        raise Refused("this content was forgotten earlier and is not stored again")
+    cut = 0
+    if kind not in ROOT_KINDS:
+        text, cut, gone = forgetting.scrub_new(tx.db, text)
+        if gone or is_tombstoned(tx.db, digest):
+            tx.audit_kept("refused", None, "content was forgotten (tombstoned)",
+                          {"hash": digest, "kind": kind, "source_uri": clean(source_uri)})
+            raise Refused("this content was forgotten earlier and is not stored again")
+        if cut:
+            digest = content_hash(text)
+            tx.audit_kept("refused", None, f"{cut} forgotten lines left out of a new capture",
+                          {"kind": kind, "source_uri": clean(source_uri), "forgotten_lines": cut})
     node_id = ulid()
     source_uri = clean(source_uri)
     metadata = dict(clean_meta(metadata), redaction=REDACTION_VERSION)
@@ -263,32 +271,72 @@ def add_edges(tx: Tx, edges: list) -> int:
 
 
 def forget(tx: Tx, node_id: str, reason: str) -> dict:
-    """Forget a node and everything under it: content emptied (leaves FTS),
-    vectors deleted, content hashes tombstoned, reason audited."""
+    """Forget a node, everything under it and every copy of its text: exact
+    duplicates (a dropped one too), summaries that quote it, and lines of it
+    inside other rows (scrubbed there, or the row forgotten when nothing else
+    is left). Content emptied (leaves FTS), vectors deleted, content hash and
+    line keys tombstoned, reason audited."""
     if not isinstance(reason, str) or not reason.strip():
         raise BadRequest("forget needs a reason")
     kind, status, digest, _ = _require(tx.db, node_id, "node_id")
-    where, params = status_clause("n", ALL_STATUSES)  # forgetting reaches every status
-    todo, seen = [node_id], []
-    while todo:  # the subtree, breadth first
-        nid = todo.pop(0)
-        seen.append(nid)
-        todo.extend(r[0] for r in tx.db.execute(
-            f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where}", [nid, *params]))
-    seen += [s for s in _summaries_above(tx.db, node_id) if s not in seen]
+    reason = clean(reason)
+    todo = forgetting.subtree(tx.db, [node_id])
+    todo += [s for s in _summaries_above(tx.db, node_id) if s not in todo]
+    seen: list[str] = []
+    scrubbed: list[str] = []
+    lines: dict[str, str] = {}
+    for _ in range(8):  # copies of copies (a summary of a duplicate); a few rounds reach them all
+        new = [n for n in forgetting.subtree(tx.db, todo) if n not in seen]
+        if not new:
+            break
+        seen += new
+        rows = {n: _content(tx.db, n) for n in new}
+        for nid, (nkind, text) in rows.items():
+            if nkind not in ROOT_KINDS:
+                lines.update(forgetting.distinctive_lines(text))
+        skip = set(seen)
+        hashes = [node_row(tx.db, n)[2] for n in new if rows[n][0] not in ROOT_KINDS]
+        todo = forgetting.same_hash(tx.db, hashes, skip) + forgetting.summaries_of(tx.db, new, skip)
+        for nid, text in forgetting.holding_lines(tx.db, lines, skip | set(todo)) if lines else ():
+            cleaned, cut, gone = forgetting.scrub(text, set(lines))
+            if gone:
+                todo.append(nid)
+            elif cut:
+                _rewrite(tx, nid, cleaned, cut, reason)
+                scrubbed.append(nid)
     for nid in seen:
-        nkind, nstatus, nhash, _ = node_row(tx.db, nid)
-        if nstatus == "forgotten":
-            continue
-        if nkind not in ROOT_KINDS:
-            tx.db.execute("INSERT OR IGNORE INTO tombstones(content_hash, node_id, reason, at) VALUES (?,?,?,?)",
-                          (nhash, nid, reason, tx.now))
-        tx.db.execute("UPDATE nodes SET status = 'forgotten', content = '', updated_at = ? WHERE id = ?",
-                      (tx.now, nid))
-        tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (nid,))
-        tx.audit("forget", nid, nstatus, "forgotten", reason)
-        tx.note(nid, nkind, "forgotten")
-    return {"id": node_id, "hash": digest, "forgotten": seen}
+        _forget_one(tx, nid, reason)
+    # A deleted row's tokens stay in old FTS segments until a merge: rewrite the
+    # index now (forget is rare and asked for; FTS5 'secure-delete' reported
+    # corruption with this external-content table, so it is not used).
+    tx.db.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+    return {"id": node_id, "hash": digest, "forgotten": seen, "scrubbed": scrubbed}
+
+
+def _content(db, node_id: str) -> tuple[str, str]:
+    where, params = status_clause("n", ALL_STATUSES)  # forgetting reaches every status
+    row = db.execute(f"SELECT n.kind, n.content FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
+    return (row[0], row[1] or "") if row else ("", "")
+
+
+def _forget_one(tx: Tx, nid: str, reason: str) -> None:
+    nkind, nstatus, nhash, _ = node_row(tx.db, nid)
+    if nstatus == "forgotten":
+        return
+    if nkind not in ROOT_KINDS:
+        forgetting.add_tombstones(tx.db, nid, nhash, _content(tx.db, nid)[1], reason, tx.now)
+    tx.db.execute("UPDATE nodes SET status = 'forgotten', content = '', updated_at = ? WHERE id = ?", (tx.now, nid))
+    tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (nid,))
+    tx.audit("forget", nid, nstatus, "forgotten", reason)
+    tx.note(nid, nkind, "forgotten")
+
+
+def _rewrite(tx: Tx, nid: str, text: str, cut: int, reason: str) -> None:
+    """Another row that quoted forgotten lines keeps the rest; its vector goes (it was made from the old text)."""
+    tx.db.execute("UPDATE nodes SET content = ?, content_hash = ?, updated_at = ? WHERE id = ?",
+                  (text, content_hash(text), tx.now, nid))
+    tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (nid,))
+    tx.audit("scrub", nid, reason=reason, detail={"forgotten_lines": cut})
 
 
 def _summaries_above(db, node_id: str) -> list[str]:

@@ -1,0 +1,152 @@
+"""What forget must reach beyond the node itself, and the line tombstones.
+
+Forgotten text can sit in other rows: an exact duplicate the filter dropped,
+the per-line hits of a grep, a whole-file read that holds a forgotten symbol
+chunk, a summary that quotes it. ``copies`` finds them; ``scrub`` replaces
+forgotten lines inside a text with ``[FORGOTTEN]``. Tombstones keep the whole
+content hash (as before) plus one key per distinctive line, so the same text
+captured again in another slicing is cut out (or refused when nothing else is
+left) whatever its new shape. Only the writer calls this (through mutations).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from memtree.store.live import ALL_STATUSES, status_clause
+
+LINE_KEY = "line:"  # tombstones.content_hash prefix of a line key
+MIN_LINE_CHARS = 12  # shorter lines ("return x", "}") are too common to tombstone
+MAX_LINES = 2000  # line keys per forgotten node
+SCAN_LINES = 64  # lines searched for in other rows at forget time (the longest ones)
+MARK = "[FORGOTTEN]"
+ROOTS = ("session", "file")
+# A grep hit keeps its "path:N:" (or context "path-N-") prefix.
+_PREFIX = re.compile(r"^[^\s:]+(?::\d+:|-\d+-)")
+
+
+def _norm(line: str) -> tuple[str, str]:
+    """(prefix kept in place, normalised text) of one line."""
+    m = _PREFIX.match(line)
+    pre = m.group(0) if m else ""
+    return pre, line[len(pre):].strip()
+
+
+def line_key(text: str) -> str:
+    return LINE_KEY + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def distinctive_lines(text: str) -> dict[str, str]:
+    """line key -> normalised line, for the lines of ``text`` worth a tombstone."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        _pre, norm = _norm(line)
+        if len(norm) >= MIN_LINE_CHARS and not norm.startswith(("[REDACTED", MARK)):
+            out.setdefault(line_key(norm), norm)
+            if len(out) >= MAX_LINES:
+                break
+    return out
+
+
+def has_line_tombstones(db) -> bool:
+    return db.execute("SELECT 1 FROM tombstones WHERE content_hash >= ? AND content_hash < ? LIMIT 1",
+                      (LINE_KEY, LINE_KEY[:-1] + ";")).fetchone() is not None
+
+
+def _tombstoned_keys(db, keys: list[str]) -> set[str]:
+    found: set[str] = set()
+    for i in range(0, len(keys), 500):
+        part = keys[i:i + 500]
+        found.update(r[0] for r in db.execute(
+            f"SELECT content_hash FROM tombstones WHERE content_hash IN ({','.join('?' * len(part))})", part))
+    return found
+
+
+def scrub(text: str, forgotten) -> tuple[str, int, bool]:
+    """``text`` with every line whose normalised form is in ``forgotten`` (a set
+    of line keys) replaced by the mark: (text, lines cut, nothing else left)."""
+    lines, cut, kept = text.split("\n"), 0, 0
+    for i, line in enumerate(lines):
+        pre, norm = _norm(line)
+        if not norm:
+            continue
+        if len(norm) >= MIN_LINE_CHARS and line_key(norm) in forgotten:
+            lines[i] = pre + MARK
+            cut += 1
+        else:
+            kept += 1
+    return ("\n".join(lines) if cut else text), cut, cut > 0 and kept == 0
+
+
+def scrub_new(db, text: str) -> tuple[str, int, bool]:
+    """A text about to be stored, with lines forgotten earlier cut out."""
+    if not text or not has_line_tombstones(db):
+        return text, 0, False
+    keys = distinctive_lines(text)
+    if not keys:
+        return text, 0, False
+    return scrub(text, _tombstoned_keys(db, list(keys)))
+
+
+def add_tombstones(db, node_id: str, digest: str, text: str, reason: str, at: int) -> None:
+    rows = [(digest, node_id, reason, at)] + [(k, node_id, reason, at) for k in distinctive_lines(text)]
+    db.executemany("INSERT OR IGNORE INTO tombstones(content_hash, node_id, reason, at) VALUES (?,?,?,?)", rows)
+
+
+def subtree(db, roots: list[str]) -> list[str]:
+    where, params = status_clause("n", ALL_STATUSES)  # forgetting reaches every status
+    seen, todo = list(dict.fromkeys(roots)), list(dict.fromkeys(roots))
+    while todo:
+        nid = todo.pop(0)
+        for (child,) in db.execute(f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where}", [nid, *params]):
+            if child not in seen:
+                seen.append(child)
+                todo.append(child)
+    return seen
+
+
+def _in(ids) -> str:
+    return ",".join("?" * len(ids))
+
+
+def same_hash(db, hashes: list[str], skip: set) -> list[str]:
+    """Rows with one of these content hashes (a dropped duplicate, a re-capture)."""
+    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    out = []
+    for i in range(0, len(hashes), 500):
+        part = hashes[i:i + 500]
+        out += [r[0] for r in db.execute(
+            f"SELECT n.id FROM nodes n WHERE n.content_hash IN ({_in(part)}) AND n.kind NOT IN ('session', 'file')"
+            f" AND {where}", [*part, *params]) if r[0] not in skip]
+    return out
+
+
+def summaries_of(db, ids: list[str], skip: set) -> list[str]:
+    """Summaries whose ``summarizes`` edge points at one of ``ids``: they quote them."""
+    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    out = []
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        out += [r[0] for r in db.execute(
+            f"SELECT DISTINCT e.src_id FROM edges e JOIN nodes n ON n.id = e.src_id"
+            f" WHERE e.kind = 'summarizes' AND e.dst_id IN ({_in(part)}) AND {where}", [*part, *params])
+            if r[0] not in skip]
+    return out
+
+
+def holding_lines(db, lines: dict[str, str], skip: set) -> list[tuple[str, str]]:
+    """(id, content) of other rows that contain a forgotten line (a grep hit,
+    a whole-file read around a forgotten chunk), any status but forgotten."""
+    longest = sorted(set(lines.values()), key=len, reverse=True)[:SCAN_LINES]
+    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    found: dict[str, str] = {}
+    for i in range(0, len(longest), 16):
+        part = longest[i:i + 16]
+        cond = " OR ".join("instr(n.content, ?) > 0" for _ in part)
+        for nid, content in db.execute(
+                f"SELECT n.id, n.content FROM nodes n WHERE n.kind NOT IN ('session', 'file') AND {where}"
+                f" AND ({cond})", [*params, *part]):
+            if nid not in skip:
+                found[nid] = content
+    return list(found.items())
