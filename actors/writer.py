@@ -22,7 +22,7 @@ import time
 
 import zmq
 
-from memtree import ingest, protocol, spool
+from memtree import heartbeat, ingest, protocol, spool
 from memtree.actors.base import Actor, main_for
 from memtree.capture import rewrite
 from memtree.errors import BadRequest, MemtreeError
@@ -128,6 +128,10 @@ class Writer(Actor):
     # -- lifecycle ------------------------------------------------------------------
     def on_start(self) -> None:
         self.db = store_db.open_write(self.paths.db)
+        try:  # so a hook can count a capture lost to a full disk later (fixed size, written in place)
+            heartbeat.ensure(self.paths.store_dir)
+        except OSError as e:
+            log.warning("capture heartbeat file not created: %s", e)
         # A flood of oversized messages is cut off at the socket, never buffered.
         self.write_sock = self.bind(zmq.ROUTER, protocol.SOCK_WRITE, maxmsgsize=protocol.MAX_MESSAGE_BYTES)
         self.ingest_sock = self.bind(zmq.ROUTER, protocol.SOCK_INGEST, maxmsgsize=protocol.MAX_MESSAGE_BYTES)

@@ -109,6 +109,21 @@ def _update(store_dir: str, session_id: str, change) -> None:
         os.close(fd)  # releases the lock
 
 
+def ensure(store_dir: str) -> None:
+    """Create the file at its full size while there is space (the writer does
+    at start), so a hook on a full disk can still count a lost capture: counts
+    overwrite bytes in place and need no new space."""
+    import fcntl
+
+    fd = os.open(path_for(store_dir), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_size != FILE_BYTES or not os.pread(fd, len(MAGIC), 0) == MAGIC:
+            os.pwrite(fd, MAGIC + b"\0" * (FILE_BYTES - len(MAGIC)), 0)
+    finally:
+        os.close(fd)
+
+
 def _now_ms() -> int:
     import time
 

@@ -76,6 +76,8 @@ def test_a_full_disk_is_survived_counted_and_recovered_from_without_losing_an_ac
     system.serve()
     system.wait_running()
     writer_pid = system.pid("writer")
+    # Made by the writer at start, at full size, so a hook can count a loss on a full disk.
+    assert os.path.getsize(heartbeat.path_for(system.paths.store_dir)) == heartbeat.FILE_BYTES
     run_hook(system, _read_payload(system.project, 0))  # acknowledged before the disk fills
     assert _stored(system) == {0}
 
