@@ -94,3 +94,34 @@ def test_a_spooled_capture_is_dated_when_it_happened_not_when_drained(tmp_path):
         assert before - 60_000 < got["spool-marker-1\n"] <= int(time.time() * 1000)
     finally:
         reap(proc)
+
+
+def _peak_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
+
+def test_a_100_mb_spool_is_drained_streaming_in_bounded_memory(tmp_path):
+    paths = make_paths(tmp_path)
+    proc = start_writer(paths, make_config({"writer": {"spoolDrainMs": 200}}))
+    try:
+        before = _peak_rss(proc.pid)
+        filler = "# " + "z" * 1000 + "\n"
+        entries = []
+        for i in range(100):  # ~1 MB each, as big as the hook lets a spooled string be
+            p = read_payload(i, paths.project_root)
+            p["tool_response"]["file"]["content"] += filler * 1000
+            entries.append(json.dumps({"id": f"big-{i}", "ts": 1, "payload": p}) + "\n")
+        # Appear at once, whole, as a spool a drain has claimed: nothing is read before it is complete.
+        staging = os.path.join(paths.store_dir, "staging")
+        with open(staging, "w", encoding="ascii") as f:
+            f.writelines(entries)
+        assert os.path.getsize(staging) > 100_000_000
+        os.rename(staging, f"{paths.spool}.{2:020d}{spool.DRAINING_SUFFIX}")
+        wait_until(lambda: marker_counts(paths, 100) == {i: 1 for i in range(100)}, timeout=120,
+                   what="100 big spooled captures stored")
+        grown = _peak_rss(proc.pid) - before
+        # Streaming holds one chunk (SPOOL_CHUNK_BYTES, 16 MB) at a time; the whole file is 100 MB.
+        assert grown < 64 * 1024 * 1024, f"peak RSS grew by {grown / 1e6:.0f} MB"
+    finally:
+        reap(proc)
