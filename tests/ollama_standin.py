@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIM = 26
@@ -26,8 +27,8 @@ def letter_vector(text: str) -> list[float]:
 
 
 class OllamaStandIn:
-    def __init__(self, models=("test-embed",)):
-        self.models = set(models)
+    def __init__(self, models=("test-embed",), delay_s: float = 0.0):
+        self.models, self.delay_s = set(models), delay_s
         self.requests: list[dict] = []
         outer = self
 
@@ -43,6 +44,7 @@ class OllamaStandIn:
                 if body.get("model") not in outer.models:
                     return self._send(404, {"error": f'model "{body.get("model")}" not found, try pulling it first'})
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                time.sleep(outer.delay_s)  # a big model on a CPU: slower than the supervisor's heartbeat window
                 self._send(200, {"model": body["model"], "embeddings": [letter_vector(t) for t in inputs],
                                  "total_duration": 1000, "load_duration": 10, "prompt_eval_count": len(inputs)})
 

@@ -132,3 +132,21 @@ def test_ctl_status_shows_why_the_embed_walker_is_idle(system_factory):
     done = s.ctl("status")
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("walker.embed"))
     assert done.returncode == 0 and "RUNNING" in line and "idle=ollama at" in line
+
+
+def test_a_slow_ollama_batch_does_not_get_the_walker_killed_as_hung(system_factory):
+    s = system_factory
+    with OllamaStandIn(delay_s=4.0) as ollama:  # longer than missedHeartbeats x heartbeatMs (3 s here)
+        s.write_config({"embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url},
+                        "walkers": {"embeddingIdleMs": 100}})
+        s.serve()
+        s.wait_running()
+        pid = s.pid("walker.embed")
+        w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+        try:
+            node = add(w, "a note embedded by a slow ollama server, one batch of one")
+        finally:
+            w.close()
+        wait_until(lambda: node in vectors(s.paths), timeout=COLD_START_S, what="the slow batch stored")
+        row = s.actor("walker.embed")
+        assert (row["pid"], row["restarts"], row["state"]) == (pid, 0, "RUNNING")

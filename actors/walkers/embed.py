@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import apsw
 import zmq
@@ -51,6 +53,7 @@ class EmbedWalker(Walker):
         self.batch = max(1, int(self.config.walkers.embeddingBatchSize))
         self.stats = {"embedded": 0, "copied": 0}
         self.cursor = START  # (created_at, id) of the last node taken from the backlog
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._counted = 0.0
 
     def on_start(self) -> None:
@@ -73,6 +76,23 @@ class EmbedWalker(Walker):
         self.info = {"model": self.provider.name, **self.stats}
         log.info("%s: model %s (%d dims) loaded in %.2fs", self.ctx.name, self.provider.name,
                  self.provider.dim, time.perf_counter() - t0)
+
+    def embed(self, texts: list[str]):
+        """The provider's vectors, heartbeating while it works: an Ollama batch
+        may take longer than the supervisor waits between heartbeats."""
+        job = self._pool.submit(self.provider.embed, texts)
+        period = self.config.supervisor.heartbeatMs / 1000
+        while True:
+            try:
+                return job.result(timeout=period)
+            except FutureTimeout:
+                if self.stopping:  # SIGTERM: do not outlast the shutdown timeout waiting for a slow server
+                    raise embeddings.ProviderUnavailable("the walker is stopping") from None
+                self._heartbeat("running")
+
+    def on_stop(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        super().on_stop()
 
     # -- query embeddings ---------------------------------------------------------
     def serve_queries(self) -> None:
@@ -98,7 +118,7 @@ class EmbedWalker(Walker):
             return protocol.encode_error(env.id, protocol.ErrorCode.UNAVAILABLE,
                                          f"embeddings unavailable: {self.unavailable}", src=self.ctx.name)
         try:
-            vec = self.provider.embed([env.body.text])[0]
+            vec = self.embed([env.body.text])[0]
         except MemtreeError as e:
             return protocol.encode_error(env.id, e.code, e.message, src=self.ctx.name)
         return protocol.encode_ok(env.id, {"model": self.provider.name, "dim": self.provider.dim,
@@ -166,7 +186,7 @@ class EmbedWalker(Walker):
         for _, digest, content in rows:
             if digest not in known:
                 todo.setdefault(digest, content)
-        fresh = dict(zip(todo, (v.tolist() for v in self.provider.embed(list(todo.values()))))) if todo else {}
+        fresh = dict(zip(todo, (v.tolist() for v in self.embed(list(todo.values()))))) if todo else {}
         items = []
         for node_id, digest, _ in rows:
             vec = fresh.get(digest)

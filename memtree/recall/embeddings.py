@@ -40,6 +40,7 @@ from memtree.errors import Unavailable
 LOCAL_MODEL = "wordllama-l2-supercat-256"
 MAX_CHARS = 20000  # a static model's mean barely moves past this; keeps tokenizing bounded
 MAX_TOKENS = 4096
+PROBE_TIMEOUT_S = 5.0
 
 
 class ProviderUnavailable(Unavailable):
@@ -113,9 +114,12 @@ class OllamaProvider(Provider):
     def __init__(self, model: str, url: str, timeout_s: float):
         if not model:
             raise ProviderUnavailable("embeddingModel 'ollama:' names no model")
-        self.model, self.url, self.timeout_s = model, url.rstrip("/"), timeout_s
+        self.model, self.url = model, url.rstrip("/")
         self.name = f"ollama:{model}"
+        # The probe runs before the walker reports READY: a short bound, whatever timeoutMs says.
+        self.timeout_s = min(timeout_s, PROBE_TIMEOUT_S)
         self.dim = len(self.embed(["dimension probe"])[0])
+        self.timeout_s = timeout_s
 
     def embed(self, texts: list[str]):
         import numpy as np
