@@ -27,7 +27,7 @@ from memtree.actors.base import Actor, main_for
 from memtree.capture import rewrite
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
-from memtree.store import captures, mutations, vector_writes
+from memtree.store import captures, mutations, rescan, vector_writes
 from memtree.store.mutations import Tx
 from memtree.store.writable import STORAGE_ERRORS, Writability, describe
 
@@ -96,6 +96,7 @@ HANDLERS = {
     protocol.PutToolOutput: captures.put_tool_output,
     protocol.Purge: lambda tx, rec: {"purged": mutations.purge(tx, rec.ids, rec.reason)},
     protocol.Reclaim: lambda tx, rec: mutations.reclaim(tx, rec.pages),
+    protocol.Redact: lambda tx, rec: {"changed": rescan.reredact(tx, rec.ids)},
     protocol.RebuildIndexes: lambda tx, rec: mutations.rebuild_indexes(tx, rec.reason),
     protocol.PutVectors: vector_writes.put_vectors,
     protocol.Supersede: vector_writes.supersede,

@@ -18,6 +18,7 @@ commands:
   install                              add memtree to a project's Claude Code settings
   doctor [--fix] [--json]              check hook, MCP server, store, actors, capture; exit 0 when all is well
   reembed [--project DIR] [--batch N]  rebuild every vector with the configured embedding model
+  redact --rescan [--project DIR]      re-apply the current redaction rules to everything stored
   demo                                 a short guided run on a scratch project
 """
 
@@ -65,8 +66,14 @@ def _reembed(argv: list[str]) -> int:
     return main(argv)
 
 
+def _redact(argv: list[str]) -> int:
+    from memtree.redact_rescan import main
+
+    return main(argv)
+
+
 SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "doctor": _doctor, "demo": _demo,
-               "reembed": _reembed}
+               "reembed": _reembed, "redact": _redact}
 
 
 def main(argv: list[str] | None = None) -> int:

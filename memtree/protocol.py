@@ -170,6 +170,7 @@ SetStatus = _rec(
 AddEdges = _rec("AddEdges", ("edges", L, REQ))  # [{"src", "dst", "kind"}]
 Forget = _rec("Forget", ("node_id", S, REQ), ("reason", S, REQ))
 Purge = _rec("Purge", ("ids", L, REQ), ("reason", S, REQ))  # delete pruned rows past retention; audit stays
+Redact = _rec("Redact", ("ids", L, REQ))  # re-apply the current redaction gate to these rows (redact --rescan)
 Reclaim = _rec("Reclaim", ("pages", I, 0))  # incremental vacuum: free pages back to the OS (0 = all)
 RebuildIndexes = _rec("RebuildIndexes", ("reason", S, REQ))  # FTS and vectors rebuilt from nodes (doctor --fix)
 PutFile = _rec(

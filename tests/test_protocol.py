@@ -20,6 +20,7 @@ EXAMPLES = {
     "Forget": protocol.Forget(node_id="A", reason="leaked"),
     "Purge": protocol.Purge(ids=["A", "B"], reason="pruned for more than 30 days"),
     "Reclaim": protocol.Reclaim(pages=64),
+    "Redact": protocol.Redact(ids=["A", "B"]),
     "RebuildIndexes": protocol.RebuildIndexes(reason="doctor --fix"),
     "PutFile": protocol.PutFile(path="/p/a.py", mtime=12, size=3, session_id="s",
                                 chunks=[{"start": 1, "end": 2, "symbol": "f", "kind": "function", "content": "x"}]),

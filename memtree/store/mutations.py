@@ -405,3 +405,4 @@ def rebuild_indexes(tx: Tx, reason: str) -> dict:
     dropped = tx.db.changes()
     tx.audit("rebuild_indexes", None, None, None, reason, detail={"fts_rows": fts, "vectors_dropped": dropped})
     return {"fts_rows": fts, "vectors_dropped": dropped}
+

@@ -6,6 +6,9 @@ naming them. Rows come back as plain dicts (``Node``) keyed by column name.
 
 from __future__ import annotations
 
+import orjson
+
+from memtree.redact import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.live import ALL_STATUSES, status_clause
 
 COLS = ("id", "parent_id", "kind", "source_uri", "content", "status", "mtime", "created_at",
@@ -17,8 +20,22 @@ _CHUNK = 500
 Node = dict
 
 
+_GATE_MARK = f'"redaction":{REDACTION_VERSION}'
+
+
 def _node(row) -> Node:
-    return dict(zip(COLS, row))
+    node = dict(zip(COLS, row))
+    if _GATE_MARK not in (node.get("metadata") or ""):
+        # Stored under an older gate (or before gates were recorded): re-redact
+        # on the way out; `memtree redact --rescan` fixes the rows for good.
+        for key in ("content", "source_uri"):
+            if isinstance(node.get(key), str) and node[key]:
+                node[key] = redact_text(node[key])[0]
+        try:
+            node["metadata"] = orjson.dumps(redact_value(orjson.loads(node.get("metadata") or "{}"))[0]).decode()
+        except orjson.JSONDecodeError:
+            node["metadata"] = "{}"
+    return node
 
 
 def _chunks(ids):

@@ -1,0 +1,37 @@
+"""Re-apply the current redaction gate to stored rows (``memtree redact --rescan``).
+
+A rule added later cleans what is already there; rows record the gate
+version that cleaned them (``metadata.redaction``). Called by the writer only.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from memtree.errors import BadRequest
+from memtree.redact import REDACTION_VERSION, redact_text
+from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.mutations import Tx, _json, clean, clean_meta, content_hash
+
+
+def reredact(tx: Tx, ids: list) -> list[str]:
+    """Apply the current gate to stored rows (``memtree redact --rescan``): a
+    rule added later cleans what is already there. Returns the ids changed."""
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise BadRequest("ids must be a list of node id strings")
+    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    changed = []
+    for node_id in dict.fromkeys(ids):
+        row = tx.db.execute(f"SELECT n.content, n.metadata, n.source_uri FROM nodes n WHERE n.id = ? AND {where}",
+                            [node_id, *params]).fetchone()
+        if row is None:
+            continue
+        content, meta = redact_text(row[0])[0], dict(clean_meta(orjson.loads(row[1] or "{}")), redaction=REDACTION_VERSION)
+        uri = clean(row[2])
+        tx.db.execute("UPDATE nodes SET content = ?, content_hash = ?, metadata = ?, source_uri = ? WHERE id = ?",
+                      (content, content_hash(content), _json(meta), uri, node_id))
+        if content != row[0] or uri != row[2]:
+            tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))  # made from the old text
+            tx.audit("redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied")
+            changed.append(node_id)
+    return changed
