@@ -29,6 +29,7 @@ _DEF_PREFIXES = (
     "pub trait ", "trait ", "impl ", "pub mod ", "mod ",  # Rust
     "module ", "defmodule ", "defp ",  # Ruby / Elixir
 )
+_FIRST_WORDS = frozenset(p.split(" ", 1)[0] for p in _DEF_PREFIXES)  # cheap test before the prefixes
 _CODE_EXT = frozenset(("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "rb", "ex", "exs", "java",
                        "kt", "scala", "swift", "c", "h", "cc", "cpp", "hpp", "cs", "php", "lua", "sh"))
 _DOC_EXT = frozenset(("md", "markdown", "rst"))
@@ -81,7 +82,7 @@ def outline(lines: list[str]) -> list[tuple[int, str, int, int]]:
     found = []
     for i, line in enumerate(lines):
         stripped = line.lstrip()
-        if not stripped:
+        if not stripped or stripped.split(" ", 1)[0] not in _FIRST_WORDS:
             continue
         for prefix in _DEF_PREFIXES:
             if stripped.startswith(prefix):
@@ -139,8 +140,12 @@ def _compact(items, public_only: bool = False) -> list[str]:
             continue
         members: dict[str, int] = {}  # name -> line; the last of same-named overloads is the implementation
         for i, t, start, _e in items[k + 1:]:
+            if start > b:  # items run in line order: past this definition's last line
+                break
+            if i <= indent or i > indent + 8:
+                continue
             name = _short(t).split()[-1]
-            if i > indent and start <= b and i <= indent + 8 and not (public_only and name.startswith("_")):
+            if not (public_only and name.startswith("_")):
                 members.pop(name, None)
                 members[name] = start
         members = [f"{n} L{start}" for n, start in members.items()]
@@ -152,15 +157,18 @@ def _outline_rows(items, budget: int) -> tuple[list[str], str]:
     """Outline lines within ``budget`` (signatures, else names, else members inline,
     else public members inline, else top level only, else cut) and what was left out."""
     top = min((it[0] for it in items), default=0)
-    tiers = [[f"{' ' * min(i, 8)}{label(t)}  L{a}-{b}" for i, t, a, b in items if i <= 8] for label in (str, _short)]
-    tiers += [_compact(items), _compact(items, public_only=True),
-              [f"{_short(t)}  L{a}-{b}" for i, t, a, b in items if i == top]]
-    left_out = ["", "", "", "private members not listed", "members not listed"]
-    for rows, note in zip(tiers, left_out):
+    tiers = (  # built one at a time: most files stop at the first
+        lambda: [f"{' ' * min(i, 8)}{t}  L{a}-{b}" for i, t, a, b in items if i <= 8],
+        lambda: [f"{' ' * min(i, 8)}{_short(t)}  L{a}-{b}" for i, t, a, b in items if i <= 8],
+        lambda: _compact(items), lambda: _compact(items, public_only=True),
+        lambda: [f"{_short(t)}  L{a}-{b}" for i, t, a, b in items if i == top])
+    left_out = ("", "", "", "private members not listed", "members not listed")
+    for build, note in zip(tiers, left_out):
+        rows = build()
         if sum(tokens.count(r) + 1 for r in rows) <= budget:
             return rows, note
-    rows = _fit(tiers[-1], budget)[0]
-    return rows, f"{len(tiers[-1]) - len(rows)} more top-level definitions and all members not listed"
+    full, rows = rows, _fit(rows, budget)[0]
+    return rows, f"{len(full) - len(rows)} more top-level definitions and all members not listed"
 
 
 def _signal_lines(lines: list[str], skip_before: int, skip_after: int) -> list[int]:
