@@ -191,3 +191,32 @@ def test_a_database_file_made_read_only_is_noticed_at_once_and_writes_resume_whe
     after = caller.call(protocol.AddNode(kind="note", content="stored once the file is writable again"))["id"]
     assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {before, after}
     assert proc.poll() is None
+
+
+def test_a_writer_that_cannot_grow_its_files_refuses_then_recovers_by_itself(writer):
+    """The portable stand-in for a full disk (no root needed): RLIMIT_FSIZE on the writer."""
+    import psutil
+
+    from memtree.errors import Unavailable
+
+    paths, proc, caller = writer
+    kept = caller.call(protocol.AddNode(kind="note", content="acknowledged before the limit"))["id"]
+    writer_ps = psutil.Process(proc.pid)
+    soft, hard = writer_ps.rlimit(psutil.RLIMIT_FSIZE)
+    writer_ps.rlimit(psutil.RLIMIT_FSIZE, (1, hard))  # no file of it may grow past one byte
+    try:
+        with pytest.raises(Unavailable) as refused:
+            caller.call(protocol.AddNode(kind="note", content="refused: " + "x" * 200_000))
+        assert "disk write failed" in refused.value.message
+        assert caller.call(protocol.Ping())["pid"] == proc.pid
+    finally:
+        writer_ps.rlimit(psutil.RLIMIT_FSIZE, (soft, hard))
+
+    def stored_again():
+        try:
+            return caller.call(protocol.AddNode(kind="note", content="stored once the files may grow"))["id"]
+        except Unavailable:
+            return None
+    after = wait_until(stored_again, timeout=10, what="the writer storing again by itself")
+    assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {kept, after}
+    assert proc.poll() is None
