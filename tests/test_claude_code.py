@@ -144,7 +144,7 @@ def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_
     result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__recall")
     _assert_captured_found_and_no_gap(_store_dir(proj, memtree_home), result, shown, "mcp__memtree__recall")
     checks = _doctor_healthy([PYTHON, "-P", "-m", "memtree.cli"], proj, env)
-    assert ".claude/settings.json" in checks["hook.PostToolUse"]["message"]
+    assert ".claude/settings.local.json" in checks["hook.PostToolUse"]["message"]
 
 
 def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
