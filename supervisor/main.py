@@ -24,10 +24,13 @@ from memtree.supervisor.states import ALIVE, DOWN, State
 
 log = logging.getLogger("memtree.supervisor")
 LOOP_S = 0.05  # the longest the loop sleeps: bounds reaction to exits and timers
-# The walkers start once the front is READY (its SDK import done) or after this
-# long: on 2 cores their imports would otherwise slow the front's initialize
-# answer, and Claude Code waits only about 2 s for it.
-FRONT_HEAD_START_S = 2.0
+# The walkers start once the front is READY (it has answered the client, or
+# its SDK import is done) or after this long: on 2 cores their imports would
+# otherwise slow the front's initialize answer, and Claude Code waits only
+# about 2 s for it. Not 2 s: on a loaded box the front was not READY by then,
+# six walkers started importing, and initialize took 6-10 s instead of ~3 s.
+# Walkers starting later costs nothing a session sees.
+FRONT_HEAD_START_S = 10.0
 # ...but the writer starts beside the front: hooks of a short session must find
 # it up (or have their spool drained) before the session is over.
 EARLY_WITH_FRONT = "writer"
