@@ -91,6 +91,11 @@ def test_a_full_disk_is_survived_counted_and_recovered_from_without_losing_an_ac
     status = system.ctl("status")
     assert status.returncode == 0 and "failed 3" in status.stdout, status.stdout
 
+    # A writer restarted while the disk is full comes up and says so, instead of crash-looping to FATAL.
+    writer_pid = system.restart("writer")
+    writer = wait_until(lambda: system.actor("writer", {"RUNNING"}), timeout=COLD_START_S, what="writer back")
+    assert writer["pid"] == writer_pid, writer
+
     os.unlink(filler)
     freed = time.monotonic()
     wait_until(lambda: "storage" not in (system.actor("writer", {"RUNNING"}) or {"info": {"storage": 1}})["info"],
