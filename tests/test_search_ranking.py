@@ -119,3 +119,15 @@ def test_one_file_cannot_crowd_out_the_others_and_group_files_merges_a_files_chu
     assert len(paths) == len(set(paths))
     timing = next(c for c in grouped.hits if c.path.endswith("timing.py"))
     assert set(timing.also) and timing.node["id"] not in timing.also
+
+
+@pytest.mark.parametrize("query,names", [
+    ("parse_interval", {"parse_interval"}), ("Job.run", {"Job.run", "run"}), ("TTLCache", {"TTLCache"}),
+    ("curry", {"curry"}), ("where is the string passed to at() checked", {"at"}),
+    ("how does `Job.run` reschedule", {"Job.run", "run"}), ("the LRU eviction in CacheManager", {"CacheManager"}),
+    ("strip common leading whitespace", set()),
+])
+def test_the_names_whose_definitions_a_query_asks_for(query, names):
+    from memtree.recall import ranking
+
+    assert ranking.queried_symbols(query)[0] == names

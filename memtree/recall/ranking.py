@@ -137,7 +137,9 @@ def queried_symbols(query: str) -> tuple[set[str], float]:
         return {q, q.rsplit(".", 1)[-1]}, DEFINITION_BOOST
     if re.fullmatch(r"[a-z][a-z0-9]*", q):  # one lowercase word: a name ("curry") or a topic ("session")
         return {q}, EMBEDDED_BOOST
-    return set(_EMBEDDED_SYMBOL.findall(query)), EMBEDDED_BOOST
+    called = re.findall(r"([A-Za-z_][A-Za-z0-9_.]*)\(\)|`([A-Za-z_][A-Za-z0-9_.]*)`", query)  # at(), `Job.run`
+    names = set(_EMBEDDED_SYMBOL.findall(query)) | {n for pair in called for n in pair if n}
+    return names | {n.rsplit(".", 1)[-1] for n in names if "." in n}, EMBEDDED_BOOST
 
 
 def _def_line(name: str) -> re.Pattern:
