@@ -76,3 +76,9 @@ def test_an_acknowledged_capture_imports_nothing_expensive(system):
     assert "memtree.zmtp" in imported and "memtree.protocol" in imported  # positive control
     assert sorted(imported & EXPENSIVE) == [], done.stderr.decode()[-6000:]
     wait_until(lambda: len(contents(system, "$ echo capture-1%")) == 1, timeout=COLD_START_S, what="the capture")
+
+
+def test_the_ack_wait_grows_with_the_payload_up_to_a_cap():
+    small, read_83kb, huge = (hook.ack_wait_ms(100, n) for n in (1024, 83 * 1024, 50 * 1024 * 1024))
+    assert small == pytest.approx(101) and read_83kb == pytest.approx(183)
+    assert huge == 100 + hook.ACK_MAX_EXTRA_MS
