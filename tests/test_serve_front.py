@@ -56,7 +56,7 @@ def test_the_writer_starts_beside_the_front_and_the_walkers_after_it(system_fact
 
     s = system_factory
     # A stand-in front READY at once: the real one's SDK import takes a second
-    # or more, the supervisor's head start for it 2 s; what matters is that the
+    # or more, and the walkers wait for its READY; what matters is that the
     # writer does not wait for either.
     s.write_config(actors={"mcp": {"module": "tests.actors.sleepy"}})
     proc = s.serve(front=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
