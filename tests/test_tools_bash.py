@@ -220,3 +220,22 @@ def test_a_front_stopped_by_sigterm_kills_the_commands_it_was_running(tmp_path):
         assert _gone(shell.pid)
     finally:
         f.close()
+
+
+def test_an_mcp_request_cancelled_by_the_client_kills_its_command_and_the_front_serves_on(tmp_path):
+    from tests.front_harness import Front
+
+    pidfile = tmp_path / "child.pid"
+    f = Front(tmp_path)
+    try:
+        pending = f.portal.start_task_soon(
+            f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
+        # Allows for the front's cold start (the mcp SDK import) on a loaded box.
+        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
+                   what="command started")
+        child = int(pidfile.read_text())
+        pending.cancel()  # the SDK client sends notifications/cancelled for an abandoned request
+        wait_until(lambda: _gone(child), timeout=10, what="the cancelled request's command killed")
+        assert "still-serving" in f.ok("bash", {"command": "echo still-serving"})  # same front, next call
+    finally:
+        f.close()
