@@ -14,9 +14,10 @@ from memtree.store import db as store_db
 from tests.support import COLD_START_S, PYTHON, spawn, wait_until
 
 
-def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None = None):
-    """Spawn ``python -m module`` with the supervisor's environment; stderr to logs/<name>.log."""
-    env = ActorContext(name, paths, config, hb_endpoint).child_env()
+def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None = None, extra_env: dict | None = None):
+    """Spawn ``python -m module`` with the supervisor's environment (plus
+    ``extra_env``); stderr to logs/<name>.log."""
+    env = {**ActorContext(name, paths, config, hb_endpoint).child_env(), **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
     log = open(paths.log_file(name), "ab")
     try:

@@ -46,13 +46,8 @@ def walker_front(tmp_path):
         cfg = {**CFG, **(overrides or {})}
         f = Front(tmp_path, cfg)
         procs.append(f)
-        old = dict(os.environ)
-        os.environ.update(env or {})
-        try:
-            procs.append(start_actor(f.paths, f.config, "memtree.actors.walkers.summarize", "walker.summarize"))
-        finally:
-            os.environ.clear()
-            os.environ.update(old)
+        procs.append(start_actor(f.paths, f.config, "memtree.actors.walkers.summarize", "walker.summarize",
+                                 extra_env=env))
         return f
 
     yield start
@@ -121,16 +116,8 @@ def test_anthropic_without_a_key_leaves_the_walker_idle_with_the_reason(tmp_path
 
     paths = make_paths(tmp_path)
     sink = HeartbeatSink(paths)
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    old = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        proc = start_actor(paths, make_config({"summarizerModel": "anthropic"}), "memtree.actors.walkers.summarize",
-                           "walker.summarize", sink.endpoint)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    proc = start_actor(paths, make_config({"summarizerModel": "anthropic"}), "memtree.actors.walkers.summarize",
+                       "walker.summarize", sink.endpoint, extra_env={"ANTHROPIC_API_KEY": ""})
     try:
         hb = sink.wait_state("walker.summarize")
         assert hb.info == {"idle": "summarizerModel is 'anthropic' but ANTHROPIC_API_KEY is not set"}
