@@ -174,6 +174,20 @@ _BASE64 = _lazy(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])"
 _ANSI = _lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
+def _on_lines(text: str, spec: list, repl, ops: tuple) -> str:
+    """Run a one-line rule only on lines holding a secret word and one of
+    ``ops``: its case-insensitive alternation is slow to try at every offset."""
+    rx, lines, hit = _compiled(spec), text.split("\n"), False
+    for i, line in enumerate(lines):
+        if any(o in line for o in ops):
+            low = line.lower()
+            if any(h in low for h in _NAMED_HINTS):
+                new = rx.sub(repl, line)
+                if new != line:
+                    lines[i], hit = new, True
+    return "\n".join(lines) if hit else text
+
+
 def _mixed(v: str) -> bool:
     return any(c.isdigit() for c in v) and any(c.isupper() for c in v) and any(c.islower() for c in v)
 
@@ -318,10 +332,10 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
         if near:
             tags.add("secret_near_keyword")
     if _any(low, _NAMED_HINTS):
-        text = _compiled(_KEYED_LINE).sub(_keyed_repl(tags), text)
+        text = _on_lines(text, _KEYED_LINE, _keyed_repl(tags), (":", "="))
         text = _compiled(_ENV_ASSIGN).sub(_value_repl(tags), text)
         text = _compiled(_NAMED_PAIR).sub(_value_repl(tags), text)
-        text = _compiled(_FALLBACK).sub(_value_repl(tags), text)
+        text = _on_lines(text, _FALLBACK, _value_repl(tags), ("||", "??", " or ", "${"))
     text = _key_material(text, tags)
     if depth == 0:
         text = _encoded_secrets(text, tags)
