@@ -15,8 +15,18 @@ index, an embedding, a log or the spool:
   a few more), checked on the path as given and on its realpath, so ``..`` and
   symlinks do not get around it.
 
+``redact_text`` also redacts by value: secret-named keys in YAML, JSON, .env,
+properties and HCL (``password: x``, ``"SessionToken": "x"``), secret-named
+shell variables anywhere (``export DEPLOY_TOKEN=x &&``), quoted pairs
+(``define('DB_PASSWORD', 'x')``), literal fallbacks (``env.X_SECRET || 'x'``),
+key material without its BEGIN/END lines, and base64 that decodes to a secret.
+Redacted spans keep their newlines. ``command_denied`` also denies commands
+whose output is a credential, by shape (``kubectl get secret -o``, ``vault kv
+get``, ``terraform output``, ``heroku config``, ``gh auth token``, ...) and the
+environment printed through indirection (``$(which env)``, aliases).
+
 Bump REDACTION_VERSION whenever a rule changes, so stored rows can say which
-rules cleaned them. Standard library only; ``re`` makes this module cost a few
+rules cleaned them (recall re-redacts older rows; ``memtree redact --rescan``). Standard library only; ``re`` makes this module cost a few
 ms to import, so the hook imports it only on its spool path.
 """
 

@@ -223,7 +223,7 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
     timeout = _check_args(command, timeout_s, conf.timeoutS)
     res = await run_command(command, svc.project_root, timeout, int(conf.maxOutputBytes))
     status = _status(res, timeout)
-    denied = redact.command_denied(command, conf.deny)
+    denied = redact.command_denied(command, conf.deny, svc.config.path.deny, svc.project_root)  # as the hook checks it
     if denied is None and not svc.config.capture.bash:
         denied = "capture.bash is off for this project"
     if denied:
