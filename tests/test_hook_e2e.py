@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import psutil
 
@@ -91,8 +92,10 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
 def test_with_the_writer_stopped_fifty_hooks_spool_and_land_once_after_start(system):
     done = system.ctl("stop", "writer")
     assert done.returncode == 0, done.stderr
+    hooks_from = int(time.time() * 1000)
     for i in range(50):
         run_hook(system, bash_payload(system, i))
+    hooks_until = int(time.time() * 1000)
     assert spool.pending_count(system.paths.spool) == 50
     with open(os.path.join(system.paths.log_dir, "hook.log")) as f:
         log = f.read()
@@ -105,6 +108,9 @@ def test_with_the_writer_stopped_fifty_hooks_spool_and_land_once_after_start(sys
                what="50 spooled captures in the store")
     assert set(contents(system, "$ echo capture-%").values()) == {1}
     assert spool.pending_count(system.paths.spool) == 0
+    # Dated when the hook ran, not when the restarted writer drained them.
+    dates = [r[0] for r in rows(system.paths, "SELECT created_at FROM nodes WHERE content LIKE '$ echo capture-%'")]
+    assert len(dates) == 50 and all(hooks_from <= d <= hooks_until for d in dates), (hooks_from, hooks_until, dates)
 
 
 def test_a_writer_killed_mid_drain_loses_and_repeats_nothing(system):
