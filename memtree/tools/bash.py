@@ -4,8 +4,8 @@ printed, return the head and tail that fit the budget plus the node id.
 The command runs as ``bash -c`` in its own process group, so a timeout, a
 cancelled call or the front's exit kills everything it started. The shell's
 exit is reported at once; background processes still holding its output are
-killed with the group (run_command has the one rule). Output beyond ``bash.maxOutputBytes`` is counted and
-dropped. A command on the denylist (redact.command_denied, config
+killed with the group (run_command has the one rule). Output beyond
+``bash.maxOutputBytes`` is counted and dropped. A command on the denylist (redact.command_denied, config
 ``bash.deny``) still runs but nothing of it is stored; so is everything when
 ``capture.bash`` is off. The writer's redaction gate cleans what is stored.
 """
@@ -68,12 +68,13 @@ def _signal_group(pgid: int, sig: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # someone else's process took the id; nothing of ours is left to signal
+        return False  # someone else's process took the id: nothing of ours is left in it
     return True
 
 
-# Process groups of the commands in flight: a cancelled call and an exiting
-# front kill them (the front only has to cancel the task).
+# Process groups of the commands in flight. A cancelled call kills its own
+# (the front only has to cancel the task); kill_running() is for an exit that
+# cancels nothing (atexit; a front ending with os._exit should call it first).
 _RUNNING: set[int] = set()
 
 
