@@ -8,9 +8,11 @@ imports only cheap standard-library modules (``-X importtime`` shows each),
 sends one ``Ingest`` call to the writer's ingest socket with the stdlib ZMTP
 client, and waits ``capture.hookTimeoutMs`` (default 100 ms; env
 MEMTREE_HOOK_TIMEOUT_MS wins) plus 4 ms per KB of payload for the acknowledgement, which the writer sends
-after commit. Without one, the payload is redacted (the only place ``re`` is
-loaded) and appended to the store's spool for the writer to drain later;
-a denied command or path spools nothing.
+after commit. Without one, the payload is planned, filtered and redacted as
+the writer would (memtree.ingest.sanitize, the only place ``re`` is loaded)
+and appended to the store's spool for the writer to drain later; a denied
+command or path spools nothing. A config file the hook cannot read or parse
+fails closed (memtree.config_gate): nothing is sent or spooled.
 
 Always exits 0. Writes stdout only to replace a large Read/Grep/Bash output
 with the preview the writer built after committing it (the
@@ -94,7 +96,7 @@ def _timeout_ms(texts: list[str]) -> float:
 
 def _settings(texts: list[str]) -> dict:
     """capture/bash/path sections merged (project over global); spool path only.
-    The files were checked by _config_gate before."""
+    The files were checked by config_gate.usable before."""
     import json
 
     merged: dict = {}

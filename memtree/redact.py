@@ -288,7 +288,7 @@ def _keep_lines(label: str, replaced: str) -> str:
     return label + "\n" * replaced.count("\n")
 
 
-_KWARG_NAME = re.compile(r"[A-Za-z_][A-Za-z_.]*[),]+$")
+_KWARG_NAME = _lazy(r"[A-Za-z_][A-Za-z_.]*[),]+$")
 
 
 def _assign_repl(tags: set):
@@ -297,7 +297,7 @@ def _assign_repl(tags: set):
             if m.group(g) is not None:
                 s, e = m.span(g)
                 break
-        if g == "v1" and _KWARG_NAME.match(m.group(g)):
+        if g == "v1" and _compiled(_KWARG_NAME).match(m.group(g)):
             return m.group(0)  # f(SecretId=secret_name): passes a variable, holds no value
         tags.add("secret_value")
         whole = m.group(0)

@@ -73,7 +73,8 @@ def redact_whole(fields: list[tuple]) -> list[tuple]:
     """The chunks with their content cut from the whole file redacted at once,
     so a secret across a chunk edge (a key whose BEGIN line is in the previous
     window) is seen whole. Redaction keeps line counts; a chunk whose content
-    is not its line range of the file keeps its own (per-chunk) redaction."""
+    is not its line range of the file is redacted on its own. Every returned
+    content is redacted unless ``fields`` itself comes back (nothing done)."""
     lines: dict[int, str] = {}
     for start, _end, _sym, _kind, content in fields:
         for k, line in enumerate(_lines(content)):
@@ -88,7 +89,7 @@ def redact_whole(fields: list[tuple]) -> list[tuple]:
     out = []
     for start, end, sym, kind, content in fields:
         same = "".join(raw[start - 1:end]) == content
-        out.append((start, end, sym, kind, "".join(clean[start - 1:end]) if same else content))
+        out.append((start, end, sym, kind, "".join(clean[start - 1:end]) if same else redact_text(content)[0]))
     return out
 
 
@@ -107,8 +108,9 @@ def put_file(tx: Tx, rec) -> dict:
     old = _file_chunks(tx, root, ("live", "stale"))
     new, chunk_ids, refused = [], [], []
     max_bytes = tx.config.capture.maxBytes
-    for i, (start, end, symbol, ckind, content) in enumerate(redact_whole(fields)):
-        prepared = prepare_content(content, max_bytes)
+    whole = redact_whole(fields)
+    for i, (start, end, symbol, ckind, content) in enumerate(whole):
+        prepared = prepare_content(content, max_bytes, redacted=whole is not fields)
         meta = {"path": path, "start": start, "end": end, "symbol": symbol, "chunk": ckind,
                 "tokens": tokens.count(prepared[0]), "origin": "read"}
         try:

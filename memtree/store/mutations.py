@@ -101,8 +101,9 @@ def content_hash(text: str) -> str:
 REDACT_MARGIN_CHARS = 16384
 
 
-def prepare_content(text: str, max_bytes: int) -> tuple[str, bool, int]:
-    """Redact, then cut to ``max_bytes`` on a character boundary.
+def prepare_content(text: str, max_bytes: int, redacted: bool = False) -> tuple[str, bool, int]:
+    """Redact (unless the caller just did, as put_file does for a whole file),
+    then cut to ``max_bytes`` on a character boundary.
 
     Returns (stored text, truncated, bytes before truncation).
     """
@@ -110,7 +111,7 @@ def prepare_content(text: str, max_bytes: int) -> tuple[str, bool, int]:
     if len(text) > max_bytes + REDACT_MARGIN_CHARS:
         original = len(text.encode("utf-8", "replace"))
         text = text[: max_bytes + REDACT_MARGIN_CHARS]  # >= that many bytes: the final cut still applies
-    clean, _tags = redact_text(text)
+    clean = text if redacted else redact_text(text)[0]
     raw = clean.encode("utf-8", "replace")  # lone surrogates cannot be stored as UTF-8
     if len(raw) <= max_bytes and original is None:
         return raw.decode("utf-8"), False, len(raw)
