@@ -2,8 +2,10 @@
 
 Every ``walkers.dedupeIntervalMs`` it takes the vectors stored since its
 last pass (a watermark on ``embedded_at``; after a restart it starts over,
-bounded per pass) and asks sqlite-vec for each one's nearest live
-neighbours of the same kind and model. A pair at cosine >=
+bounded per pass) and compares them, per kind, with every live vector of
+that kind and model in one streamed pass (a matrix product per chunk of
+8k vectors: one read of the table per 500 new vectors, not one KNN query
+each). A pair at cosine >=
 ``walkers.dedupeThreshold`` is a near-duplicate: the newer node is kept and
 supersedes the older (``Supersede``: edge + audit with the score). Never
 across kinds, never a node with itself, never two chunks of one file (a
@@ -17,18 +19,18 @@ from __future__ import annotations
 import logging
 
 import apsw
+import numpy as np
 
 from memtree import protocol
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.recall.embeddings import model_name
-from memtree.store import reads, vectors
+from memtree.store import vectors
 
 log = logging.getLogger(__name__)
 
 PER_PASS = 500  # vectors examined per tick; the next tick goes on from the watermark
-NEIGHBOURS = 4
 
 
 def newer(a: dict, b: dict) -> bool:
@@ -54,11 +56,14 @@ class DedupeWalker(Walker):
             return
         try:
             batch = vectors.embedded_since(db, self.model, self.mark, PER_PASS)
-            done = set()
-            for node_id, embedded_at, blob, kind, parent_id, created_at in batch:
-                if node_id not in done and not self._one(db, node_id, blob, kind, parent_id, created_at, done):
+            kinds: dict[str, list] = {}
+            for row in batch:
+                kinds.setdefault(row[3], []).append(row)
+            for kind, rows in kinds.items():
+                if not self._dedupe(db, kind, rows):
                     return  # writer away: keep the watermark, retry next tick
-                self.mark = (embedded_at, node_id)
+            if batch:
+                self.mark = (batch[-1][1], batch[-1][0])
             self.backlog = len(batch) if len(batch) == PER_PASS else 0
             if len(batch) == PER_PASS:
                 self.tick_soon(0)
@@ -67,18 +72,31 @@ class DedupeWalker(Walker):
             self.reader.reset()
         self.info = {"threshold": self.threshold, **self.stats}
 
-    def _one(self, db, node_id, blob, kind, parent_id, created_at, done: set) -> bool:
-        me = {"id": node_id, "created_at": created_at}
-        near = [(nid, 1.0 - d) for nid, d in vectors.knn(db, blob, NEIGHBOURS + 1, {"kind": [kind]}, self.model)
-                if nid != node_id and 1.0 - d >= self.threshold]
-        if not near:
-            return True
-        others = reads.get_nodes(db, [nid for nid, _ in near])
-        for nid, score in near:
-            other = others.get(nid)
-            if other is None or nid in done or (kind == "file_chunk" and other["parent_id"] == parent_id):
+    def _pairs(self, db, kind: str, rows: list) -> list[tuple[float, dict, dict]]:
+        """(cosine, a, b) for every new node a of ``kind`` and live node b != a at or
+        above the threshold, best first: one pass over the kind's vectors per batch."""
+        new = [{"id": r[0], "parent_id": r[4], "created_at": r[5]} for r in rows]
+        q = _unit(np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1))
+        pairs = []
+        for part in vectors.live_vectors(db, self.model, kind):
+            m = _unit(np.frombuffer(b"".join(p[3] for p in part), dtype="<f4").reshape(len(part), -1))
+            if m.shape[1] != q.shape[1]:
+                continue  # another dimension under the same name: reembed's business, not ours
+            sims = q @ m.T
+            for i, j in zip(*np.nonzero(sims >= self.threshold)):
+                other = part[j]
+                if other[0] != new[i]["id"]:
+                    pairs.append((float(sims[i, j]), new[i], {"id": other[0], "parent_id": other[1],
+                                                             "created_at": other[2]}))
+        pairs.sort(key=lambda p: (-p[0], p[1]["id"], p[2]["id"]))
+        return pairs
+
+    def _dedupe(self, db, kind: str, rows: list) -> bool:
+        done: set[str] = set()
+        for score, a, b in self._pairs(db, kind, rows):
+            if a["id"] in done or b["id"] in done or (kind == "file_chunk" and a["parent_id"] == b["parent_id"]):
                 continue
-            keep, old = (me, other) if newer(me, other) else (other, me)
+            keep, old = (a, b) if newer(a, b) else (b, a)
             try:
                 res = self.call_writer(protocol.Supersede(keep_id=keep["id"], old_id=old["id"], score=round(score, 4)))
             except MemtreeError as e:
@@ -90,9 +108,13 @@ class DedupeWalker(Walker):
                 self.stats["superseded"] += 1
                 log.info("%s: %s supersedes %s (cosine %.4f)", self.ctx.name, keep["id"], old["id"], score)
             done.add(old["id"])
-            if old is me:
-                break  # this node is gone; its other neighbours meet their own newer twin
         return True
+
+
+def _unit(m):
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms
 
 
 def main() -> None:

@@ -128,3 +128,19 @@ def embedded_since(db, model: str, after: tuple[int, str], limit: int) -> list[t
         f"AND (v.embedded_at > ? OR (v.embedded_at = ? AND v.node_id > ?)) "
         f"ORDER BY v.embedded_at, v.node_id LIMIT ?", [model, *params, after[0], after[0], after[1], limit])
     return [tuple(r) for r in rows]
+
+
+def live_vectors(db, model: str, kind: str, chunk: int = 8192):
+    """Lists of (node_id, parent_id, created_at, embedding) for live nodes of
+    ``kind`` with a ``model`` vector, ``chunk`` rows at a time (memory stays bounded)."""
+    import itertools
+
+    where, params = status_clause("n")
+    rows = db.execute(
+        f"SELECT v.node_id, n.parent_id, n.created_at, v.embedding FROM nodes_vec v JOIN nodes n ON n.id = v.node_id "
+        f"WHERE v.model = ? AND n.kind = ? AND {where}", [model, kind, *params])
+    while True:
+        part = list(itertools.islice(rows, chunk))
+        if not part:
+            return
+        yield part
