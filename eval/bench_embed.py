@@ -285,6 +285,15 @@ def bench_knn(workdir: str, size: int, queries: int = 30) -> dict:
             t0 = time.perf_counter()
             search.run(db, "retry the network queue", mode, query_vector=emb, abstain=False)
             figures[mode].append(time.perf_counter() - t0)
+    from memtree.actors.walkers.dedupe import PER_PASS, near_pairs
+    from memtree.store.vectors import embedded_since
+
+    figures["dedupe"] = []
+    for _ in range(3):  # one dedupe pass: PER_PASS new vectors against every live vector of the kind
+        rows = embedded_since(db, LOCAL_MODEL, (0, ""), PER_PASS)
+        t0 = time.perf_counter()
+        near_pairs(db, LOCAL_MODEL, "note", rows, 0.97)
+        figures["dedupe"].append(time.perf_counter() - t0)
     db.close()
     return figures
 
@@ -357,9 +366,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"walker {label:7s} search  {fmt_ms(ss)}  {_ratio(ss, base_s)}", flush=True)
         for size in (int(s) for s in args.sizes.split(",") if s):
             f = bench_knn(workdir, size)
-            for k in ("raw", "knn", "semantic", "hybrid"):
+            for k in ("raw", "knn", "semantic", "hybrid", "dedupe"):
                 name = {"raw": "raw sqlite-vec KNN", "knn": "memtree knn (live join)",
-                        "semantic": "search.run semantic", "hybrid": "search.run hybrid"}[k]
+                        "semantic": "search.run semantic", "hybrid": "search.run hybrid",
+                        "dedupe": "dedupe pass (500 new)"}[k]
                 print(f"{size:>7} nodes  {name:24s} {fmt_ms(summary(f[k]))}", flush=True)
         rss, pss = bench_system_rss(workdir)
         # RSS counts shared libraries once per process; PSS splits them, so its sum is the system's share.

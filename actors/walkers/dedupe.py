@@ -72,28 +72,9 @@ class DedupeWalker(Walker):
             self.reader.reset()
         self.info = {"threshold": self.threshold, **self.stats}
 
-    def _pairs(self, db, kind: str, rows: list) -> list[tuple[float, dict, dict]]:
-        """(cosine, a, b) for every new node a of ``kind`` and live node b != a at or
-        above the threshold, best first: one pass over the kind's vectors per batch."""
-        new = [{"id": r[0], "parent_id": r[4], "created_at": r[5]} for r in rows]
-        q = _unit(np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1))
-        pairs = []
-        for part in vectors.live_vectors(db, self.model, kind):
-            m = _unit(np.frombuffer(b"".join(p[3] for p in part), dtype="<f4").reshape(len(part), -1))
-            if m.shape[1] != q.shape[1]:
-                continue  # another dimension under the same name: reembed's business, not ours
-            sims = q @ m.T
-            for i, j in zip(*np.nonzero(sims >= self.threshold)):
-                other = part[j]
-                if other[0] != new[i]["id"]:
-                    pairs.append((float(sims[i, j]), new[i], {"id": other[0], "parent_id": other[1],
-                                                             "created_at": other[2]}))
-        pairs.sort(key=lambda p: (-p[0], p[1]["id"], p[2]["id"]))
-        return pairs
-
     def _dedupe(self, db, kind: str, rows: list) -> bool:
         done: set[str] = set()
-        for score, a, b in self._pairs(db, kind, rows):
+        for score, a, b in near_pairs(db, self.model, kind, rows, self.threshold):
             if a["id"] in done or b["id"] in done or (kind == "file_chunk" and a["parent_id"] == b["parent_id"]):
                 continue
             keep, old = (a, b) if newer(a, b) else (b, a)
@@ -109,6 +90,27 @@ class DedupeWalker(Walker):
                 log.info("%s: %s supersedes %s (cosine %.4f)", self.ctx.name, keep["id"], old["id"], score)
             done.add(old["id"])
         return True
+
+
+def near_pairs(db, model: str, kind: str, rows: list, threshold: float) -> list[tuple[float, dict, dict]]:
+    """(cosine, a, b) for every new node a (``rows`` from vectors.embedded_since)
+    and live node b != a of ``kind`` at or above ``threshold``, best first: one
+    pass over the kind's vectors for the whole batch."""
+    new = [{"id": r[0], "parent_id": r[4], "created_at": r[5]} for r in rows]
+    q = _unit(np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1))
+    pairs = []
+    for part in vectors.live_vectors(db, model, kind):
+        m = _unit(np.frombuffer(b"".join(p[3] for p in part), dtype="<f4").reshape(len(part), -1))
+        if m.shape[1] != q.shape[1]:
+            continue  # another dimension under the same name: reembed's business, not ours
+        sims = q @ m.T
+        for i, j in zip(*np.nonzero(sims >= threshold)):
+            other = part[j]
+            if other[0] != new[i]["id"]:
+                pairs.append((float(sims[i, j]), new[i], {"id": other[0], "parent_id": other[1],
+                                                         "created_at": other[2]}))
+    pairs.sort(key=lambda p: (-p[0], p[1]["id"], p[2]["id"]))
+    return pairs
 
 
 def _unit(m):
