@@ -7,14 +7,16 @@ npm or the registry this test is skipped with the reason printed loudly.
 
 from __future__ import annotations
 
+import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from memtree.eval.context_ab import cli
 from memtree.install import main as install_main
+from tests.actor_procs import rows
+from tests.support import COLD_START_S, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -78,3 +80,32 @@ def test_the_real_cli_shows_previews_keeps_edit_working_and_answers_the_dedup(cl
     assert "SMALL_MARKER = 1" in small and "[memtree]" not in small  # control: a small output is untouched
     debug = open(tmp_path / "run" / "claude_debug.log", errors="replace").read()
     assert "does not match" not in debug  # no replacement was rejected for its shape
+
+
+CHECK = "python3 -c 'print(\"checking handlers: 3 problems found\"); raise SystemExit(3)'"
+
+
+def test_a_new_session_starts_with_the_brief_of_what_the_last_one_explored(claude, system, tmp_path):
+    proj = system.project
+    with open(os.path.join(proj, "handlers.py"), "w") as f:
+        f.write(_module(150))
+    system.write_config({"capture": {"hookTimeoutMs": 5000}})
+    assert install_main(["--project", proj, "--shared"]) == 0
+    os.unlink(os.path.join(proj, ".mcp.json"))
+    env = {"MEMTREE_HOME": system.home}
+    explore = {"side_text": "ok", "turns": [
+        {"tool_use": {"name": "Read", "input": {"file_path": f"{proj}/handlers.py"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": CHECK, "description": "a failing check"}}},
+        {"text": "done"}]}
+    first = cli.main_requests(cli.run(claude, proj, explore, str(tmp_path / "s1"), env=env))
+    assert "memtree:recalled" not in json.dumps(first[0]["messages"])  # control: an empty store gives no brief
+    # The filter walker makes the captures live (the brief shows live nodes only).
+    wait_until(lambda: rows(system.paths, "SELECT count(*) FROM nodes WHERE kind IN ('file_chunk', 'tool_output')"
+                                          " AND status = 'live'")[0][0] >= 2, timeout=COLD_START_S,
+               what="the Read and the failed Bash captures live")
+    second = cli.main_requests(cli.run(claude, proj, {"side_text": "ok", "turns": [{"text": "done"}]},
+                                       str(tmp_path / "s2"), env=env))
+    seen = json.dumps(second[0]["messages"], ensure_ascii=False)
+    assert '<memtree:recalled kind=\\"session-brief\\">' in seen
+    assert "- handlers.py L1-603 of 603" in seen
+    assert "Open threads (last run failed)" in seen and "exit 3" in seen
