@@ -46,7 +46,11 @@ def make_project(root: str, with_memtree: bool, home: str) -> str:
         f.write("def greet(name):\n    return f'hello {name}'\n")
     subprocess.run(["git", "init", "-q"], cwd=proj, check=True)
     if with_memtree:
-        env = {**os.environ, "MEMTREE_HOME": os.path.join(home, ".memtree")}
+        # The session's isolated HOME and config dir (as cli.run sets them): install
+        # writes the MCP entry to $CLAUDE_CONFIG_DIR/.claude.json.
+        os.makedirs(home, exist_ok=True)
+        env = {**os.environ, "HOME": home, "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+               "MEMTREE_HOME": os.path.join(home, ".memtree")}
         subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "install"], cwd=proj, env=env, check=True,
                        capture_output=True, text=True)
     return proj
