@@ -124,6 +124,7 @@ class Writer(Actor):
         self.stats = {"requests": 0, "batches": 0, "errors": 0, "malformed": 0, "internal": 0}
         self.info = self.stats
         self._unrecorded_malformed = 0  # bad frames not yet in the counters table
+        self._truncate_pending = False  # a WAL truncate after Forget/Reclaim was busy: retried on tick
         self.storage = Writability(self.paths.db)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -144,6 +145,8 @@ class Writer(Actor):
     def on_tick(self) -> None:
         if self.storage.check_file() is None and self.storage.may_try():
             self._guarded(self._probe if self.storage.problem else self.drain_spool)
+        if self._truncate_pending:
+            self._truncate_wal()
 
     def _probe(self) -> None:
         """While storage is failing: one tiny committed write tells when it works again."""
@@ -268,10 +271,18 @@ class Writer(Actor):
             self._send(req.sock, req.route, req.reply)
         self._publish(changed)
         if any(isinstance(req.env.body, CHECKPOINT_AFTER) for req in batch):
-            try:
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            except STORAGE_ERRORS as e:  # committed already; the WAL is checkpointed later
-                log.warning("checkpoint after %s failed: %s", batch[0].env.type, describe(e))
+            self._truncate_wal()
+
+    def _truncate_wal(self) -> None:
+        """Checkpoint and truncate the WAL; a reader mid-transaction makes it
+        busy, so it is retried on the next ticks until it goes through (a
+        forgotten text's old page images must not stay in the WAL)."""
+        try:
+            busy = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0][0]
+        except STORAGE_ERRORS as e:  # committed already; the WAL is checkpointed later
+            log.warning("WAL checkpoint failed: %s", describe(e))
+            busy = 1
+        self._truncate_pending = bool(busy)
 
     def _run_one(self, src: str, rec, req_id: str, changed: dict) -> tuple[bool, bytes]:
         """One request in its own savepoint; returns (succeeded, encoded reply)."""

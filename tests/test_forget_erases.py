@@ -75,9 +75,9 @@ def test_forget_leaves_no_token_of_any_copy_and_refuses_recaptures(system):
     assert {dup, summary} <= set(res["forgotten"]) and len(res["scrubbed"]) >= 1
     text = forget_text(res)
     assert "erased" in text and "cut out of" in text and "left out and audited" in text
-    # The writer checkpoints (TRUNCATE) right after a Forget's commit.
-    wait_until(lambda: os.path.getsize(system.paths.db + "-wal") == 0, timeout=COLD_START_S, what="WAL truncated")
-    assert _raw_hits(system, TOKENS) == set()
+    # The writer truncates the WAL right after a Forget's commit (retried while a
+    # reader is mid-transaction); later writes refill it, without the forgotten text.
+    wait_until(lambda: _raw_hits(system, TOKENS) == set(), timeout=COLD_START_S, what="no forgotten token on disk")
     assert _raw_hits(system, ["wobbleganzite42"]) == {"wobbleganzite42"}  # positive control: the rest stayed
     assert rows(system.paths, "SELECT content FROM nodes WHERE id IN (?, ?, ?)", (first, dup, summary)) == [("",)] * 3
 
