@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 # How long a call waits for a connection to the writer before saying it is down.
 CONNECT_WAIT_MS = 1500
+# After a missed query embedding, how long the next one may wait (see embed_query).
+EMBED_PROBE_MS = 50
 WRITER_DOWN = "memtree is read-only right now: the writer is not running (memtree ctl status)"
 
 
@@ -89,6 +91,7 @@ class Services:
         self._embedder = AsyncCaller(paths.endpoint(protocol.SOCK_EMBED), src,
                                      int(config.walkers.embedQueryTimeoutMs), self.zctx)
         self._embed_lock = anyio.Lock()
+        self._embed_missed = False  # the last query embedding did not arrive in time
         # One read-only connection per thread: apsw refuses concurrent use of
         # one connection, and reads run in worker threads (see run_sync).
         self._dbs: dict[int, apsw.Connection] = {}
@@ -125,21 +128,27 @@ class Services:
     async def embed_query(self, text: str, timeout_ms: int | None = None) -> dict | None:
         """``{"model", "dim", "vector"}`` for ``text`` from the embed walker, or
         None when it cannot answer within ``walkers.embedQueryTimeoutMs``
-        (stopped, busy, not running, no model): the caller degrades to keyword."""
+        (stopped, busy, not running, no model): the caller degrades to keyword.
+        After a miss the next query waits only EMBED_PROBE_MS (the walker
+        answers in about a millisecond when it runs), so a stopped walker does
+        not add the whole bound to every search; an answer restores the bound."""
         timeout_ms = int(self.config.walkers.embedQueryTimeoutMs if timeout_ms is None else timeout_ms)
         if not os.path.exists(socket_path(self.paths.endpoint(protocol.SOCK_EMBED))):
             return None  # no embed walker has bound here: do not wait for one
+        if self._embed_missed:
+            timeout_ms = min(timeout_ms, EMBED_PROBE_MS)
+        result = None
         with anyio.move_on_after(timeout_ms / 1000):
             async with self._embed_lock:  # one DEALER: queries take turns inside the same bound
                 try:
-                    return await self._embedder.call(protocol.EmbedQuery(text=text), timeout_ms)
+                    result = await self._embedder.call(protocol.EmbedQuery(text=text), timeout_ms)
                 except MemtreeError as e:
                     log.info("query embedding unavailable: %s", e.message)
-                    return None
                 except anyio.get_cancelled_exc_class():
                     self._embedder.reset()  # a late reply must not answer the next query
                     raise
-        return None
+        self._embed_missed = result is None
+        return result
 
     def db(self) -> apsw.Connection:
         """This thread's read-only connection; Unavailable until the store exists."""
