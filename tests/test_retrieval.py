@@ -246,3 +246,18 @@ def test_files_op_gives_one_hit_per_file_and_counts_its_other_matching_chunks(fr
     files = [chunks[i] for i in ids_in(grouped) & set(chunks)]
     assert sorted(os.path.basename(p) for p in files) == ["many.py", "one.py"], grouped
     assert "(+2 more matching chunk(s) of this file)" in grouped
+
+
+def test_neighbors_stops_at_its_node_cap_and_says_so(front):
+    from memtree.retrieval import MAX_NEIGHBORS
+
+    root = front.add("The okapi census root node, parent of many survey nodes.")
+    kids = [front.add(f"okapi survey {i}", parent_id=root) for i in range(50)]
+    for i, kid in enumerate(kids):
+        for j in range(5):
+            front.add(f"okapi sighting {i}.{j}", parent_id=kid)
+    near = front.ok("recall", {"op": "neighbors", "ids": [root], "budget_tokens": 20000})
+    assert ids_in(near) - {root} == set(kids) and "stopped at" not in near  # control: depth 1 is under the cap
+    far = front.ok("recall", {"op": "neighbors", "ids": [root], "depth": 2, "budget_tokens": 20000})
+    assert f"stopped at {MAX_NEIGHBORS} nodes" in far.splitlines()[0]
+    assert set(kids) <= ids_in(far) and len(ids_in(far) - {root}) == MAX_NEIGHBORS
