@@ -222,6 +222,10 @@ def main() -> int:
     finally:
         if front.svc is not None:
             front.svc.close()
+    # os._exit skips atexit: a command still running in bash dies with us here.
+    bash = sys.modules.get("memtree.tools.bash")
+    if bash is not None:
+        bash.kill_running()
     # A worker thread still inside a long read must not hold the exit
     # (its work was abandoned on cancel); logs are flushed first.
     logging.shutdown()
