@@ -24,6 +24,10 @@ from memtree.store import db as store_db
 
 log = logging.getLogger(__name__)
 
+# Heavy background walkers (embed, dedupe, summarize) renice themselves by this much,
+# so on a 2-core box the writer, the front and the hook get the CPU first.
+BACKGROUND_NICE = 10
+
 
 class LazyReader:
     """A read-only connection, opened once the store and its schema exist."""

@@ -17,6 +17,7 @@ backlog delays a query by one batch at most. A provider that cannot load
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -26,7 +27,7 @@ import zmq
 
 from memtree import protocol
 from memtree.actors.base import main_for
-from memtree.actors.walkers.common import Walker
+from memtree.actors.walkers.common import BACKGROUND_NICE, Walker
 from memtree.errors import MemtreeError
 from memtree.recall import embeddings
 from memtree.store import vectors
@@ -57,6 +58,7 @@ class EmbedWalker(Walker):
         self._counted = 0.0
 
     def on_start(self) -> None:
+        os.nice(BACKGROUND_NICE)
         self._load_provider()
         self.router = self.bind(zmq.ROUTER, protocol.SOCK_EMBED)
         self.add_reader(self.router, lambda s: self.serve_queries())
