@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 
 WINDOW_LINES = 200
 # Python's own line ends; str.splitlines() also splits on \f, \x1c, U+2028 ...,
@@ -112,7 +113,11 @@ def _units(body: list[ast.stmt], lo: int, hi: int, prefix: str, gap_symbol: str 
 def chunk_python(text: str, lines: list[str] | None = None) -> Chunked:
     lines = split_lines(text) if lines is None else lines
     try:
-        tree = ast.parse(text)
+        # The user's code is data here: its invalid escape sequences are not our warnings.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            tree = ast.parse(text)
     except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes in source
         line = getattr(e, "lineno", None)
         where = f" at line {line}" if line else ""

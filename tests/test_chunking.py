@@ -46,3 +46,16 @@ def test_form_feeds_do_not_shift_line_numbers_and_syntax_errors_fall_back_to_win
     assert len(split_lines(text)) == 2
     broken = chunk_text("b.py", "def (:\n" * 450)
     assert broken.parse_error and [c["kind"] for c in broken.chunks] == ["window"] * 3
+
+
+def test_parsing_user_code_emits_no_warnings_for_its_escape_sequences():
+    import warnings
+
+    from memtree.chunking import chunk_python
+
+    text = 'import re\n\n\ndef words(s):\n    return re.split("\\s+", s)\n'
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunked = chunk_python(text)
+    assert [str(w.message) for w in caught] == []
+    assert [s.name for s in chunked.symbols] == ["words"]  # still parsed as Python, not windows
