@@ -6,6 +6,13 @@ heartbeat, which the supervisor takes as READY. Then: poll the actor's
 sockets with a timeout -> dispatch -> ``on_tick()`` when its cadence is due
 -> heartbeat when due -> stop on SIGTERM/SIGINT. ``on_stop()`` last.
 
+Busy is not hung: while one handler or tick runs longer than a heartbeat
+period (a 7 MB PutFile: redaction, FTS, commit), a pulse thread keeps
+beating with ``busy_s`` (how long the loop has been inside it). A stopped or
+dead process sends nothing (the pulse stops with it) and is killed after the
+missed beats; a loop stuck in one handler is killed when ``busy_s`` passes
+``supervisor.busyLimitS`` (supervisor/child.py).
+
 Errors: a MemtreeError inside a call handler becomes an error reply and the
 actor lives (the subclass decides); anything unexpected is logged with its
 traceback and the process exits 1 so the supervisor restarts it.
@@ -13,12 +20,14 @@ traceback and the process exits 1 so the supervisor restarts it.
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import logging
 import math
 import os
 import signal
 import sys
+import threading
 import time
 from typing import Callable
 
@@ -93,6 +102,11 @@ class Actor:
         self._next_tick = float("inf")
         self.backlog = 0  # reported in heartbeats; subclasses keep it current
         self.info: dict = {}  # extra status for `memtree ctl status`
+        self._hb = None
+        self._hb_lock = threading.Lock()  # a zmq socket is not thread-safe: the loop and the pulse share it
+        self._busy_since: float | None = None  # the loop entered a handler or tick at this monotonic time
+        self._last_beat = 0.0
+        self._last_sent: tuple | None = None  # the loop's last beat, repeated by the pulse with busy_s
 
     # -- hooks for subclasses ---------------------------------------------------
     def on_start(self) -> None: ...
@@ -153,11 +167,37 @@ class Actor:
     def _heartbeat(self, state: str) -> None:
         if self._hb is None:
             return
-        msg = protocol.Heartbeat(name=self.ctx.name, pid=os.getpid(), state=state, backlog=self.backlog, info=self.info)
+        # Snapshot for the pulse thread, which must not read dicts the loop mutates.
+        self._last_sent = (state, self.backlog, copy.deepcopy(self.info))
+        self._send_beat(state, self.backlog, self.info)
+
+    def _send_beat(self, state: str, backlog: int, info: dict) -> None:
+        msg = protocol.Heartbeat(name=self.ctx.name, pid=os.getpid(), state=state, backlog=backlog, info=info)
+        frame = protocol.encode_cast(msg, src=self.ctx.name)
+        with self._hb_lock:
+            self._last_beat = time.monotonic()
+            try:
+                self._hb.send(frame, zmq.NOBLOCK)
+            except zmq.Again:
+                pass  # supervisor gone or slow; it will notice by itself
+            except zmq.ZMQError:
+                pass  # closed while stopping
+
+    def _pulse(self, period: float, done: threading.Event) -> None:
+        """Beat for the loop while it is inside one long handler or tick."""
+        while not done.wait(period / 2):
+            since, last = self._busy_since, self._last_sent
+            if since is None or last is None or time.monotonic() - self._last_beat < period:
+                continue
+            state, backlog, info = last
+            self._send_beat(state, backlog, {**info, "busy_s": round(time.monotonic() - since, 1)})
+
+    def _dispatch(self, work: Callable[[], None]) -> None:
+        self._busy_since = time.monotonic()
         try:
-            self._hb.send(protocol.encode_cast(msg, src=self.ctx.name), zmq.NOBLOCK)
-        except zmq.Again:
-            pass  # supervisor gone or slow; it will notice by itself
+            work()
+        finally:
+            self._busy_since = None
 
     def _wait_for_lock(self) -> SingletonLock | None:
         lock = SingletonLock(self.paths.lock_file(self.name))
@@ -186,9 +226,22 @@ class Actor:
         lock = self._wait_for_lock() if self.singleton else None
         if self._stopping:
             return 0
-        self.on_start()
-        log.info("%s: running pid=%d", self.ctx.name, os.getpid())
         hb_period = self.config.supervisor.heartbeatMs / 1000
+        pulse_done = threading.Event()
+        pulse = None
+        if self._hb is not None:
+            pulse = threading.Thread(target=self._pulse, args=(hb_period, pulse_done), name="pulse", daemon=True)
+            pulse.start()
+        try:
+            return self._run_started(lock, hb_period)
+        finally:
+            pulse_done.set()
+            if pulse is not None:
+                pulse.join(timeout=hb_period)
+
+    def _run_started(self, lock: SingletonLock | None, hb_period: float) -> int:
+        self.on_start()  # not pulsed: READY waits for it (startTimeoutS bounds it)
+        log.info("%s: running pid=%d", self.ctx.name, os.getpid())
         next_hb = 0.0
         interval = self.tick_interval_s if self.tick_interval_s is not None else float("inf")
         self._next_tick = time.monotonic() + interval
@@ -201,7 +254,7 @@ class Actor:
                 if now >= self._next_tick:
                     # Set before the tick, so on_tick may ask for the next one sooner (tick_soon).
                     self._next_tick = now + interval
-                    self.on_tick()
+                    self._dispatch(self.on_tick)
                 wake = min(next_hb, self._next_tick)
                 # Rounded up: a deadline 0.4 ms away must not become a 0 ms
                 # poll that spins until it passes. Capped so a stop is noticed promptly.
@@ -211,7 +264,7 @@ class Actor:
                     time.sleep(timeout_ms / 1000)
                     continue
                 for sock, _ in self.poller.poll(timeout_ms):
-                    self._readers[sock](sock)
+                    self._dispatch(lambda: self._readers[sock](sock))
                     if self._stopping:
                         break
         finally:

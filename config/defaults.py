@@ -67,6 +67,7 @@ def defaults() -> dict:
             "stableAfterS": 10,  # backoff resets after this long RUNNING
             "shutdownTimeoutS": 5,
             "startTimeoutS": 30,  # READY must arrive within this
+            "busyLimitS": 300,  # one handler or tick running longer than this: hung, SIGKILL
         },
         "writer": {"callTimeoutMs": 5000, "spoolDrainMs": 2000, "batchMax": 512},
         # name -> {"module": "memtree.actors.walkers.x", "enabled": bool}; merged

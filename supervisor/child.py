@@ -34,6 +34,7 @@ class Timing:
         self.backoff_max = sup.backoffMaxMs / 1000
         self.stable_after = sup.stableAfterS
         self.start_timeout = sup.startTimeoutS
+        self.busy_limit = sup.busyLimitS
 
     @property
     def hung_after(self) -> float:
@@ -148,8 +149,19 @@ class Child:
                 and now - self.last_hb > t.hung_after:
             self.kill(f"no heartbeat for {now - self.last_hb:.1f}s ({t.missed} missed)")
             self.last_hb = None  # one SIGKILL; the exit is reaped on a later tick
+        elif st is State.RUNNING and self.last_hb is not None and self.busy_s(now) > t.busy_limit:
+            # Beats from the pulse thread alone: the loop is stuck in one handler.
+            self.kill(f"busy in one handler for {self.busy_s(now):.1f}s (supervisor.busyLimitS={t.busy_limit:g})")
+            self.last_hb = None
         elif st is State.RUNNING and self.running_since is not None:
             self.backoff.on_running(self.running_since, now)
+
+    def busy_s(self, now: float) -> float:
+        """How long the actor's loop has been inside one handler (0: not busy)."""
+        busy = self.info.get("busy_s") if isinstance(self.info, dict) else None
+        if not isinstance(busy, (int, float)) or self.last_hb is None:
+            return 0.0
+        return busy + (now - self.last_hb)
 
     def _on_exit(self, returncode: int, now: float) -> None:
         how = describe_exit(returncode)
