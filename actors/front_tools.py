@@ -15,18 +15,26 @@ import types
 import typing
 
 from memtree.errors import BadRequest
+from memtree.tool_opts import OPTS
 
 class Spec:
+    """``public`` names the arguments the schema shows; the rest are folded
+    into one optional ``opts`` string (``opts`` maps its keys to them), so
+    a rarely-set argument costs its key in the description, not a property."""
+
     def __init__(self, stub, module: str, description: str, read_only: bool = True, destructive: bool = False,
-                 open_world: bool = False, func: str | None = None, arg_notes: dict | None = None):
+                 open_world: bool = False, func: str | None = None, public: tuple = (), opts: dict | None = None,
+                 types_: dict | None = None):
         self.stub, self.module, self.description = stub, module, description
-        self.arg_notes = arg_notes or {}
         self.name = stub.__name__
         self.func = func or self.name
         self.annotations = {"read_only_hint": read_only, "destructive_hint": destructive,
                             "open_world_hint": open_world}
         self.signature = inspect.signature(stub)
         self.hints = typing.get_type_hints(stub)
+        self.public = public or tuple(self.signature.parameters)
+        self.opts = opts or {}
+        self.types = types_ or {}  # a simpler JSON type shown for a public argument that accepts more
 
 
 # -- schemas (never called) -------------------------------------------------------
@@ -49,24 +57,21 @@ async def forget(node_id: str, reason: str) -> str: ...
 _R = "memtree.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(read, "memtree.tools.read",
-         "Read a file like Read, keeping it for recall: lines or a Python symbol, else its outline and start.",
-         arg_notes={"lines": '"START-END"', "symbol": '"name" or "Class.method"', "with_ids": "chunk node ids"}),
-    Spec(grep, "memtree.tools.grep",
-         "Ripgrep the project like Grep (path:line:text); every hit is kept for recall.",
-         arg_notes={"case": "smart|sensitive|insensitive"}),
-    Spec(bash, "memtree.tools.bash",
-         "Run a shell command in the project root; a long output is cut to a preview, all of it kept for recall.",
-         read_only=False, destructive=True, open_world=True),
+         'Read a file, kept for recall: lines "A-B" or a symbol, else outline. opts: ids budget=',
+         public=("path", "lines"), opts=OPTS["read"], types_={"lines": "string"}),
+    Spec(grep, "memtree.tools.grep", "Ripgrep, hits kept for recall. opts: glob= case= context= budget=",
+         public=("pattern", "path"), opts=OPTS["grep"]),
+    Spec(bash, "memtree.tools.bash", "Run a command; long output previewed, all kept. opts: timeout= budget=",
+         read_only=False, destructive=True, open_world=True,
+         public=("command",), opts=OPTS["bash"]),
     Spec(recall, _R,
-         "Find what memtree kept (earlier reads, greps, commands, notes): query searches, ids shows nodes "
-         "(several: composed to fit), neither lists recent.",
-         arg_notes={"op": {"enum": ["search", "files", "get", "recent", "compose", "neighbors", "path"]},
-                    "mode": "keyword|semantic|hybrid",
-                    "filters": "status, kind, since ('2h'), until, parent_id, session_id, edge_kinds",
-                    "format": "mixed|raw|outline"}),
-    Spec(note, _R, "Keep a finding or decision for later recall, in this or a later session.", read_only=False),
-    Spec(forget, _R, "Erase a kept node for good (never captured again); reason is audited.",
-         read_only=False, destructive=True),
+         "Search what memtree kept (query), show (ids) or list recent. "
+         "opts: op=files|compose|neighbors|path limit= since= kind= budget=",
+         public=("query", "ids"), types_={"ids": "string"},
+         opts=OPTS["recall"]),
+    Spec(note, _R, "Keep a note for later sessions. opts: parent_id=", read_only=False,
+         public=("text",), opts=OPTS["note"]),
+    Spec(forget, _R, "Erase a node for good; reason is audited.", read_only=False, destructive=True),
 )}
 
 
@@ -91,23 +96,17 @@ def _schema_of(hint) -> dict:
 
 
 def input_schema(spec: Spec) -> dict:
-    """The JSON schema Claude Code sees, derived from the stub: types, the
-    required names, and a short note only where the spec gives one."""
-    props, required = {}, []
-    for name, p in spec.signature.parameters.items():
-        prop = _schema_of(spec.hints[name])
-        note = spec.arg_notes.get(name)
-        if isinstance(note, dict):
-            prop.update(note)
-        elif note:
-            prop["description"] = note
-        props[name] = prop
-        if p.default is inspect.Parameter.empty:
-            required.append(name)
-    schema = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
-    return schema
+    """The JSON schema Claude Code sees: the public arguments' types, the
+    required names, and ``opts`` when the tool has folded arguments (its keys
+    are listed in the description, once)."""
+    props = {}
+    for name in spec.public:
+        props[name] = {"type": spec.types[name]} if name in spec.types else _schema_of(spec.hints[name])
+    if spec.opts:
+        props["opts"] = {"type": "string"}
+    # No "required" list: it is paid on every request, the names say it, and
+    # check_args answers a missing one in one line.
+    return {"type": "object", "properties": props}
 
 
 def available(spec: Spec) -> bool:
@@ -155,15 +154,66 @@ def _describe(hint) -> str:
     return " or ".join(parts)
 
 
+def _coerce(spec: Spec, key: str, target: str, raw: str):
+    """One opts value as its argument's type; filters stay strings (lists split on commas)."""
+    if target.startswith("filters."):
+        return raw.split(",") if target[8:] in ("kind", "status", "edge_kinds") and "," in raw else raw
+    opts = _options(spec.hints[target])
+    if raw == "" and bool in opts:
+        return True
+    for t in (bool, int, float):
+        if t not in opts:
+            continue
+        if t is bool and raw.lower() in ("true", "false", "yes", "no", "1", "0"):
+            return raw.lower() in ("true", "yes", "1")
+        if t is not bool:
+            try:
+                return t(raw)
+            except ValueError:
+                pass
+    if str in opts and raw:
+        return raw
+    raise BadRequest(f"opts {key}= must be {_describe(spec.hints[target])}, got {raw!r}")
+
+
+def parse_opts(spec: Spec, opts) -> dict:
+    """``"key=value key"`` -> the arguments they stand for; a bare key means true."""
+    if not isinstance(opts, str):
+        raise BadRequest(f"argument 'opts' must be a string like \"{' '.join(k + '=' for k in spec.opts)}\"")
+    out: dict = {}
+    for word in opts.replace(";", " ").split():
+        key, _, raw = word.partition("=")
+        target = spec.opts.get(key)
+        if target is None:
+            raise BadRequest(f"unknown opts key {key!r}; {spec.name} takes {', '.join(spec.opts) or 'none'}")
+        value = _coerce(spec, key, target, raw)
+        if target.startswith("filters."):
+            out.setdefault("filters", {})[target[8:]] = value
+        else:
+            out[target] = value
+    return out
+
+
 def check_args(spec: Spec, arguments) -> dict:
     """Arguments checked against the stub's annotations; BadRequest names the
-    first bad one. Unknown arguments are errors, not silently ignored."""
+    first bad one. Unknown arguments are errors, not silently ignored. The
+    folded arguments are accepted by name too (scripts and older callers)."""
     if not isinstance(arguments, dict):
         raise BadRequest("arguments must be an object")
     params = spec.signature.parameters
+    arguments = dict(arguments)
+    if spec.opts and "opts" in arguments:
+        opts = arguments.pop("opts")
+        for name, value in (parse_opts(spec, opts) if opts is not None else {}).items():
+            if name == "filters" and isinstance(arguments.get("filters"), dict):
+                value = {**arguments["filters"], **value}
+            elif arguments.get(name) is not None:
+                raise BadRequest(f"{name} is given twice (as an argument and in opts)")
+            arguments[name] = value
     unknown = [k for k in arguments if k not in params]
     if unknown:
-        raise BadRequest(f"unknown argument {unknown[0]!r}; expected {', '.join(params)}")
+        shown = list(spec.public) + (["opts"] if spec.opts else [])
+        raise BadRequest(f"unknown argument {unknown[0]!r}; expected {', '.join(shown)}")
     out = {}
     for name, p in params.items():
         value = arguments.get(name)

@@ -106,7 +106,7 @@ class Front:
             impl = getattr(importlib.import_module(spec.module), spec.func)
             text = await impl(svc, **args)
             # The same call with room for all of it, named when the answer is cut.
-            again = call_repr(spec.name, **{**args, "budget_tokens": "{budget}"}).replace('"{budget}"', "{budget}")
+            again = call_repr(spec.name, **{**args, "budget_tokens": "{budget}"})
             # Counting a long answer is work too: off the loop, like the tool's own.
             return _ok(await anyio.to_thread.run_sync(budget.enforce, text, limit, again))
         except MemtreeError as e:

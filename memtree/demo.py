@@ -80,7 +80,7 @@ async def _drive(project: str, env: dict) -> list[int]:
         say("waiting for the filter walker to promote the notes (the duplicate and the tiny one are dropped)")
 
         async def hits(query: str) -> str:
-            return _text(await client.call_tool("recall", {"query": query, "mode": "keyword"}))
+            return _text(await client.call_tool("recall", {"query": query, "opts": "mode=keyword"}))
 
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and "Stripe webhooks" not in await hits("stripe webhooks"):
@@ -93,7 +93,7 @@ async def _drive(project: str, env: dict) -> list[int]:
 
         first_id = next((tok for tok in found.split() if len(tok) == 26 and tok.isalnum()), None)
         if first_id:
-            say(f"recall(ids=[{first_id}]):\n" + _text(await client.call_tool("recall", {"ids": [first_id]})))
+            say(f"recall(ids={first_id}):\n" + _text(await client.call_tool("recall", {"ids": first_id})))
 
         status = _ctl(project, env, "status")
         say("memtree ctl status:\n" + status.stdout + status.stderr)

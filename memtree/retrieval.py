@@ -40,7 +40,7 @@ def require(conn, node_id: str, name: str = "node_id", statuses=None) -> dict:
         raise NotFound(f"{name}: no node {node_id}")
     if status not in wanted:
         raise NotFound(f"{name}: node {node_id} is {status}, not {'/'.join(wanted)}; "
-                       f"pass filters={{\"status\": [\"{status}\"]}} to see it")
+                       f"pass opts=\"status={status}\" to see it")
     return reads.get_node(conn, node_id, wanted)
 
 
@@ -105,7 +105,7 @@ def _search(svc, query, mode, limit, filters, vector, why, group_files=False) ->
                   + (f", best similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else "")
                   + ")")
     elif not out.hits:
-        title += "; none live match. Other statuses only via filters.status"
+        title += "; none live match. Other statuses only via opts=\"status=...\""
     return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc)
 
 

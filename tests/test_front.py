@@ -37,7 +37,7 @@ def test_tools_have_valid_names_short_descriptions_text_output_and_hints(front):
     assert tools["forget"].annotations.destructive_hint is True
 
 
-def test_only_tools_are_declared_and_the_surface_costs_at_most_800_tokens_per_request(front):
+def test_only_tools_are_declared_and_the_surface_costs_at_most_400_tokens_per_request(front):
     """Everything memtree adds to each request Claude Code sends: the tool
     definitions as the CLI forwards them, and no instructions or resource
     capability (that one makes the CLI add three tools of its own)."""
@@ -50,7 +50,17 @@ def test_only_tools_are_declared_and_the_surface_costs_at_most_800_tokens_per_re
     assert not front.client.instructions
     sent = "".join(json.dumps({"name": f"mcp__memtree__{t.name}", "description": t.description,
                                "input_schema": t.input_schema}, separators=(",", ":")) for t in front.tools())
-    assert 0 < tokens.count(sent) <= 800, tokens.count(sent)
+    assert 0 < tokens.count(sent) <= 400, tokens.count(sent)
+    # Folded arguments: the description says opts exists, and a wrong key
+    # lists every key the tool takes (reachable from one call).
+    from memtree.tool_opts import OPTS
+
+    for t in front.tools():
+        has = bool(OPTS[t.name])
+        assert ("opts" in t.input_schema["properties"]) == has == ("opts:" in t.description), t.name
+        if has:
+            err = front.error(t.name, {"opts": "nosuchkey=1"})
+            assert "nosuchkey" in err and all(k in err for k in OPTS[t.name]) and "\n" not in err, err
 
 
 def test_a_note_written_through_mcp_is_found_by_keyword_search_once_live(front):
@@ -63,12 +73,17 @@ def test_a_note_written_through_mcp_is_found_by_keyword_search_once_live(front):
     assert ids_in(front.ok("recall", {"query": "flamingo cache"})) == {nid}
     assert ids_in(front.ok("recall", {"query": "flamingo", "filters": {"kind": "note"}})) == {nid}
     assert ids_in(front.ok("recall", {"query": "flamingo", "filters": {"kind": "tool_output"}})) == set()
+    # The same filters through opts, the form the schema shows.
+    assert ids_in(front.ok("recall", {"query": "flamingo", "opts": "kind=note"})) == {nid}
+    assert ids_in(front.ok("recall", {"query": "flamingo", "opts": "kind=tool_output,summary"})) == set()
 
 
 def test_a_note_under_a_parent_hangs_there_and_unknown_parents_are_refused(front):
     parent = front.add("Parent observation about the pelican scheduler and its retry queue.", kind="observation")
     child = front.ok("note", {"text": "Pelican retries back off exponentially to sixty seconds.", "parent_id": parent}).split()[0]
     assert front.rows("SELECT parent_id FROM nodes WHERE id = ?", (child,)) == [(parent,)]
+    via_opts = front.ok("note", {"text": "Pelican retry jitter is ten percent.", "opts": f"parent_id={parent}"}).split()[0]
+    assert front.rows("SELECT parent_id FROM nodes WHERE id = ?", (via_opts,)) == [(parent,)]
     before = front.snapshot()
     err = front.error("note", {"text": "orphan text that should not be stored", "parent_id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"})
     assert "parent_id" in err and "no node" in err
@@ -96,6 +111,8 @@ def test_get_shows_a_hidden_node_only_when_its_status_is_named(front):
     err = front.error("recall", {"ids": [nid]})
     assert "stale" in err and "status" in err
     assert "ibis deploy flag" in front.ok("recall", {"ids": [nid], "filters": {"status": ["stale"]}})
+    assert 'opts="status=stale"' in err
+    assert "ibis deploy flag" in front.ok("recall", {"ids": nid, "opts": "status=stale"})  # the call the error names
 
 
 def test_with_the_writer_down_writes_say_read_only_and_reads_keep_working(tmp_path):

@@ -164,6 +164,12 @@ BAD_CALLS = [
     ("read", {"path": "big.txt", "budget_tokens": -1}, "budget_tokens"),
     ("grep", {}, "pattern"), ("grep", {"pattern": "x", "context": -1}, "context"),
     ("bash", {}, "command"), ("bash", {"command": "touch SHOULD_NOT_EXIST", "timeout_s": -1}, "timeout_s"),
+    ("bash", {"command": "touch SHOULD_NOT_EXIST", "opts": "timeout=-1"}, "timeout_s"),
+    ("bash", {"command": "touch SHOULD_NOT_EXIST", "opts": "timeout=soon"}, "timeout"),
+    ("recall", {"query": "x", "opts": "colour=red"}, "colour"), ("recall", {"query": "x", "opts": 5}, "opts"),
+    ("recall", {"query": "x", "limit": 2, "opts": "limit=3"}, "twice"),
+    ("read", {"path": "big.txt", "opts": "budget=0"}, "budget_tokens"),
+    ("note", {"text": "an opts note that must not be stored", "opts": "parent=x"}, "parent"),
 ]
 
 
@@ -218,7 +224,7 @@ def test_search_says_when_more_relevant_hits_lie_beyond_the_limit(front):
     ids = {front.add(f"The pangolin ledger entry number {i} records a reconciled pangolin payment.") for i in range(3)}
     cut = front.ok("recall", {"query": "pangolin ledger", "limit": 2})
     assert len(ids_in(cut) & ids) == 2
-    assert 'more relevant hits beyond limit=2: recall(query="pangolin ledger", limit=4)' in cut, cut
+    assert 'more relevant hits beyond limit=2: recall(query="pangolin ledger", opts="limit=4")' in cut, cut
     whole = front.ok("recall", {"query": "pangolin ledger", "limit": 3})  # control: nothing left out
     assert ids_in(whole) == ids and "beyond limit" not in whole
 
@@ -226,9 +232,9 @@ def test_search_says_when_more_relevant_hits_lie_beyond_the_limit(front):
 def test_a_cut_answer_names_the_exact_call_that_returns_all_of_it(front):
     nid = front.add("\n".join(f"armadillo burrow survey line {i}" for i in range(300)))
     cut = front.ok("recall", {"ids": [nid], "budget_tokens": 200})
-    m = re.search(r"all of it: (recall\(ids=\[\"(\w+)\"\], budget_tokens=(\d+)\))\]$", cut)
+    m = re.search(r"all of it: (recall\(ids=\[\"(\w+)\"\], opts=\"budget=(\d+)\"\))\]$", cut)
     assert m and m.group(2) == nid, cut
-    whole = front.ok("recall", {"ids": [nid], "budget_tokens": int(m.group(3))})
+    whole = front.ok("recall", {"ids": nid, "opts": f"budget={m.group(3)}"})  # the call as named, through opts
     assert "armadillo burrow survey line 299" in whole and "cut to fit" not in whole
 
 

@@ -148,7 +148,7 @@ def test_outline_lists_symbols_with_ranges_and_ids_then_the_start(h):
     assert tokens.count(out) <= 2000
 
 
-@pytest.mark.parametrize("bad", ["abc", "0-3", "5-2", "-3", "1-2-3"])
+@pytest.mark.parametrize("bad", ["1-x", "0-3", "5-2", "-3", "1-2-3", "a b"])
 def test_bad_line_ranges_are_clear_errors_and_store_nothing(h, bad):
     rel, _ = _copy_source(h)
     before = h.counts()
@@ -156,6 +156,15 @@ def test_bad_line_ranges_are_clear_errors_and_store_nothing(h, bad):
         h.run(read, rel, lines=bad)
     assert "lines" in e.value.message and repr(bad) in e.value.message
     assert h.counts() == before
+
+
+def test_lines_naming_a_symbol_reads_that_symbol(h):
+    """The schema shows only ``lines``: a name there reads the symbol, as symbol= does."""
+    rel, _ = _copy_source(h)
+    assert h.run(read, rel, lines="Actor.run") == h.run(read, rel, symbol="Actor.run")
+    with pytest.raises(NotFound) as e:  # control: a name that is no symbol there
+        h.run(read, rel, lines="Actor.nothing_here")
+    assert "Actor.nothing_here" in e.value.message
 
 
 def test_unknown_symbol_names_the_symbols_there_are(h):

@@ -14,16 +14,11 @@ import os
 
 from memtree import budget, redact, tokens
 from memtree.errors import BadRequest, Refused
+from memtree.tool_opts import call_repr  # noqa: F401  (the tools' import point)
 
 
 def check_budget(value) -> int:
     return budget.check(value)
-
-
-def call_repr(tool: str, **args) -> str:
-    """An exact call the agent can copy, e.g. read(path="x.py", lines="1-9")."""
-    parts = [f"{k}={json.dumps(v)}" for k, v in args.items() if v is not None]
-    return f"{tool}({', '.join(parts)})"
 
 
 def resolve_path(svc, path, what: str = "path") -> tuple[str, str]:

@@ -28,6 +28,7 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_LINE_CHARS = 1000  # one display line; a minified file must not eat the whole budget
 OUTLINE_SHARE = 0.6  # of the budget, at most, for the outline when the file start follows
 _LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+_SYMBOL = re.compile(r"[A-Za-z_][\w.]*")  # lines="Class.method" names a symbol (one argument fewer to pay for)
 
 
 def parse_lines(lines) -> tuple[int, int] | None:
@@ -38,7 +39,8 @@ def parse_lines(lines) -> tuple[int, int] | None:
         lines = str(lines)
     m = _LINES.fullmatch(lines) if isinstance(lines, str) else None
     if not m:
-        raise BadRequest(f'lines must look like "START-END" (1-based, inclusive, e.g. "10-42"), got {lines!r}')
+        raise BadRequest(f'lines must look like "START-END" (1-based, inclusive, e.g. "10-42") or name a '
+                         f'symbol ("Class.method"), got {lines!r}')
     start = int(m.group(1))
     end = int(m.group(2)) if m.group(2) is not None else start
     if start < 1:
@@ -183,6 +185,8 @@ def _compose(header: list[str], body: list[str], footer_for, budget: int, fallba
 
 async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=None) -> str:
     budget = check_budget(budget_tokens)
+    if symbol is None and isinstance(lines, str) and _SYMBOL.fullmatch(lines.strip()):
+        lines, symbol = None, lines
     rng = parse_lines(lines)
     if symbol is not None and (not isinstance(symbol, str) or not symbol.strip()):
         raise BadRequest('symbol must be a name like "parse" or "Class.method"')
@@ -298,7 +302,7 @@ def _outline(v: View, body: list[str]) -> str:
             return []
         a = k + 1
         return [f"[left out for budget_tokens={v.budget}: lines {a}-{n}{_symbols_in(chunked, a, n, 4)}; "
-                f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{n}')} or read(path=..., symbol=...)]"]
+                f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{n}')} or read(path=..., lines=\"<symbol>\")]"]
 
     fallback = f"[budget_tokens={v.budget} too small for the outline of {v.shown}; {call_repr('read', path=v.shown, budget_tokens=2000)}]"
     return _compose(header, body, footer, v.budget, fallback)
