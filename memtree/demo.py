@@ -91,6 +91,17 @@ async def _drive(project: str, env: dict) -> list[int]:
         say("recall(query='stripe webhooks'):\n" + found)
         say("recall(query='migrations deploy'):\n" + await hits("migrations deploy"))
 
+        # The default mode is hybrid: the bundled embedding model (no download) beside keyword search.
+        question = "which unit test breaks depending on the time zone"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "TZ=UTC" not in _text(
+                await client.call_tool("recall", {"query": question, "mode": "semantic"})):
+            import anyio
+
+            await anyio.sleep(0.2)
+        say(f"recall(query={question!r}) (hybrid, the default):\n"
+            + _text(await client.call_tool("recall", {"query": question})))
+
         first_id = next((tok for tok in found.split() if len(tok) == 26 and tok.isalnum()), None)
         if first_id:
             say(f"recall(ids={first_id}):\n" + _text(await client.call_tool("recall", {"ids": first_id})))

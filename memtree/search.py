@@ -143,6 +143,7 @@ KEYWORD_ONLY_FLOOR = 0.38
 # wordllama: the plateau coverage 0.38-0.42 x similarity 0.32-0.44 empties
 # 17-19 of 23 no-answer queries and 1 of 94 answerable; its centre: 18 and 1.
 FUSED_FLOORS = {"wordllama-l2-supercat-256": (0.40, 0.40)}
+HIT_FLOOR_SHARE = 0.5
 
 
 async def query_vector(svc, text: str):
@@ -246,6 +247,18 @@ def should_abstain(ev: dict, model: str | None) -> bool:
     return ev["coverage"] < floors[0] and ev["similarity"] < floors[1]
 
 
+def above_floor(hits: list[ranking.Candidate], model: str | None) -> list[ranking.Candidate]:
+    """The hits whose own evidence clears the floor the query cleared, so a
+    small store does not fill the limit with every node KNN reaches; the best
+    hit always stays (the query as a whole passed)."""
+    floors = FUSED_FLOORS.get(model)
+    if floors is None:
+        return hits
+    cov, sim = floors[0] * HIT_FLOOR_SHARE, floors[1] * HIT_FLOOR_SHARE
+    kept = [c for c in hits[1:] if c.coverage >= cov or (c.similarity or 0.0) >= sim]
+    return hits[:1] + kept
+
+
 def run(conn, query: str, mode: str = "hybrid", filters: dict | None = None, limit: int = 10,
         query_vector: dict | None = None, vector_note: str | None = None, group_files: bool = False,
         abstain: bool = True) -> Outcome:
@@ -281,6 +294,9 @@ def run(conn, query: str, mode: str = "hybrid", filters: dict | None = None, lim
     ranking.score(cands, query, _idf(conn, query))
     hits = ranking.select(cands, limit, group_files)
     ev = evidence(hits, sem_rows)
-    if abstain and hits and should_abstain(ev, query_vector and query_vector.get("model")):
+    model = query_vector and query_vector.get("model")
+    if abstain and hits and should_abstain(ev, model):
         return Outcome([], mode, requested, degraded, abstained=True, evidence=ev)
+    if abstain and sem_rows:
+        hits = above_floor(hits, model)
     return Outcome(hits, mode, requested, degraded, evidence=ev)

@@ -90,6 +90,16 @@ def test_a_paraphrase_is_found_by_semantic_search_where_keyword_search_finds_not
     assert "(hybrid)" in hybrid and "degraded" not in hybrid and _first_id(hybrid) == store.celsius
 
 
+def test_hybrid_lists_only_hits_with_evidence_of_their_own_not_every_node_knn_reaches(store):
+    # The store is small: KNN reaches every node, so without a per-hit floor
+    # the unrelated helpers and notes would fill the list behind the answer.
+    hybrid = store.ok("recall", {"query": PARAPHRASE})
+    assert ids_in(hybrid) == {store.celsius}
+    # Control: a query with words in several nodes still lists each of them.
+    both = store.ok("recall", {"query": QUERY, "filters": {"kind": "note"}})
+    assert ids_in(both) == {store.notes["both"], store.notes["words"], store.notes["meaning"]}
+
+
 def test_hybrid_ranks_a_node_matching_both_ways_above_nodes_matching_one_way(store):
     from memtree.recall.embeddings import load_provider
 
