@@ -139,8 +139,9 @@ _ASSIGN_WEAK = _lazy(
     _SECRETISH.replace("{12,}", "{16,}") + r")"
 )
 # A long hex/base64 blob right after a secret-like word ("token 3f9a...").
+_NEAR_WORDS = r"(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature|auth)"
 _NEAR_WORD = _lazy(
-    r"(?i)\b(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature|auth)[A-Za-z_]{0,40}[\"']?"
+    r"(?i)\b" + _NEAR_WORDS + r"[A-Za-z_]{0,40}[\"']?"
     r"(?:\s*(?:[:=]|is|:=|=>)\s*|\s+)[\"']?(?P<v>(?!\[REDACTED)(?=[A-Za-z0-9+/_\-]{0,200}\d)"
     r"(?=[A-Za-z0-9+/_\-]{0,200}[A-Za-z])[A-Za-z0-9+/_\-]{20,}={0,2})(?![A-Za-z0-9+/_\-=])"
 )
@@ -165,10 +166,14 @@ _ENV_ASSIGN = _lazy(
     r"SECRET_KEY|MASTER_KEY|AUTH|CREDENTIALS?|SALT)=(?:(?P<q>[\"'])(?P<v1>(?!\$|\[REDACTED)[^\"'\n]{2,})(?P=q)|"
     r"(?P<v2>(?!\$|\[REDACTED)[^\s\"';&|)`]{2,}))"
 )
+# What every _ENV_ASSIGN match holds, on the one line it spans.
+_ENV_TRIGGER = _lazy(r"(?:TOKEN|SECRET|PASS(?:WORD|WD)?|PWD|KEY|AUTH|CREDENTIALS?|SALT)=")
 # 'DB_PASSWORD', 'value' (PHP define, getenv("X", "default"), tuples).
 _NAMED_PAIR = _lazy(
     r"(?i)[\"'][A-Za-z0-9_.\-]*(?:" + _NAMED[3:-1] + r"|_key)[\"']\s*,\s*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{3,})(?P=q)"
 )
+# What every _NAMED_PAIR match holds (over the folded text): the rule runs only if it occurs.
+_NAMED_PAIR_TRIGGER = _lazy(r"(?:" + _NAMED[3:-1] + r"|_key)[\"']\s*,\s*[\"']")
 # A secret-named lookup with a literal fallback: env.DB_PASSWORD || 'x', ${ADMIN_PASSWORD:=x}.
 _FALLBACK = _lazy(
     r"(?i)(?:" + _NAMED + r"[\]\"')]*\s*(?:\|\||\?\?|\bor\b)\s*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)"
@@ -196,6 +201,26 @@ def _on_lines(text: str, spec: list, repl, ops: tuple) -> str:
                 if new != line:
                     lines[i], hit = new, True
     return "\n".join(lines) if hit else text
+
+
+def _on_hit_lines(spec: list, trigger: list, text: str, repl) -> str:
+    """``rx.sub(repl, text)`` for a rule whose matches never span a newline and
+    always hold ``trigger``: only the lines where the trigger occurs are tried."""
+    rx, find, out, pos = _compiled(spec), _compiled(trigger).search, [], 0
+    t = find(text)
+    while t is not None:
+        a = text.rfind("\n", 0, t.start()) + 1
+        b = text.find("\n", t.end())
+        b = len(text) if b < 0 else b
+        # the line alone: a look-behind at its start sees "\n" in the text, nothing here; both are non-word
+        out.append(text[pos:a])
+        out.append(rx.sub(repl, text[a:b]))
+        pos = b
+        t = find(text, b)
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _mixed(v: str) -> bool:
@@ -269,6 +294,54 @@ def _any(low: str, hints) -> bool:
     return any(h in low for h in hints)
 
 
+# Non-ASCII characters that ``re``'s IGNORECASE matches to an ASCII letter:
+# folded first, so the lowercase text the prefilters scan misses no candidate.
+_FOLD = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+
+
+def _folded(text: str) -> str | None:
+    """``text`` lowercased, position for position (None if lowering changes its length)."""
+    if text.isascii():
+        return text.lower()
+    low = text.translate(_FOLD).lower() if any(chr(c) in text for c in _FOLD) else text.lower()
+    return low if len(low) == len(text) else None
+
+
+def _starts(spec: list, words: str):
+    """The case-sensitive search for where a match of ``spec`` can begin, over the folded text."""
+    if len(spec) < 4:
+        _compiled(spec)
+        spec.append(re.compile(words))
+    return spec[3]
+
+
+def _sub_from(spec: list, words: str, text: str, low: str | None, repl) -> str:
+    """``rx.sub(repl, text)`` for a case-insensitive rule whose every match begins
+    with one of ``words``: the regex runs only where a cheap case-sensitive
+    search over the folded text finds such a word, not at every offset (the same
+    matches, 4-8x faster on text with few candidates). ``rx.match`` at an offset
+    sees the text before it (look-behinds, \\b), exactly as ``sub`` would."""
+    rx = _compiled(spec)
+    if low is None:
+        return rx.sub(repl, text)
+    find, out, pos = _starts(spec, words).search, [], 0
+    c = find(low, 0)
+    while c is not None:
+        s = c.start()
+        m = rx.match(text, s)
+        if m is None:
+            c = find(low, s + 1)
+            continue
+        out.append(text[pos:s])
+        out.append(repl(m))
+        pos = m.end()
+        c = find(low, pos if pos > s else s + 1)
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _replace_group(rx, text: str, tag: str, group: int, tags: set) -> str:
     label = f"[REDACTED:{tag}]"
 
@@ -328,23 +401,36 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     tags: set[str] = set()
     if "\x1b" in text:  # colour codes split "KEY:\x1b[39m value"; they carry nothing worth storing
         text = _compiled(_ANSI).sub("", text)
-    low = text.lower()
+    low = _folded(text)
+    hint_low, folded_from = (text.lower() if low is None else low), text
     for spec, tag, group, hints in _RULES:
-        if _any(low, hints):
+        if _any(hint_low, hints):
             text = _replace_group(_compiled(spec), text, tag, group, tags)
-    if _any(low, _STRONG_HINTS):
-        text = _compiled(_ASSIGN_STRONG).sub(_assign_repl(tags), text)
-    if _any(low, _WEAK_HINTS):
-        text = _compiled(_ASSIGN_WEAK).sub(_weak_repl(tags), text)
-    if _any(low, _NEAR_HINTS):
+    # Each rule below starts with its secret word, found in the folded text
+    # (taken again when a rule changed the text).
+    if _any(hint_low, _STRONG_HINTS):
+        if text is not folded_from:
+            low, folded_from = _folded(text), text
+        text = _sub_from(_ASSIGN_STRONG, _STRONG + r"[a-z0-9_.\-]{0,40}[\"']?\s*[:=]", text, low, _assign_repl(tags))
+    if _any(hint_low, _WEAK_HINTS):
+        if text is not folded_from:
+            low, folded_from = _folded(text), text
+        text = _sub_from(_ASSIGN_WEAK, _WEAK_END + r"[\"']?\s*[:=]", text, low, _weak_repl(tags))
+    if _any(hint_low, _NEAR_HINTS):
         near: set[str] = set()
-        text = _compiled(_NEAR_WORD).sub(_weak_repl(near), text)
+        if text is not folded_from:
+            low, folded_from = _folded(text), text
+        text = _sub_from(_NEAR_WORD, _NEAR_WORDS + r"[a-z_]{0,40}[\"']?[\s:=i]", text, low, _weak_repl(near))
         if near:
             tags.add("secret_near_keyword")
-    if _any(low, _NAMED_HINTS):
-        text = _on_lines(text, _KEYED_LINE, _keyed_repl(tags), (":", "="))
-        text = _compiled(_ENV_ASSIGN).sub(_value_repl(tags), text)
-        text = _compiled(_NAMED_PAIR).sub(_value_repl(tags), text)
+    if _any(hint_low, _NAMED_HINTS):
+        # one line at most per match (no newline in its pattern), so the whole text at once
+        if text is not folded_from:
+            low, folded_from = _folded(text), text
+        text = _sub_from(_KEYED_LINE, _NAMED + r"[\"']?[ \t]*[:=]", text, low, _keyed_repl(tags))
+        text = _on_hit_lines(_ENV_ASSIGN, _ENV_TRIGGER, text, _value_repl(tags))
+        if _compiled(_NAMED_PAIR_TRIGGER).search(_folded(text) or text.lower()):
+            text = _compiled(_NAMED_PAIR).sub(_value_repl(tags), text)
         text = _on_lines(text, _FALLBACK, _value_repl(tags), ("||", "??", " or ", "${"))
     text = _key_material(text, tags)
     if depth == 0:
