@@ -53,14 +53,16 @@ _WEAK_END = r"(?:token|key|pass|auth|sig|signature|salt|cookie)"
 _SECRETISH = r"(?=[^\s'\"]{0,200}[0-9])(?=[^\s'\"]{0,200}[A-Za-z])[A-Za-z0-9+/=_\-.~!@#$%^&*]{12,}"
 
 
-def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0):
+def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0, starts: str | None = None):
     """A rule: replace match group ``group`` (0 = whole match) with the tag.
 
     ``hints``: lowercase literals of which one must occur for the rule to
     possibly match; a text without any skips the rule (a 1 MB Bash output
-    then costs milliseconds, not a second).
+    then costs milliseconds, not a second). ``starts``: a case-sensitive
+    pattern found, over the lowercased text, wherever a match can begin; the
+    rule is then tried only there (see ``_sub_from``).
     """
-    return [pattern, flags], tag, group, hints
+    return [pattern, flags], tag, group, hints, starts
 
 
 def _lazy(pattern: str, flags: int = 0) -> list:
@@ -85,44 +87,54 @@ _NAMED_HINTS = ("pass", "secret", "token", "key", "salt", "credential", "pwd", "
 # Order matters: whole-structure rules first, so later rules see the tags.
 _RULES = [
     _sub(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END \1PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
-         "private_key", ("private key",), flags=re.S),
-    _sub(r"PuTTY-User-Key-File-\d+:.*?Private-MAC: *[0-9a-f]+", "private_key", ("putty-user-key",), flags=re.S),
+         "private_key", ("private key",), flags=re.S, starts="-----begin "),
+    _sub(r"PuTTY-User-Key-File-\d+:.*?Private-MAC: *[0-9a-f]+", "private_key", ("putty-user-key",), flags=re.S,
+         starts="putty-user-key-file-"),
     # scheme://user:password@host
     _sub(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{0,256}:([^\s@/'\"]{1,512})@", "conn_password", ("://",), 1),
-    _sub(_NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA, "aws_access_key_id", tuple(a.lower() for a in _AWS)),
-    _sub(_NB + r"AIza[0-9A-Za-z_\-]{35}" + _NA, "gcp_api_key", ("aiza",)),
-    _sub(_NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _NA, "gcp_client_secret", ("gocspx-",)),
-    _sub(_NB + r"ya29\.[0-9A-Za-z_\-]{20,}" + _NA, "gcp_access_token", ("ya29.",)),
-    _sub(_NB + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _NA, "azure_client_secret", ("q~",)),
-    _sub(r"[?&](?:sig|se?cret)=([A-Za-z0-9%+/=]{20,})", "azure_sas", ("sig=", "secret=", "scret="), 1),
+    _sub(_NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA, "aws_access_key_id", tuple(a.lower() for a in _AWS),
+         starts="(?:" + "|".join(_AWS).lower() + ")"),
+    _sub(_NB + r"AIza[0-9A-Za-z_\-]{35}" + _NA, "gcp_api_key", ("aiza",), starts="aiza"),
+    _sub(_NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _NA, "gcp_client_secret", ("gocspx-",), starts="gocspx-"),
+    _sub(_NB + r"ya29\.[0-9A-Za-z_\-]{20,}" + _NA, "gcp_access_token", ("ya29.",), starts=r"ya29\."),
+    _sub(_NB + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _NA, "azure_client_secret", ("q~",),
+         starts=r"[a-z0-9_~.\-]{3}\dq~"),
+    _sub(r"[?&](?:sig|se?cret)=([A-Za-z0-9%+/=]{20,})", "azure_sas", ("sig=", "secret=", "scret="), 1,
+         starts=r"[?&](?:sig|se?cret)="),
     _sub(_NB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _NA, "github_token",
-         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
-    _sub(_NB + r"gl(?:pat|dt|rt|ptt|soat|cbt|imt)-[0-9A-Za-z_\-]{20,}" + _NA, "gitlab_token", ("gl",)),
-    _sub(_NB + r"xox[abposr]-[0-9A-Za-z\-]{10,}" + _NA, "slack_token", ("xox",)),
-    _sub(_NB + r"xapp-\d-[0-9A-Za-z\-]{10,}" + _NA, "slack_token", ("xapp-",)),
-    _sub(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+", "slack_webhook", ("hooks.slack.com",)),
-    _sub(_NB + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _NA, "stripe_key", ("k_live_", "k_test_")),
-    _sub(_NB + r"whsec_[0-9A-Za-z]{20,}" + _NA, "stripe_key", ("whsec_",)),
-    _sub(_NB + r"npm_[A-Za-z0-9]{36}" + _NA, "npm_token", ("npm_",)),
-    _sub(_NB + r"dckr_pat_[A-Za-z0-9_\-]{20,}" + _NA, "docker_token", ("dckr_pat_",)),
-    _sub(_NB + r"sk-ant-[" + _TOK + r"]{20,}" + _NA, "anthropic_key", ("sk-ant-",)),
-    _sub(_NB + r"sk-(?:proj-|svcacct-|admin-)?[" + _TOK + r"]{20,}" + _NA, "openai_key", ("sk-",)),
-    _sub(_NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _NA, "jwt", ("eyj",)),
+         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), starts="gh[pousr]_|github_pat_"),
+    _sub(_NB + r"gl(?:pat|dt|rt|ptt|soat|cbt|imt)-[0-9A-Za-z_\-]{20,}" + _NA, "gitlab_token", ("gl",),
+         starts="gl(?:pat|dt|rt|ptt|soat|cbt|imt)-"),
+    _sub(_NB + r"xox[abposr]-[0-9A-Za-z\-]{10,}" + _NA, "slack_token", ("xox",), starts="xox[abposr]-"),
+    _sub(_NB + r"xapp-\d-[0-9A-Za-z\-]{10,}" + _NA, "slack_token", ("xapp-",), starts=r"xapp-\d-"),
+    _sub(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+", "slack_webhook", ("hooks.slack.com",),
+         starts=r"https://hooks\.slack\.com/"),
+    _sub(_NB + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _NA, "stripe_key", ("k_live_", "k_test_"),
+         starts="(?:sk|rk)_(?:live|test)_"),
+    _sub(_NB + r"whsec_[0-9A-Za-z]{20,}" + _NA, "stripe_key", ("whsec_",), starts="whsec_"),
+    _sub(_NB + r"npm_[A-Za-z0-9]{36}" + _NA, "npm_token", ("npm_",), starts="npm_"),
+    _sub(_NB + r"dckr_pat_[A-Za-z0-9_\-]{20,}" + _NA, "docker_token", ("dckr_pat_",), starts="dckr_pat_"),
+    _sub(_NB + r"sk-ant-[" + _TOK + r"]{20,}" + _NA, "anthropic_key", ("sk-ant-",), starts="sk-ant-"),
+    _sub(_NB + r"sk-(?:proj-|svcacct-|admin-)?[" + _TOK + r"]{20,}" + _NA, "openai_key", ("sk-",), starts="sk-"),
+    _sub(_NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _NA, "jwt", ("eyj",),
+         starts=r"eyj[a-z0-9_\-]{8,}\.eyj"),
     # Authorization: Bearer|Basic|token <credential>
     _sub(r"(?i)\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)?\s*"
-         r"((?!\[REDACTED)[^\s\"',;]{8,})", "auth_header", ("authorization",), 1),
-    _sub(r"(?i)\bbearer\s+((?!\[REDACTED)[A-Za-z0-9+/=_\-.~]{16,})", "auth_header", ("bearer",), 1),
+         r"((?!\[REDACTED)[^\s\"',;]{8,})", "auth_header", ("authorization",), 1, starts="(?:proxy-)?authorization"),
+    _sub(r"(?i)\bbearer\s+((?!\[REDACTED)[A-Za-z0-9+/=_\-.~]{16,})", "auth_header", ("bearer",), 1, starts=r"bearer\s"),
     # curl -u user:password, netrc "login x password y"
     _sub(r"(?:^|\s)(?:-[A-Za-z]*u|--user|-a|--auth)\s*['\"]?[^\s:'\"]+:((?!\[REDACTED)[^\s'\"]{3,})", "basic_auth",
-         ("-", "--user", "--auth"), 1),
-    _sub(r"\bsshpass\b[^\n]{0,100}?\s-p\s*['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("sshpass",), 1),
+         ("-", "--user", "--auth"), 1, starts=r"(?:^|\s)-"),
+    _sub(r"\bsshpass\b[^\n]{0,100}?\s-p\s*['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("sshpass",), 1,
+         starts="sshpass"),
     _sub(r"\bredis-cli\b[^\n]{0,200}?\s(?:-a|--pass)\s+['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret",
-         ("redis-cli",), 1),
-    _sub(r"(?i)\blogin\s+\S+\s+password\s+(\S+)", "netrc_password", ("login",), 1),
+         ("redis-cli",), 1, starts="redis-cli"),
+    _sub(r"(?i)\blogin\s+\S+\s+password\s+(\S+)", "netrc_password", ("login",), 1, starts=r"login\s"),
     # --password x, --token=x, mysql -pSECRET
     _sub(r"(?i)(?:^|\s)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
-         r"(?:=|\s+)['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("--",), 1),
-    _sub(r"\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})", "mysql_password", ("mysql",), 1),
+         r"(?:=|\s+)['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("--",), 1, starts=r"(?:^|\s)--"),
+    _sub(r"\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})", "mysql_password", ("mysql",), 1,
+         starts="mysql"),
 ]
 
 # NAME=value (shell / .env / env dump; quoted or not), "name": "value" (JSON),
@@ -342,7 +354,7 @@ def _sub_from(spec: list, words: str, text: str, low: str | None, repl) -> str:
     return "".join(out)
 
 
-def _replace_group(rx, text: str, tag: str, group: int, tags: set) -> str:
+def _group_repl(tag: str, group: int, tags: set):
     label = f"[REDACTED:{tag}]"
 
     def repl(m):
@@ -352,7 +364,7 @@ def _replace_group(rx, text: str, tag: str, group: int, tags: set) -> str:
         s, e = m.span(group)
         return m.group(0)[: s - m.start()] + _keep_lines(label, m.group(group)) + m.group(0)[e - m.start():]
 
-    return rx.sub(repl, text)
+    return repl
 
 
 def _keep_lines(label: str, replaced: str) -> str:
@@ -403,9 +415,14 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
         text = _compiled(_ANSI).sub("", text)
     low = _folded(text)
     hint_low, folded_from = (text.lower() if low is None else low), text
-    for spec, tag, group, hints in _RULES:
+    for spec, tag, group, hints, starts in _RULES:
         if _any(hint_low, hints):
-            text = _replace_group(_compiled(spec), text, tag, group, tags)
+            if starts is None:
+                text = _compiled(spec).sub(_group_repl(tag, group, tags), text)
+                continue
+            if text is not folded_from:
+                low, folded_from = _folded(text), text
+            text = _sub_from(spec, starts, text, low, _group_repl(tag, group, tags))
     # Each rule below starts with its secret word, found in the folded text
     # (taken again when a rule changed the text).
     if _any(hint_low, _STRONG_HINTS):
