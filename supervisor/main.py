@@ -237,6 +237,7 @@ class Supervisor:
             if not others_started and self._others_may_start(time.monotonic()):
                 self.start_children(time.monotonic())
                 others_started = True
+                self._sweep_runtime_dirs()
             for sock, _ in self.poller.poll(int(LOOP_S * 1000)):
                 now = time.monotonic()
                 if sock is self.hb:
@@ -255,6 +256,20 @@ class Supervisor:
                 self.request_shutdown("stdin closed: Claude Code exited")
         self.stop_all()
         return 0
+
+    def _sweep_runtime_dirs(self) -> None:
+        """Dead sessions' runtime dirs under /tmp, once per start, after the
+        children are spawned (not on the path to the front's READY)."""
+        from memtree import runtime_sweep
+
+        t0 = time.monotonic()
+        try:
+            removed = runtime_sweep.sweep_for(self.paths)
+        except OSError as e:
+            log.warning("supervisor: runtime dir sweep failed: %s", e)
+            return
+        if removed:
+            log.info("supervisor: removed %d stale runtime dirs in %.2fs", removed, time.monotonic() - t0)
 
     def stop_all(self) -> None:
         """Reverse start order; each: SIGTERM, wait its shutdown timeout, SIGKILL."""

@@ -15,6 +15,31 @@ from tests.support import COLD_START_S, PYTHON, WaitTimeout, spawn, test_config,
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_RUNTIME_BASE: str | None = None
+
+
+def pytest_configure(config):
+    """Sockets of stores too deep for sun_path go to a runtime dir of this run,
+    not the user's /tmp/memtree-<uid>: tests without a supervisor (which
+    removes its dir) leave nothing behind, and parallel runs never meet."""
+    global _RUNTIME_BASE
+    import tempfile
+
+    _RUNTIME_BASE = tempfile.mkdtemp(prefix="mt-tests-", dir="/tmp")
+    os.environ["XDG_RUNTIME_DIR"] = _RUNTIME_BASE
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    if _RUNTIME_BASE is None:
+        return
+    left = [os.path.join(d, f) for d, _, files in os.walk(_RUNTIME_BASE) for f in files]
+    if left:  # a socket or lock nobody removed: say so (the dirs are ours to remove either way)
+        print(f"\nruntime files left by the tests ({len(left)}): {left[:5]}")
+    shutil.rmtree(_RUNTIME_BASE, ignore_errors=True)
+
+
 def pytest_report_header(config):
     return (f"apsw {apsw.apsw_version()} (SQLite {apsw.sqlite_lib_version()}), "
             f"sqlite-vec {sqlite_vec.__version__ if hasattr(sqlite_vec, '__version__') else '?'}, "

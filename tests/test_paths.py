@@ -64,7 +64,8 @@ def test_deep_store_moves_sockets_to_a_short_runtime_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMTREE_HOME", str(deep))
     short = tmp_path / "r"
     short.mkdir()
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short) if len(str(short)) < 40 else "/tmp")
+    # else this run's short runtime base (tests/conftest.py), not /tmp: nothing left behind there
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short) if len(str(short)) < 40 else os.environ["XDG_RUNTIME_DIR"])
     p = paths.store_paths("/proj", "0123456789abcdef")
     assert not p.run_dir.startswith(p.store_dir)
     assert p.run_dir.endswith(os.path.join(f"memtree-{os.getuid()}", "0123456789abcdef"))
