@@ -139,7 +139,8 @@ def _compact(items, public_only: bool = False) -> list[str]:
         if indent != top:
             continue
         members: dict[str, int] = {}  # name -> line; the last of same-named overloads is the implementation
-        for i, t, start, _e in items[k + 1:]:
+        for j in range(k + 1, len(items)):  # not a slice: that copies the rest for every definition
+            i, t, start, _e = items[j]
             if start > b:  # items run in line order: past this definition's last line
                 break
             if i <= indent or i > indent + 8:
@@ -153,6 +154,16 @@ def _compact(items, public_only: bool = False) -> list[str]:
     return rows
 
 
+def _within(rows: list[str], budget: int) -> bool:
+    """Whether the rows (one token each for the line break) fit, counting no further than needed."""
+    used = 0
+    for r in rows:
+        used += tokens.count(r) + 1
+        if used > budget:
+            return False
+    return True
+
+
 def _outline_rows(items, budget: int) -> tuple[list[str], str]:
     """Outline lines within ``budget`` (signatures, else names, else members inline,
     else public members inline, else top level only, else cut) and what was left out."""
@@ -163,9 +174,15 @@ def _outline_rows(items, budget: int) -> tuple[list[str], str]:
         lambda: _compact(items), lambda: _compact(items, public_only=True),
         lambda: [f"{_short(t)}  L{a}-{b}" for i, t, a, b in items if i == top])
     left_out = ("", "", "", "private members not listed", "members not listed")
+    # Every tier's rows are at least as long as the top-level-only rows (names are
+    # prefixes of signatures; members and indentation only add), so when even
+    # those do not fit, none does: cut them without building the rest.
+    last = tiers[-1]() if top <= 8 else None
+    if last is not None and not _within(last, budget):
+        tiers, left_out = (lambda: last,), ("",)
     for build, note in zip(tiers, left_out):
         rows = build()
-        if sum(tokens.count(r) + 1 for r in rows) <= budget:
+        if _within(rows, budget):
             return rows, note
     full, rows = rows, _fit(rows, budget)[0]
     return rows, f"{len(full) - len(rows)} more top-level definitions and all members not listed"
