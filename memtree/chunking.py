@@ -49,10 +49,13 @@ class Chunked:
         self.parse_error = parse_error
 
     def find_symbol(self, name: str) -> Symbol | None:
+        """By full name ("Class.method"), else by a bare method name when only
+        one class has it (what a grep hit shows: ``def resolve_command(``)."""
         for sym in self.symbols:
             if sym.name == name:
                 return sym
-        return None
+        tail = [sym for sym in self.symbols if sym.name.endswith("." + name)]
+        return tail[0] if len(tail) == 1 else None
 
 
 def split_lines(text: str) -> list[str]:

@@ -8,6 +8,7 @@ not instructions: anything that could close our framing is neutralised.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 SNIPPET_CHARS = 240
@@ -42,7 +43,54 @@ def age(ms: int, now_ms: int | None = None) -> str:
     return f"{s}s ago"
 
 
-def header(node: dict, score: float | None = None, stale: bool = False, extra: str = "") -> str:
+def shown_uri(uri: str, root: str | None = None) -> str:
+    """The source as the agent needs it: a file path relative to the project
+    (no scheme), a tool without its dedup hash (``tool:Bash``)."""
+    if uri.startswith("file://"):
+        path = uri[len("file://"):]
+        if root and path.startswith(root.rstrip("/") + "/"):
+            path = path[len(root.rstrip("/")) + 1:]
+        return path
+    if uri.startswith("tool:") and "#" in uri:
+        return uri.split("#", 1)[0]
+    return uri
+
+
+_WORD = re.compile(r"\w+")
+
+
+def matching_lines(node: dict, query: str, most: int = 2, width: int = 200) -> str:
+    """The node's lines that hold the most query words, as they are (file
+    lines with their numbers, ``N:``): the exact text, not a flattened
+    snippet. Empty when no line holds a query word (a semantic-only hit)."""
+    terms = {w.lower() for w in _WORD.findall(query or "")}
+    tokens_ = [t.lower() for t in (query or "").split()]  # "8.0.0" whole outweighs its parts
+
+    def score(ln: str) -> int:
+        low = ln.lower()
+        return len({w.lower() for w in _WORD.findall(ln)} & terms) + 2 * sum(t in low for t in tokens_)
+
+    lines = (node.get("content") or "").splitlines()
+    scored = [(-score(ln), i) for i, ln in enumerate(lines)]
+    scored = [s for s in scored if s[0] < 0]
+    if not scored:
+        return ""
+    # The best line, then the best of its near neighbours, those after it
+    # first (a heading and the line under it), else the next best anywhere.
+    top = min(scored)
+    near = sorted((s for s in scored if s != top and abs(s[1] - top[1]) <= 3),
+                  key=lambda s: (s[0], s[1] < top[1], abs(s[1] - top[1])))  # what follows a match first
+    best = [top] + (near or sorted(s for s in scored if s != top))[: most - 1]
+    start = metadata(node).get("start") if node.get("kind") == "file_chunk" else None
+    out = []
+    for _s, i in sorted(best, key=lambda s: s[1]):
+        text = lines[i] if len(lines[i]) <= width else lines[i][: width - 1] + "…"
+        out.append(f"{start + i}:{text}" if isinstance(start, int) else text)
+    return "\n".join(out)
+
+
+def header(node: dict, score: float | None = None, stale: bool = False, extra: str = "",
+           root: str | None = None) -> str:
     """``score`` is accepted and not shown: the order already says it, and
     every answer is paid for in the agent's context. Live is the default,
     so only another status is named."""
@@ -52,7 +100,7 @@ def header(node: dict, score: float | None = None, stale: bool = False, extra: s
     if stale:
         parts.append(STALE_MARK)
     parts.append(age(node.get("created_at") or 0))
-    uri = source_uri(node)
+    uri = shown_uri(source_uri(node), root)
     if uri:
         parts.append(uri)
     if extra:
@@ -65,9 +113,10 @@ def one_line(text: str, limit: int = SNIPPET_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def snippet_block(node: dict, snippet: str | None = None, score: float | None = None, stale: bool = False) -> str:
+def snippet_block(node: dict, snippet: str | None = None, score: float | None = None, stale: bool = False,
+                  root: str | None = None) -> str:
     body = one_line(snippet if snippet else node.get("content") or "")
-    return header(node, score, stale) + ("\n  " + body if body else "")
+    return header(node, score, stale, root=root) + ("\n  " + body if body else "")
 
 
 def outline(node: dict) -> str:

@@ -57,18 +57,27 @@ def _get(svc, node_id, budget_tokens=None, status=None, name="node_id") -> str:
         meta.append(f"parent {node['parent_id']}")
     if node["truncated"]:
         meta.append(f"truncated at capture ({node['original_bytes']} bytes originally)")
-    head = render.header(node, stale=node["id"] in stale, extra="; ".join(meta))
+    head = render.header(node, stale=node["id"] in stale, extra="; ".join(meta), root=svc.project_root)
     body = render.recalled(render.neutralise(node["content"] or ""), f"id={node['id']}")
     return f"{head}\n{body}"
 
 
-def _listing(title: str, rows, svc) -> str:
-    """``rows``: [(node, score or None, snippet or None)]."""
+def _listing(title: str, rows, svc, query: str | None = None) -> str:
+    """``rows``: [(node, score or None, snippet or None)]. With a query, a
+    hit shows its matching lines as they are (what the agent was after),
+    else the snippet."""
     stale = freshness.check(svc, [r[0] for r in rows])
+    root = getattr(svc, "project_root", None)
     lines = [title]
     for node, score, snip in rows:
-        lines.append(render.snippet_block(render_safe(node), snip and render.neutralise(snip), score,
-                                          node["id"] in stale))
+        safe = render_safe(node)
+        exact = render.matching_lines(safe, query) if query else ""
+        if exact:
+            more = snip[snip.index(" (+"):] if snip and " (+" in snip and snip.endswith("chunk(s) of this file)") else ""
+            lines.append(render.header(safe, score, node["id"] in stale, root=root) + more + "\n" + exact)
+        else:
+            lines.append(render.snippet_block(safe, snip and render.neutralise(snip), score, node["id"] in stale,
+                                              root=root))
     return "\n".join(lines)
 
 
@@ -106,7 +115,7 @@ def _search(svc, query, mode, limit, filters, vector, why, group_files=False) ->
                   + ")")
     elif not out.hits:
         title += "; none live match. Other statuses only via opts=\"status=...\""
-    return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc)
+    return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc, query)
 
 
 def _also(c) -> str | None:
@@ -280,6 +289,8 @@ async def recall(svc, query=None, ids=None, op=None, mode=None, limit=None, filt
     """One tool for every way back in: query searches, ids shows nodes (one:
     in full; several, or with a query: composed within the budget), neither
     lists the newest; op names neighbors or path explicitly."""
+    if isinstance(ids, str) and len(ids.replace(",", " ").split()) > 1:  # the schema shows ids as one string
+        ids = ids.replace(",", " ").split()
     op = _pick_op(op, query, ids)
     args = {"query": query, "ids": ids, "mode": mode, "limit": limit, "filters": filters, "depth": depth,
             "format": format}

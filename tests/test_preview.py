@@ -132,3 +132,12 @@ def test_a_log_read_shows_head_tail_and_errors():
     out = rewrite.updated_output(_read_payload("/var/app.log", text), "01LOG", CFG)["file"]["content"]
     assert "2501: ERROR disk full" in out and "1: INFO tick 0" in out and "5000: INFO tick 4999" in out
     assert "INFO tick 2000" not in out
+
+
+def test_a_code_preview_shows_the_module_docstring_but_not_its_imports():
+    doc = '"""Ledger of pangolin payments."""\n'
+    imports = "".join(f"import mod_{i}\n" for i in range(30))
+    body = "".join(f"def f_{i}(x):\n    return x + {i}\n\n\n" for i in range(400))
+    text = preview.read_text("/p/ledger.py", doc + imports + "\n" + body, 1700, "01ABC", 1000)
+    assert "1: \"\"\"Ledger of pangolin payments.\"\"\"" in text and "import mod_" not in text
+    assert "f_0  L" in text  # control: the outline is there

@@ -79,6 +79,9 @@ def test_compose_drops_a_hidden_seed_and_says_why(front):
     manifest = out[out.index("manifest:"):]
     assert f"{hidden['stale']}(stale)" in manifest.split("dropped:")[1]
     assert "okapi node that must never" not in out
+    # The same call in the form the schema shows: ids as one string, the rest in opts.
+    same = front.ok("recall", {"ids": f"{hidden['stale']}, {live}", "opts": "budget=3000 depth=0"})
+    assert same.split("manifest:")[1] == manifest.split("manifest:")[1]
 
 
 def test_hidden_matches_ahead_of_a_live_one_do_not_starve_it(front):
@@ -111,7 +114,9 @@ def test_a_chunk_whose_file_changed_is_marked_stale_in_the_answer_and_in_the_sto
     path, chunk = _put_file(front, "wombat.py", "def wombat_burrow():\n    return 'deep tunnels'\n")
     fresh = front.ok("recall", {"query": "wombat_burrow"})
     assert ids_in(fresh) == {chunk} and "STALE" not in fresh
-    assert f"file://{path}#L1-2" in fresh
+    # The path as the agent uses it (relative, no scheme) and the matching line as it is, numbered.
+    assert "\nwombat.py#L1-2" not in fresh and " wombat.py#L1-2" in fresh and "file://" not in fresh
+    assert "\n1:def wombat_burrow():" in fresh and "deep tunnels" not in fresh  # only the line that matched
     st = os.stat(path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
     changed = front.ok("recall", {"query": "wombat_burrow"})
@@ -267,3 +272,17 @@ def test_neighbors_stops_at_its_node_cap_and_says_so(front):
     far = front.ok("recall", {"op": "neighbors", "ids": [root], "depth": 2, "budget_tokens": 20000})
     assert f"stopped at {MAX_NEIGHBORS} nodes" in far.splitlines()[0]
     assert set(kids) <= ids_in(far) and len(ids_in(far) - {root}) == MAX_NEIGHBORS
+
+
+def test_a_hit_shows_its_best_matching_line_and_the_best_line_near_it_exactly():
+    from memtree import render
+
+    log = "\n".join(["Version 9.1.0", "-------------", "", "Released 2030-01-02", "- other change",
+                     "Version 9.0.0", "-------------", "", "Released 2029-05-11", "- first change"])
+    assert render.matching_lines({"content": log, "kind": "tool_output"}, "Version 9.0.0 Released") == \
+        "Version 9.0.0\nReleased 2029-05-11"
+    chunk = {"content": "x = 1\nif width is None:\n    width = parent.width\n", "kind": "file_chunk",
+             "metadata": '{"start": 40}'}
+    # In file order, with file line numbers: the match and its neighbour holding "width".
+    assert render.matching_lines(chunk, "parent.width") == "41:if width is None:\n42:    width = parent.width"
+    assert render.matching_lines(chunk, "pangolin") == ""  # control: no line holds a query word

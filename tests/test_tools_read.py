@@ -165,6 +165,10 @@ def test_lines_naming_a_symbol_reads_that_symbol(h):
     with pytest.raises(NotFound) as e:  # control: a name that is no symbol there
         h.run(read, rel, lines="Actor.nothing_here")
     assert "Actor.nothing_here" in e.value.message
+    # A bare method name, as a grep hit shows it, when one class has it; an ambiguous one is refused.
+    assert h.run(read, rel, lines="tick_soon") == h.run(read, rel, symbol="Actor.tick_soon")
+    with pytest.raises(NotFound):
+        h.run(read, rel, lines="__init__")  # SingletonLock.__init__ and Actor.__init__
 
 
 def test_unknown_symbol_names_the_symbols_there_are(h):

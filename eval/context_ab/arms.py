@@ -44,10 +44,12 @@ def _mt(tool: str, **args) -> dict:
 # What an agent does by default: whole files, a broad search, the top of the changelog.
 NATIVE_WHOLE = [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"head -n 300 {CHANGES}"), FINAL]
 
-# The same needs met with exact slices (line numbers from a cheap search first).
+# The same needs met with exact slices: one cheap grep gives the line numbers,
+# then exact reads. (The terminal_width fact is the grep hit itself, so no
+# read of its lines: an earlier script read them again, in native's arm only.)
+TARGETED_GREP = "def resolve_command|terminal_width = parent|class IntRange"
 NATIVE_TARGETED = [
-    _grep("def resolve_command|terminal_width = parent|class IntRange"),
-    _read(CORE, offset=1722, limit=26), _read(CORE, offset=325, limit=8), _read(TYPES, offset=516, limit=24),
+    _grep(TARGETED_GREP), _read(CORE, offset=1722, limit=26), _read(TYPES, offset=516, limit=24),
     _grep("raise NoSuchOption"), _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]
 
 # memtree installed, the agent still on native tools: it reads whole files as
@@ -60,21 +62,24 @@ INSTALLED = {
               _read(TYPES, offset="${INTRANGE}", limit=24), _grep("raise NoSuchOption"),
               _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]}
 
-# memtree's own tools for the same needs.
+# memtree's own tools, scripted as the targeted arm is: the same grep, then
+# the names its hits show (``def resolve_command(``, ``class IntRange``) read
+# as symbols, where native reads the same ranges by offset/limit. No more
+# knowledge than the grep gave (an earlier script read
+# "MultiCommand.resolve_command" without any grep).
 MEMTREE_TOOLS = [
-    _mt("read", path=CORE, symbol="MultiCommand.resolve_command"), _mt("grep", pattern="terminal_width = parent",
-                                                                       path=CORE),
-    _mt("read", path=TYPES, symbol="IntRange"), _mt("grep", pattern="raise NoSuchOption", path="src/click"),
+    _mt("grep", pattern=TARGETED_GREP, path="src/click"), _mt("read", path=CORE, lines="resolve_command"),
+    _mt("read", path=TYPES, lines="IntRange"), _mt("grep", pattern="raise NoSuchOption", path="src/click"),
     _mt("bash", command=f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]
 
 # Session 2 of the two-session arm: the same questions after session 1
 # explored them. Native: explore again. memtree: the SessionStart brief plus
 # searches of what session 1 stored.
 SESSION2_MEMTREE = [
-    _mt("recall", query="No such command", limit=2), _mt("recall", query="terminal_width parent", limit=2),
-    _mt("recall", query="IntRange _clamp bound dir", limit=2), _mt("recall", query="NoSuchOption possibilities",
-                                                                   limit=2),
-    _mt("recall", query="Version 8.0.0 Released", limit=2), FINAL]
+    _mt("recall", query="No such command", opts="limit=2"), _mt("recall", query="terminal_width parent", opts="limit=2"),
+    _mt("recall", query="IntRange _clamp bound dir", opts="limit=2"),
+    _mt("recall", query="NoSuchOption possibilities", opts="limit=2"),
+    _mt("recall", query="Version 8.0.0 Released", opts="limit=2"), FINAL]
 
 
 def script(turns) -> dict:

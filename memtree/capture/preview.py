@@ -249,7 +249,11 @@ def read_text(path: str, content: str, total_lines: int, node_id: str | None, bu
         if left_out:
             body += f"\n… {left_out} (Read with offset/limit to see them)"
         first = min(items[0][2] - 1, 40)
-        if first > 0:  # the module header (docstring, imports) before the first definition, if room is left
+        # The module header before the first definition, up to its imports: a
+        # docstring says what the file is for; an import list is rarely what a
+        # reader came for, and a preview is re-sent with every later request.
+        first = next((i for i in range(first) if lines[i].startswith(("import ", "from "))), first)
+        if first > 0:  # if room is left
             rows, _ = _fit([f"{i + 1}: {_clip(lines[i])}" for i in range(first)],
                            min(left // 4, left - tokens.count(body)))
             if rows:

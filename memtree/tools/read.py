@@ -206,7 +206,7 @@ async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=
             names = [s.name for s in chunked.symbols]
             listed = ", ".join(names[:30]) + (f" and {len(names) - 30} more" if len(names) > 30 else "")
             raise NotFound(f"{shown}: no symbol {symbol!r}; symbols: {listed or '(none)'}")
-        rng = (sym.start, sym.end)
+        rng, symbol = (sym.start, sym.end), sym.name
     if not chunked.chunks:
         return finish(f"{shown}: empty file (0 bytes of text); nothing stored", budget)
     reply = await svc.call(protocol.PutFile(
