@@ -117,7 +117,7 @@ async def _session_figures(project: str, env: dict, notes: list[int], searches: 
                 lat = []
                 for i in range(searches):
                     t0 = time.perf_counter()
-                    await client.call_tool("recall", {"query": query(i), "mode": "keyword", "limit": 10})
+                    await client.call_tool("recall", {"query": query(i), "opts": "mode=keyword limit=10"})
                     lat.append(time.perf_counter() - t0)
                 figures["search"][(size, label)] = lat
     return figures
