@@ -75,6 +75,18 @@ def spawn(argv: list[str], env: dict | None = None, **kw) -> subprocess.Popen:
     return subprocess.Popen(argv, env=full_env, start_new_session=True, **kw)
 
 
+def close_bound(sock, ep: str) -> None:
+    """Close a socket the test bound and remove its ipc file (libzmq unlinks
+    it later, on its own thread, or never if the process exits first)."""
+    from memtree.paths import socket_path
+
+    sock.close(linger=0)
+    try:
+        os.unlink(socket_path(ep))
+    except FileNotFoundError:
+        pass
+
+
 def reap(proc: subprocess.Popen, timeout: float = 5.0) -> None:
     """SIGTERM the group, wait with a deadline, then SIGKILL the group."""
     if proc.poll() is None:

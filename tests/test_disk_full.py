@@ -18,6 +18,9 @@ from tests.hook_support import run_hook
 from tests.support import COLD_START_S, wait_until
 
 DISK_MB = 24
+# Each hook waits for its answer: an ack (or a refusal) that comes late on a
+# loaded box must not turn a capture into a spooled one and change the counts.
+ACK_WAIT = {"MEMTREE_HOOK_TIMEOUT_MS": str(int(COLD_START_S * 1000))}
 
 
 def _mount_tmpfs(where: str) -> None:
@@ -78,14 +81,16 @@ def test_a_full_disk_is_survived_counted_and_recovered_from_without_losing_an_ac
     writer_pid = system.pid("writer")
     # Made by the writer at start, at full size, so a hook can count a loss on a full disk.
     assert os.path.getsize(heartbeat.path_for(system.paths.store_dir)) == heartbeat.FILE_BYTES
-    run_hook(system, _read_payload(system.project, 0))  # acknowledged before the disk fills
+    run_hook(system, _read_payload(system.project, 0), **ACK_WAIT)  # acknowledged before the disk fills
     assert _stored(system) == {0}
 
     filler = _fill(small_disk)
     for i in (1, 2, 3):
-        run_hook(system, _read_payload(system.project, i))
-    writer = wait_until(lambda: system.actor("writer", {"RUNNING"}), timeout=COLD_START_S, what="writer row")
-    assert writer["pid"] == writer_pid and "disk" in writer["info"].get("storage", ""), writer
+        run_hook(system, _read_payload(system.project, i), **ACK_WAIT)
+    # The storage problem reaches status with the writer's next heartbeat.
+    writer = wait_until(lambda: (lambda w: w if w and "disk" in w["info"].get("storage", "") else None)(
+        system.actor("writer", {"RUNNING"})), timeout=COLD_START_S, what="the writer saying the disk is full")
+    assert writer["pid"] == writer_pid, writer
     lost = {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}["sess-disk"]
     assert (lost["stored"], lost["spooled"], lost["failed"]) == (1, 0, 3)  # no spool either: counted as lost
     status = system.ctl("status")
@@ -101,6 +106,6 @@ def test_a_full_disk_is_survived_counted_and_recovered_from_without_losing_an_ac
     wait_until(lambda: "storage" not in (system.actor("writer", {"RUNNING"}) or {"info": {"storage": 1}})["info"],
                timeout=COLD_START_S, what="the writer noticing space is back")
     print(f"\nwriter recovered {time.monotonic() - freed:.2f}s after space returned")
-    run_hook(system, _read_payload(system.project, 4))
+    run_hook(system, _read_payload(system.project, 4), **ACK_WAIT)
     assert _stored(system) == {0, 4}  # the acknowledged capture kept, the new one stored, the lost ones counted
     assert system.pid("writer") == writer_pid

@@ -42,8 +42,11 @@ def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
     audit_before = rows(system.paths, "SELECT count(*) FROM audit WHERE action = 'refused'")[0][0]
 
     # The same captures again (a re-run command, a re-read file) plus a new positive control.
+    # A re-run is a new tool call (its own tool_use_id): a replay of the same
+    # call is answered from its capture key instead, and never reaches the gate.
+    rerun = dict(secretish, tool_use_id="toolu_1_rerun")
     fresh = bash_payload(system, 3, extra="a brand new capture after the forget")
-    for p in (secretish, _read_payload(system, path, text), fresh):
+    for p in (rerun, _read_payload(system, path, text), fresh):
         run_hook(system, p, MEMTREE_HOOK_TIMEOUT_MS="10000")
     wait_until(lambda: _ids_with(system, "%brand new capture%"), timeout=COLD_START_S, what="the fresh capture")
 
@@ -54,3 +57,9 @@ def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
         [("forgotten",), ("forgotten",)]
     refused = rows(system.paths, "SELECT actor, reason FROM audit WHERE action = 'refused'")
     assert len(refused) - audit_before == 2 and {a for a, _ in refused} == {"hook"}
+    assert {r for _, r in refused} == {"content was forgotten (tombstoned)"}
+    # memtree's own framing lines ("exit: ...", "--- stdout ---") are no forgotten text:
+    # the kept control and the fresh capture keep every line.
+    assert rows(system.paths, "SELECT count(*) FROM nodes WHERE content LIKE '%[FORGOTTEN]%'") == [(0,)]
+    [(fresh_text,)] = rows(system.paths, "SELECT content FROM nodes WHERE content LIKE '%brand new capture%'")
+    assert "exit: unknown" in fresh_text and "--- stdout ---" in fresh_text

@@ -12,7 +12,7 @@ import zmq
 from memtree import protocol
 from memtree.actors.base import ActorContext
 from tests.front_harness import Front, ids_in
-from tests.support import COLD_START_S, PYTHON, make_paths, reap, spawn, test_config as make_config, wait_until
+from tests.support import COLD_START_S, PYTHON, close_bound, make_paths, reap, spawn, test_config as make_config, wait_until
 
 RETRIEVAL = {"recall"}
 
@@ -150,4 +150,4 @@ def test_front_heartbeats_to_the_supervisor_and_exits_0_when_stdin_closes(tmp_pa
         assert proc.stdout.read() == b""  # nothing but MCP ever goes to stdout
     finally:
         reap(proc)
-        pull.close(linger=0)
+        close_bound(pull, hb)

@@ -16,7 +16,7 @@ from anyio.from_thread import start_blocking_portal
 
 from memtree import protocol
 from memtree.actors.base import ActorContext
-from tests.support import COLD_START_S, PYTHON, make_paths, reap, wait_until
+from tests.support import COLD_START_S, PYTHON, close_bound, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 
 # The rule from issue 7: gone within 1 s (before: it waited for the next
@@ -62,7 +62,7 @@ def test_sigterm_ends_the_front_within_a_second_while_the_client_holds_stdin_ope
         with open(paths.log_file("mcp")) as f:
             assert "stop requested by signal" in f.read()
     finally:
-        pull.close(linger=0)
+        close_bound(pull, paths.endpoint("sup-test.hb"))
         if pid is not None and not gone(pid):
             os.kill(pid, signal.SIGKILL)
 

@@ -21,6 +21,10 @@ MIN_LINE_CHARS = 12  # shorter lines ("return x", "}") are too common to tombsto
 MAX_LINES = 2000  # line keys per forgotten node
 SCAN_LINES = 64  # lines searched for in other rows at forget time (the longest ones)
 MARK = "[FORGOTTEN]"
+# The lines memtree frames every Bash capture with (memtree/ingest.py): shared
+# by all captures, never a forgotten text's own. Tombstoned, they were cut out
+# of every kept and future Bash capture.
+FRAME_LINE = re.compile(r"exit: \S+|--- (?:stdout|stderr|output) ---")
 ROOTS = ("session", "file")
 # A grep hit keeps its "path:N:" (or context "path-N-") prefix.
 _PREFIX = re.compile(r"^[^\s:]+(?::\d+:|-\d+-)")
@@ -42,7 +46,7 @@ def distinctive_lines(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in text.split("\n"):
         _pre, norm = _norm(line)
-        if len(norm) >= MIN_LINE_CHARS and not norm.startswith(("[REDACTED", MARK)):
+        if len(norm) >= MIN_LINE_CHARS and not norm.startswith(("[REDACTED", MARK)) and not FRAME_LINE.fullmatch(norm):
             out.setdefault(line_key(norm), norm)
             if len(out) >= MAX_LINES:
                 break
