@@ -53,16 +53,19 @@ _WEAK_END = r"(?:token|key|pass|auth|sig|signature|salt|cookie)"
 _SECRETISH = r"(?=[^\s'\"]{0,200}[0-9])(?=[^\s'\"]{0,200}[A-Za-z])[A-Za-z0-9+/=_\-.~!@#$%^&*]{12,}"
 
 
-def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0, starts: str | None = None):
+def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0, starts: str | None = None,
+         lines: str | None = None):
     """A rule: replace match group ``group`` (0 = whole match) with the tag.
 
     ``hints``: lowercase literals of which one must occur for the rule to
     possibly match; a text without any skips the rule (a 1 MB Bash output
     then costs milliseconds, not a second). ``starts``: a case-sensitive
     pattern found, over the lowercased text, wherever a match can begin; the
-    rule is then tried only there (see ``_sub_from``).
+    rule is then tried only there (see ``_sub_from``). ``lines``: for a rule
+    whose matches never span a newline, a case-sensitive pattern every match
+    holds; only the lines where it occurs are tried (see ``_on_hit_lines``).
     """
-    return [pattern, flags], tag, group, hints, starts
+    return [pattern, flags], tag, group, hints, (starts if lines is None else _lazy(lines))
 
 
 def _lazy(pattern: str, flags: int = 0) -> list:
@@ -91,14 +94,15 @@ _RULES = [
     _sub(r"PuTTY-User-Key-File-\d+:.*?Private-MAC: *[0-9a-f]+", "private_key", ("putty-user-key",), flags=re.S,
          starts="putty-user-key-file-"),
     # scheme://user:password@host
-    _sub(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{0,256}:([^\s@/'\"]{1,512})@", "conn_password", ("://",), 1),
+    _sub(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{0,256}:([^\s@/'\"]{1,512})@", "conn_password", ("://",), 1,
+         lines=r"://"),
     _sub(_NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA, "aws_access_key_id", tuple(a.lower() for a in _AWS),
          starts="(?:" + "|".join(_AWS).lower() + ")"),
     _sub(_NB + r"AIza[0-9A-Za-z_\-]{35}" + _NA, "gcp_api_key", ("aiza",), starts="aiza"),
     _sub(_NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _NA, "gcp_client_secret", ("gocspx-",), starts="gocspx-"),
     _sub(_NB + r"ya29\.[0-9A-Za-z_\-]{20,}" + _NA, "gcp_access_token", ("ya29.",), starts=r"ya29\."),
     _sub(_NB + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _NA, "azure_client_secret", ("q~",),
-         starts=r"[a-z0-9_~.\-]{3}\dq~"),
+         lines=r"\dQ~"),
     _sub(r"[?&](?:sig|se?cret)=([A-Za-z0-9%+/=]{20,})", "azure_sas", ("sig=", "secret=", "scret="), 1,
          starts=r"[?&](?:sig|se?cret)="),
     _sub(_NB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _NA, "github_token",
@@ -120,11 +124,12 @@ _RULES = [
          starts=r"eyj[a-z0-9_\-]{8,}\.eyj"),
     # Authorization: Bearer|Basic|token <credential>
     _sub(r"(?i)\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)?\s*"
-         r"((?!\[REDACTED)[^\s\"',;]{8,})", "auth_header", ("authorization",), 1, starts="(?:proxy-)?authorization"),
+         r"((?!\[REDACTED)[^\s\"',;]{8,})", "auth_header", ("authorization",), 1,
+         starts="proxy-authorization[\"']?\\s*[:=]|authorization[\"']?\\s*[:=]"),  # a literal first: fast
     _sub(r"(?i)\bbearer\s+((?!\[REDACTED)[A-Za-z0-9+/=_\-.~]{16,})", "auth_header", ("bearer",), 1, starts=r"bearer\s"),
     # curl -u user:password, netrc "login x password y"
     _sub(r"(?:^|\s)(?:-[A-Za-z]*u|--user|-a|--auth)\s*['\"]?[^\s:'\"]+:((?!\[REDACTED)[^\s'\"]{3,})", "basic_auth",
-         ("-", "--user", "--auth"), 1, starts=r"(?:^|\s)-"),
+         ("-", "--user", "--auth"), 1, starts=r"(?:^|\s)(?:-[a-z]*u|--user|-a|--auth)"),
     _sub(r"\bsshpass\b[^\n]{0,100}?\s-p\s*['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("sshpass",), 1,
          starts="sshpass"),
     _sub(r"\bredis-cli\b[^\n]{0,200}?\s(?:-a|--pass)\s+['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret",
@@ -132,7 +137,8 @@ _RULES = [
     _sub(r"(?i)\blogin\s+\S+\s+password\s+(\S+)", "netrc_password", ("login",), 1, starts=r"login\s"),
     # --password x, --token=x, mysql -pSECRET
     _sub(r"(?i)(?:^|\s)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
-         r"(?:=|\s+)['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("--",), 1, starts=r"(?:^|\s)--"),
+         r"(?:=|\s+)['\"]?((?!\[REDACTED)[^\s'\"]{3,})", "cli_secret", ("--",), 1,
+         starts=r"(?:^|\s)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"),
     _sub(r"\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})", "mysql_password", ("mysql",), 1,
          starts="mysql"),
 ]
@@ -162,6 +168,11 @@ _NEAR_WORD = _lazy(
 _NAMED = (r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
           r"(?:access|private|client|master|signing|encryption|session|auth|secret|nonce|logged[_\-]?in)[_\-]?key|"
           r"key[_\-]?data)")
+# The same words with no group first in any branch: ``re`` then skips ahead by
+# first character when searching for candidates (KEYED_LINE's starts).
+_NAMED_FLAT = (r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|" + "|".join(
+    w + r"[_\-]?key" for w in ("access", "private", "client", "master", "signing", "encryption", "session", "auth",
+                                "secret", "nonce", r"logged[_\-]?in")) + r"|key[_\-]?data)")
 # key: value / key=value / "key": "value", as the last thing on its line (YAML,
 # JSON, .env, properties, HCL, grep hits with their path prefix). The name must
 # END in a secret word, so secretName, passwordFile, token_count are not values.
@@ -417,8 +428,8 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     hint_low, folded_from = (text.lower() if low is None else low), text
     for spec, tag, group, hints, starts in _RULES:
         if _any(hint_low, hints):
-            if starts is None:
-                text = _compiled(spec).sub(_group_repl(tag, group, tags), text)
+            if not isinstance(starts, str):
+                text = _on_hit_lines(spec, starts, text, _group_repl(tag, group, tags))
                 continue
             if text is not folded_from:
                 low, folded_from = _folded(text), text
@@ -444,7 +455,7 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
         # one line at most per match (no newline in its pattern), so the whole text at once
         if text is not folded_from:
             low, folded_from = _folded(text), text
-        text = _sub_from(_KEYED_LINE, _NAMED + r"[\"']?[ \t]*[:=]", text, low, _keyed_repl(tags))
+        text = _sub_from(_KEYED_LINE, _NAMED_FLAT + r"[\"']?[ \t]*[:=]", text, low, _keyed_repl(tags))
         text = _on_hit_lines(_ENV_ASSIGN, _ENV_TRIGGER, text, _value_repl(tags))
         if _compiled(_NAMED_PAIR_TRIGGER).search(_folded(text) or text.lower()):
             text = _compiled(_NAMED_PAIR).sub(_value_repl(tags), text)
