@@ -134,7 +134,7 @@ def _importtime(env: dict, project: str, top: int = 10) -> list[tuple[int, str]]
     return sorted(rows, reverse=True)[:top]
 
 
-def _round_trips(project: str, runs: int) -> list[float]:
+def _round_trips(project: str, runs: int, make=_payload, rewrite: bool = False) -> list[float]:
     """The hook's network part alone, from this process: one connection per call, as the hook does."""
     from memtree import protocol, zmtp
     from memtree.paths import paths_for_cwd
@@ -142,7 +142,7 @@ def _round_trips(project: str, runs: int) -> list[float]:
     ep = paths_for_cwd(project).endpoint(protocol.SOCK_INGEST)
     out = []
     for i in range(runs):
-        rid, frame = protocol.encode_ingest_raw(_payload(project, 10_000 + i))
+        rid, frame = protocol.encode_ingest_raw(make(project, 10_000 + i), rewrite=rewrite)
         t0 = time.perf_counter()
         reply = zmtp.request(ep, [frame], 5.0)
         out.append(time.perf_counter() - t0)
@@ -204,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n  capture heartbeat count, in process (flock + 6 KB read + one slot write): {fmt_ms(summary(beat))}")
         rt = _round_trips(project, args.runs)
         print(f"\n  in-process ZMTP Ingest round trip (connect, handshake, writer commit, ack): {fmt_ms(summary(rt))}")
+        rt = _round_trips(project, max(20, args.runs // 4), _big_read, rewrite=True)
+        print(f"  the same for the 40 KB Read, rewrite on (+ redaction of 40 KB, preview built and redacted): "
+              f"{fmt_ms(summary(rt))}")
         print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")
         for us, name in _importtime(env, project):
             print(f"  {us / 1000:7.1f} ms  {name}")

@@ -25,6 +25,14 @@ whose output is a credential, by shape (``kubectl get secret -o``, ``vault kv
 get``, ``terraform output``, ``heroku config``, ``gh auth token``, ...) and the
 environment printed through indirection (``$(which env)``, aliases).
 
+Speed (the writer redacts before it commits and acks, so a hook waits on it):
+a rule runs only if one of its literal hints occurs, and then only where a
+case-sensitive search of the lowercased text finds where a match can begin
+(``_sub_from``), or only on the lines holding its trigger when it never
+spans a newline (``_on_hit_lines``): the same matches as ``rx.sub`` over the
+whole text, without trying a case-insensitive alternation at every offset.
+eval/bench_redact.py measures it against an older copy of this file.
+
 Bump REDACTION_VERSION whenever a rule changes, so stored rows can say which
 rules cleaned them (recall re-redacts older rows; ``memtree redact --rescan``). Standard library only; ``re`` makes this module cost a few
 ms to import, so the hook imports it only on its spool path.
