@@ -84,6 +84,8 @@ class System:
         monkeypatch.setenv("MEMTREE_HOME", self.home)
         self.env = {"MEMTREE_HOME": self.home,
                     "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
+        if os.environ.get("XDG_RUNTIME_DIR"):  # this run's runtime base (pytest_configure), for env built from scratch
+            self.env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
         root, phash, _ = compute_project(self.project)
         self.paths = store_paths(root, phash, home=self.home)
         self.procs: list[subprocess.Popen] = []
