@@ -11,7 +11,7 @@ from memtree.actors.base import ActorContext
 from memtree.client import Caller
 from memtree.errors import MemtreeError
 from memtree.store import db as store_db
-from tests.support import COLD_START_S, PYTHON, spawn, wait_until
+from tests.support import COLD_START_S, PYTHON, close_bound, spawn, wait_until
 
 
 def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None = None, extra_env: dict | None = None):
@@ -91,4 +91,4 @@ class HeartbeatSink:
         return wait_until(seen, timeout=timeout, what=f"{name} heartbeat {state}")
 
     def close(self):
-        self.sock.close(linger=0)
+        close_bound(self.sock, self.endpoint)
