@@ -1,12 +1,13 @@
 """The real Claude Code CLI for tests: installed from the npm registry at a
 pinned version into a cache outside the repository (reused between runs),
-driven in ``-p`` mode against the scripted fake model API (fake_api.py) on
+driven in ``-p`` mode against the scripted fake model API (eval/context_ab/fake_api.py) on
 127.0.0.1 with an isolated HOME. Process handling follows the shared
 harness's run.sh; every process started here is reaped."""
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import signal
@@ -17,7 +18,8 @@ import time
 import psutil
 
 VERSION = "2.1.197"
-HERE = os.path.dirname(os.path.abspath(__file__))
+# One copy of the shared harness's fake API, kept in the eval package.
+FAKE_API = importlib.util.find_spec("memtree.eval.context_ab.fake_api").origin
 RUN_TIMEOUT_S = 600  # the plugin's first run installs its environment inside the session
 
 
@@ -107,7 +109,7 @@ class FakeApi:
         with open(path, "w") as f:
             json.dump(script, f)
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", os.path.join(HERE, "fake_api.py"), "--port", "0", "--script", path,
+            [sys.executable, "-I", FAKE_API, "--port", "0", "--script", path,
              "--log", self.log, "--var", f"PROJ={project}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         line = self.proc.stdout.readline()  # blocks until it listens (or dies: empty line)
