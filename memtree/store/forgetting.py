@@ -15,6 +15,7 @@ import hashlib
 import re
 
 from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.reads import batches
 
 LINE_KEY = "line:"  # tombstones.content_hash prefix of a line key
 MIN_LINE_CHARS = 12  # shorter lines ("return x", "}") are too common to tombstone
@@ -60,8 +61,7 @@ def has_line_tombstones(db) -> bool:
 
 def _tombstoned_keys(db, keys: list[str]) -> set[str]:
     found: set[str] = set()
-    for i in range(0, len(keys), 500):
-        part = keys[i:i + 500]
+    for part in batches(keys):
         found.update(r[0] for r in db.execute(
             f"SELECT content_hash FROM tombstones WHERE content_hash IN ({','.join('?' * len(part))})", part))
     return found
@@ -118,8 +118,7 @@ def same_hash(db, hashes: list[str], skip: set) -> list[str]:
     """Rows with one of these content hashes (a dropped duplicate, a re-capture)."""
     where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
     out = []
-    for i in range(0, len(hashes), 500):
-        part = hashes[i:i + 500]
+    for part in batches(hashes):
         out += [r[0] for r in db.execute(
             f"SELECT n.id FROM nodes n WHERE n.content_hash IN ({_in(part)}) AND n.kind NOT IN ('session', 'file')"
             f" AND {where}", [*part, *params]) if r[0] not in skip]
@@ -130,8 +129,7 @@ def summaries_of(db, ids: list[str], skip: set) -> list[str]:
     """Summaries whose ``summarizes`` edge points at one of ``ids``: they quote them."""
     where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
     out = []
-    for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
+    for part in batches(ids):
         out += [r[0] for r in db.execute(
             f"SELECT DISTINCT e.src_id FROM edges e JOIN nodes n ON n.id = e.src_id"
             f" WHERE e.kind = 'summarizes' AND e.dst_id IN ({_in(part)}) AND {where}", [*part, *params])

@@ -15,7 +15,7 @@ COLS = ("id", "parent_id", "kind", "source_uri", "content", "status", "mtime", "
         "updated_at", "truncated", "original_bytes", "metadata", "session_id")
 _SELECT = ", ".join(f"n.{c}" for c in COLS)
 # One query's bound parameters stay well under SQLite's limit.
-_CHUNK = 500
+BATCH = 500  # ids per IN (...): under SQLite's bound-parameter limit
 
 Node = dict
 
@@ -38,10 +38,11 @@ def _node(row) -> Node:
     return node
 
 
-def _chunks(ids):
+def batches(ids):
+    """``ids`` in lists of at most BATCH, one per ``IN (...)`` query."""
     ids = list(ids)
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i:i + _CHUNK]
+    for i in range(0, len(ids), BATCH):
+        yield ids[i:i + BATCH]
 
 
 def node_status(conn, node_id: str) -> str | None:
@@ -68,7 +69,7 @@ def parent_of(conn, node_id: str, statuses=None) -> str | None:
 def get_nodes(conn, ids, statuses=None) -> dict[str, Node]:
     where, params = status_clause("n", statuses)
     out: dict[str, Node] = {}
-    for part in _chunks(dict.fromkeys(ids)):
+    for part in batches(dict.fromkeys(ids)):
         marks = ",".join("?" * len(part))
         for row in conn.execute(f"SELECT {_SELECT} FROM nodes n WHERE n.id IN ({marks}) AND {where}",
                                 [*part, *params]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memtree.store.live import status_clause
+from memtree.store.reads import batches
 
 
 class Pending:
@@ -31,8 +32,7 @@ def live_owners(db, hashes) -> dict[str, str]:
     hashes = list(dict.fromkeys(hashes))
     out: dict[str, str] = {}
     where, params = status_clause("n")
-    for i in range(0, len(hashes), 500):  # stay under SQLite's bound-parameter limit
-        part = hashes[i:i + 500]
+    for part in batches(hashes):
         rows = db.execute(
             f"SELECT n.content_hash, n.id FROM nodes n WHERE {where}"
             f" AND n.content_hash IN ({','.join('?' * len(part))}) ORDER BY n.id DESC",
