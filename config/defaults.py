@@ -48,7 +48,8 @@ def defaults() -> dict:
             "rewriteReadTokens": 2000,
             "rewriteGrepTokens": 1000,
             "rewriteBashTokens": 1000,
-            "previewTokens": 1000,  # budget of one preview
+            "previewTokens": 800,  # budget of one Read preview (an outline)
+            "previewTextTokens": 400,  # budget of a Grep or Bash preview, or an excerpt of a text file
         },
         "bash": {"deny": [], "timeoutS": 60, "maxOutputBytes": 1000000},
         # Disk budget per project: over it, the pruner removes superseded, then stale,

@@ -69,14 +69,17 @@ def test_the_real_cli_shows_previews_keeps_edit_working_and_answers_the_dedup(cl
     results = cli.tool_results(bodies[-1])
     assert [r[0] for r in results] == ["Read", "Read", "Read", "Edit", "Bash", "Grep", "Read"]
     read1, reread, sliced, edit, bash, grep, small = [r[1] for r in results]
-    assert "[memtree]" in read1 and "def handler_0  L4-6" in read1 and "return value * 149" not in read1
-    assert "unchanged since your last Read" in reread and "def handler_0  L4-6" in reread
+    assert "[memtree]" in read1 and "def handler_0 L4-6" in read1 and "return value * 149" not in read1
+    # The CLI numbers the file's own first line right; memtree's line says the numbers after it are not file lines.
+    assert read1.startswith('1\t"""Generated module."""\n2\t[memtree] Above: file lines 1-1. Below: Outline')
+    assert "numbers at the left are not file lines" in read1
+    assert "unchanged since your last Read" in reread and "def handler_0 L4-6" in reread
     assert "Wasted call" not in reread
     assert "20\tdef handler_4(request, retries=3):" in sliced and "[memtree]" not in sliced  # exact lines, as asked
     assert not results[3][2] and "updated successfully" in edit
     assert "return value * 150" in open(os.path.join(proj, "handlers.py")).read()
     assert "1501: ERROR: disk quota exceeded at step 1500" in bash and "step 900 ok" not in bash
-    assert "[memtree] Grep" in grep and "handlers.py:5:    value = request.get('k0')" in grep
+    assert "[memtree] Grep" in grep and "handlers.py\n5:    value = request.get('k0')" in grep  # under its file
     assert "SMALL_MARKER = 1" in small and "[memtree]" not in small  # control: a small output is untouched
     debug = open(tmp_path / "run" / "claude_debug.log", errors="replace").read()
     assert "does not match" not in debug  # no replacement was rejected for its shape

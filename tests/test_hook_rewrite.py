@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from memtree import spool
 from tests.actor_procs import rows
@@ -44,7 +45,8 @@ def _updated(done) -> dict:
 
 
 def _node_id(text: str) -> str:
-    return text.split("memtree node ", 1)[1].split(")", 1)[0].split(";", 1)[0]
+    """The node a preview names: ``memtree node <id>`` (Read, Grep) or ``ids=<id>`` (Bash)."""
+    return re.search(r"(?:memtree node |memtree recall ids=)(\w+)", text).group(1)
 
 
 def test_a_large_read_is_shown_as_an_outline_of_the_node_that_holds_the_whole_file(system):
@@ -55,7 +57,7 @@ def test_a_large_read_is_shown_as_an_outline_of_the_node_that_holds_the_whole_fi
     updated = _updated(run_hook(system, _read(system, path, content), **SLOW))
     f = updated["file"]
     assert updated["type"] == "text" and set(f) == {"filePath", "content", "numLines", "startLine", "totalLines"}
-    assert "def handler_0  L4-6" in f["content"] and "return value * 149" not in f["content"]
+    assert "def handler_0 L4-6" in f["content"] and "return value * 149" not in f["content"]
     node = _node_id(f["content"])
     [(stored, kind)] = rows(system.paths, "SELECT content, kind FROM nodes WHERE id = ?", (node,))
     assert (stored, kind) == (content, "file_chunk")  # the store keeps every line the preview leaves out
@@ -64,7 +66,7 @@ def test_a_large_read_is_shown_as_an_outline_of_the_node_that_holds_the_whole_fi
     again = _updated(run_hook(system, _read(system, path, "", rtype="file_unchanged"), **SLOW))
     assert again["type"] == "text" and again["file"]["filePath"] == path
     assert "unchanged since your last Read" in again["file"]["content"]
-    assert _node_id(again["file"]["content"]) == node and "def handler_1  L8-10" in again["file"]["content"]
+    assert _node_id(again["file"]["content"]) == node and "def handler_1 L8-10" in again["file"]["content"]
 
     # control: a small file's Read and its re-read go through untouched
     small = os.path.join(system.project, "small.py")

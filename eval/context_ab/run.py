@@ -129,7 +129,7 @@ def fact_status(texts: list[str], proj: str, rel: str, needle: str, db: str | No
         if any(s <= line < nxt and nxt - s < 300 for s, nxt in zip(starts, starts[1:])):
             return "1 call"
     for t in texts:
-        for node in re.findall(r"memtree node (\w{26})", t):
+        for node in re.findall(r"(?:memtree node |memtree recall ids=)(\w{26})", t):
             if needle in _stored(db, node):
                 return "1 call"
     return "missing"

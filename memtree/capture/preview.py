@@ -15,6 +15,8 @@ output first and redacts the preview text; see memtree.store.captures.
 
 from __future__ import annotations
 
+import re
+
 from memtree import tokens
 
 # Definition keywords by how a line starts (after indentation). Order matters:
@@ -33,9 +35,19 @@ _FIRST_WORDS = frozenset(p.split(" ", 1)[0] for p in _DEF_PREFIXES)  # cheap tes
 _CODE_EXT = frozenset(("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "rb", "ex", "exs", "java",
                        "kt", "scala", "swift", "c", "h", "cc", "cpp", "hpp", "cs", "php", "lua", "sh"))
 _DOC_EXT = frozenset(("md", "markdown", "rst"))
-# Lines that matter in a log or command output (matched lower-cased).
-_SIGNALS = ("error", "exception", "traceback", "fail", "fatal", "panic", "warning", "assert", "denied",
-            "not found", "no such file", "segmentation fault", "killed", "timed out", "timeout")
+# A line that matters in a log, test or build output: a level or verdict
+# written the way tools write it (``ERROR``, ``FAILED``, ``error:``,
+# ``ValueError:``, ``x.c:3:1: error``, ``3 failed``), not a word in prose: a
+# changelog's "does not fail" or "show an error" is not one.
+_SIGNAL = re.compile(
+    r"\b(?:ERROR|FAIL|FAILED|FAILURE|FATAL|PANIC|CRITICAL|WARN|WARNING)\b|\bERR!"
+    r"|^\W{0,3}(?:error|warning|fatal|panic|failed|failure)\b\s*[:\[!]"
+    r"|^(?:E\s+|\W{0,3})[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b(?::|$)"
+    r"|\bTraceback \(most recent call last\)"
+    r"|:\d+(?::\d+)?:\s*(?:error|warning|fatal error)\b"
+    r"|\b\d+ (?:failed|errors?)\b"
+    r"|\b(?:[Ss]egmentation fault|core dumped|Killed|[Tt]imed out|No such file or directory|Permission denied"
+    r"|command not found|exit (?:code|status) [1-9]\d*)")
 _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.<>:")
 MAX_LINE_CHARS = 200
 # How the agent gets a stored output back (memtree's MCP surface).
@@ -43,12 +55,13 @@ FETCH = "memtree recall ids={id}"
 FIND = "memtree recall query={query}"
 
 
-def _kept(node_id: str | None, query: str) -> str:
-    """Where the whole output is: a node id once the writer stored it; a spooled
-    capture has none yet, so name the search that finds it once drained."""
+def _kept(node_id: str | None, query: str, fetch: bool = False) -> str:
+    """Where the whole output is: a node id once the writer stored it (with the
+    call that returns it when native tools cannot: a command's output); a
+    spooled capture has none yet, so name the search that finds it once drained."""
     if node_id:
-        return f"stored whole as memtree node {node_id}; all of it: {FETCH.format(id=node_id)}"
-    return f"kept whole by memtree (being stored); later: {FIND.format(query=query)}"
+        return f"whole: {FETCH.format(id=node_id)}" if fetch else f"whole in memtree node {node_id}"
+    return f"kept whole by memtree, being stored (later: {FIND.format(query=query)})"
 
 
 def _clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -150,7 +163,7 @@ def _compact(items, public_only: bool = False) -> list[str]:
                 members.pop(name, None)
                 members[name] = start
         members = [f"{n} L{start}" for n, start in members.items()]
-        rows.append(f"{_short(text)}  L{a}-{b}" + (f": {', '.join(members)}" if members else ""))
+        rows.append(f"{_short(text)} L{a}-{b}" + (f": {', '.join(members)}" if members else ""))
     return rows
 
 
@@ -164,15 +177,23 @@ def _within(rows: list[str], budget: int) -> bool:
     return True
 
 
+# Outlines with more rows than this list members inline (one row per top-level
+# definition): an indented row per method cost types.py 80 numbered rows.
+MAX_INDENTED_ROWS = 24
+FOLD_CHARS = 160  # memberless top-level rows share a line up to this width
+
+
 def _outline_rows(items, budget: int) -> tuple[list[str], str]:
-    """Outline lines within ``budget`` (signatures, else names, else members inline,
-    else public members inline, else top level only, else cut) and what was left out."""
+    """Outline lines within ``budget`` (signatures, else names, indented while
+    they are few; else members inline, else public members inline, else top
+    level only, else cut) and what was left out."""
     top = min((it[0] for it in items), default=0)
-    tiers = (  # built one at a time: most files stop at the first
-        lambda: [f"{' ' * min(i, 8)}{t}  L{a}-{b}" for i, t, a, b in items if i <= 8],
-        lambda: [f"{' ' * min(i, 8)}{_short(t)}  L{a}-{b}" for i, t, a, b in items if i <= 8],
+    few = sum(1 for it in items if it[0] <= 8) <= MAX_INDENTED_ROWS
+    tiers = (  # built one at a time: most files stop at the first that fits
+        lambda: [f"{' ' * min(i, 8)}{t} L{a}-{b}" for i, t, a, b in items if i <= 8] if few else None,
+        lambda: [f"{' ' * min(i, 8)}{_short(t)} L{a}-{b}" for i, t, a, b in items if i <= 8] if few else None,
         lambda: _compact(items), lambda: _compact(items, public_only=True),
-        lambda: [f"{_short(t)}  L{a}-{b}" for i, t, a, b in items if i == top])
+        lambda: [f"{_short(t)} L{a}-{b}" for i, t, a, b in items if i == top])
     left_out = ("", "", "", "private members not listed", "members not listed")
     # Every tier's rows are at least as long as the top-level-only rows (names are
     # prefixes of signatures; members and indentation only add), so when even
@@ -180,43 +201,91 @@ def _outline_rows(items, budget: int) -> tuple[list[str], str]:
     last = tiers[-1]() if top <= 8 else None
     if last is not None and not _within(last, budget):
         tiers, left_out = (lambda: last,), ("",)
+    rows: list[str] = []
     for build, note in zip(tiers, left_out):
-        rows = build()
+        built = build()
+        if built is None:
+            continue
+        if note == "members not listed":  # the top level fits: give members to the biggest that still fit
+            return _biggest_members(items, built, budget)
+        rows = built
         if _within(rows, budget):
             return rows, note
     full, rows = rows, _fit(rows, budget)[0]
     return rows, f"{len(full) - len(rows)} more top-level definitions and all members not listed"
 
 
-def _signal_lines(lines: list[str], skip_before: int, skip_after: int) -> list[int]:
-    return [i for i in range(skip_before, skip_after) if any(s in lines[i].lower() for s in _SIGNALS)]
+def _biggest_members(items, top_rows: list[str], budget: int) -> tuple[list[str], str]:
+    """Top-level rows, the biggest definitions with their public members inline
+    while they fit: a big class is where a map of its members saves most."""
+    top = min(it[0] for it in items)
+    full = _compact(items, public_only=True)
+    spans = [b - a for i, _t, a, b in items if i == top]
+    rows, used = list(top_rows), sum(tokens.count(r) + 1 for r in top_rows)
+    for k in sorted(range(len(rows)), key=lambda k: -spans[k]):
+        extra = tokens.count(full[k]) - tokens.count(rows[k])
+        if extra and used + extra <= budget:
+            rows[k], used = full[k], used + extra
+    missing = sum(1 for r, f in zip(rows, full) if r != f)
+    return rows, (f"members of {missing} definition{'s' if missing > 1 else ''} not listed" if missing
+                  else "private members not listed")
 
 
-def excerpt(lines: list[str], budget: int, first_line: int = 1) -> tuple[str, str]:
-    """Head, lines that matter, tail, within ``budget``: (text, what was shown).
+def _fold(rows: list[str]) -> list[str]:
+    """Runs of short memberless rows joined on one line: every line of a Read
+    preview gets the CLI's own number, so fewer lines cost less and leave fewer
+    numbers that are not file lines."""
+    out: list[str] = []
+    for row in rows:
+        if (out and ":" not in row and not row.startswith(" ") and ":" not in out[-1]
+                and not out[-1].startswith(" ") and len(out[-1]) + len(row) + 2 <= FOLD_CHARS):
+            out[-1] += f"; {row}"
+        else:
+            out.append(row)
+    return out
 
-    Shown lines keep their numbers (``N: text``) so the agent can ask for the
-    rest by line range.
+
+def is_signal(line: str) -> bool:
+    """Whether a line of command or log output is one that matters (an error, a
+    failure, a warning as tools print them; see _SIGNAL)."""
+    return _SIGNAL.search(line) is not None
+
+
+def excerpt_rows(lines: list[str], budget: int) -> tuple[list[int], list[int], list[int], str]:
+    """(head, lines that matter, tail) as 0-based indexes within ``budget``, and what was shown.
+
+    Lines that matter only when the output has them (a log, a test or build
+    run): otherwise head and tail share the budget.
     """
     n = len(lines)
-    head_n = min(n, 15)
-    tail_n = min(max(n - head_n, 0), 25)
-    fmt = lambda i: f"{first_line + i}: {_clip(lines[i])}"  # noqa: E731 - one-line formatter
-    head, used_h = _fit([fmt(i) for i in range(head_n)], budget // 3)
-    tail_rows = [fmt(i) for i in range(n - tail_n, n)]
-    tail, used_t = _fit(tail_rows[::-1], budget // 3)
-    tail = tail[::-1]
-    middle_idx = _signal_lines(lines, len(head), n - len(tail))
-    middle, _ = _fit([fmt(i) for i in middle_idx], budget - used_h - used_t)
-    parts, shown = list(head), f"lines {first_line}-{first_line + len(head) - 1}" if head else "no head"
-    if middle:
-        parts += ["…"] + middle
-        shown += f", {len(middle)} of {len(middle_idx)} lines matching error/warn/fail"
-    elif middle_idx:
-        shown += f", 0 of {len(middle_idx)} lines matching error/warn/fail (over budget)"
-    if tail:
-        parts += ["…"] + tail
-        shown += f", last {len(tail)} lines"
+    fmt = lambda i: f"{i + 1}: {_clip(lines[i])}"  # noqa: E731 - the cost of one shown line
+    signal = [i for i in range(n) if is_signal(lines[i])]
+    part = budget // 3 if signal else budget // 2
+    head, used_h = _fit([fmt(i) for i in range(min(n, 15))], part)
+    head_idx = list(range(len(head)))
+    tail_from = max(len(head_idx), n - 25)
+    tail, used_t = _fit([fmt(i) for i in range(n - 1, tail_from - 1, -1)], part)
+    tail_idx = list(range(n - len(tail), n))
+    middle_all = [i for i in signal if len(head_idx) <= i < n - len(tail_idx)]
+    middle, _ = _fit([fmt(i) for i in middle_all], budget - used_h - used_t)
+    middle_idx = middle_all[:len(middle)]
+    shown = f"lines 1-{len(head_idx)}" if head_idx else "no head"
+    if middle_all:
+        shown += f", {len(middle_idx)} of {len(middle_all)} error/warning lines"
+    if tail_idx:
+        shown += f", last {len(tail_idx)} lines"
+    return head_idx, middle_idx, tail_idx, shown
+
+
+def excerpt(lines: list[str], budget: int) -> tuple[str, str]:
+    """Head, lines that matter, tail within ``budget``, each line as ``N: text``
+    so the agent can ask for the rest by line range: (text, what was shown)."""
+    head, middle, tail, shown = excerpt_rows(lines, budget)
+    fmt = lambda i: f"{i + 1}: {_clip(lines[i])}"  # noqa: E731
+    parts = [fmt(i) for i in head]
+    for run in (middle, tail):
+        if run:
+            parts += ["…"] + [fmt(i) for i in run]
     return "\n".join(parts), shown
 
 
@@ -229,8 +298,24 @@ def kind_of(path: str, items) -> str:
     return "text"
 
 
-def read_text(path: str, content: str, total_lines: int, node_id: str | None, budget: int) -> str:
-    """The preview of a whole-file Read (the CLI numbers these lines itself)."""
+def _tokens_str(n: int) -> str:
+    return f"~{n / 1000:.1f}k tokens" if n >= 1000 else f"~{n} tokens"
+
+
+def read_text(path: str, content: str, total_lines: int, node_id: str | None, budget: int,
+              cut: str | None = None, lead: str = "", text_budget: int | None = None) -> str:
+    """The preview of a whole-file Read.
+
+    Claude Code numbers every line of a Read result itself (``N\t`` from 1), so
+    the preview opens with real file lines, unprefixed, which it numbers right
+    (a module's docstring, a log's head); then one line says the numbers after
+    it are not file lines, and the outline or excerpt follows in few lines,
+    file lines as ``L`` numbers. ``content`` is what is outlined. ``cut``: None
+    when the Read was whole; else Claude Code cut it at its token cap (its own
+    note above the preview says so) and ``content`` is the whole file read
+    again ("all") or only what the Read returned ("prefix"). ``lead`` goes before the rest of
+    memtree's line; ``text_budget`` (default ``budget``) is the budget of an excerpt.
+    """
     lines = content.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -238,68 +323,106 @@ def read_text(path: str, content: str, total_lines: int, node_id: str | None, bu
     kind = kind_of(path, items)
     if kind == "doc":
         items = _headings(lines)
-    head = (f"[memtree] {path}: {total_lines} lines, ~{tokens.count(content):,} tokens; not shown in full "
-            f"({_kept(node_id, repr(path.rsplit('/', 1)[-1]))}). The numbers at the left count this preview; "
-            f"file line numbers are after each entry.\n"
-            f"Exact lines: Read this file with offset and limit (e.g. offset=L limit=N); Edit works as usual.")
-    left = budget - tokens.count(head)
+    name = path.rsplit("/", 1)[-1]
+    cover = ""
+    if cut:
+        cover = ", all lines previewed" if cut == "all" else f", lines 1-{len(lines):,} previewed"
+    about = (f"{name} ({total_lines:,} lines, {_tokens_str(tokens.count(content))}{cover}; "
+             f"{_kept(node_id, repr(name))}); numbers at the left are not file lines. "
+             "Exact lines: Read with offset and limit; Edit works as usual.")
+    left = budget - tokens.count(about) - 30
+
     if kind in ("code", "doc") and items:
-        rows, left_out = _outline_rows(items, left - 40)
-        body = "Outline (symbol  file lines):\n" + "\n".join(rows)
+        rows, left_out = _outline_rows(items, left - 20)
+        body = _fold(rows)
         if left_out:
-            body += f"\n… {left_out} (Read with offset/limit to see them)"
-        first = min(items[0][2] - 1, 40)
+            body.append(f"… {left_out} (Read with offset/limit to see them)")
         # The module header before the first definition, up to its imports: a
         # docstring says what the file is for; an import list is rarely what a
         # reader came for, and a preview is re-sent with every later request.
+        first = min(items[0][2] - 1, 40)
         first = next((i for i in range(first) if lines[i].startswith(("import ", "from "))), first)
-        if first > 0:  # if room is left
-            rows, _ = _fit([f"{i + 1}: {_clip(lines[i])}" for i in range(first)],
-                           min(left // 4, left - tokens.count(body)))
-            if rows:
-                body = f"File lines 1-{len(rows)}:\n" + "\n".join(rows) + "\n" + body
+        room = min(left // 4, left - sum(tokens.count(r) + 1 for r in body))
+        head = _fit([_clip(lines[i]) for i in range(first)], room)[0] if first > 0 else []
+        while head and not head[-1].strip():
+            head.pop()
+        what = "Outline (L<n> = file line n)"
     else:
-        ex, shown = excerpt(lines, left)
-        body = f"Shown ({shown}):\n{ex}"
-    return f"{head}\n{body}"
+        h, middle, tail, shown = excerpt_rows(lines, left - budget + (text_budget or budget))
+        head = [_clip(lines[i]) for i in h]
+        body = []
+        for run in (middle, tail):
+            if run:
+                body += ["…"] + [f"{i + 1}: {_clip(lines[i])}" for i in run]
+        what = f"Excerpt ({shown}; <n>: = file line n)"
+    above = f"Above: file lines 1-{len(head)}. Below: " if head else ""
+    return "\n".join(head + [f"[memtree] {above}{lead}{what} of {about}"] + body)
+
+
+def _common_dir(paths: list[str]) -> str:
+    """The directory all paths share (with its trailing slash), or ""."""
+    if not paths:
+        return ""
+    first = paths[0].rsplit("/", 1)[0] + "/" if "/" in paths[0] else ""
+    while first and not all(p.startswith(first) for p in paths):
+        first = first[:-1].rsplit("/", 1)[0] + "/" if "/" in first[:-1] else ""
+    return first
 
 
 def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int) -> str:
+    """Matches per file on one line, then the first matching lines grouped under
+    their file (as ``rg --heading`` does), within ``budget``."""
     mode = response.get("mode") or "files_with_matches"
     text = response.get("content") if isinstance(response.get("content"), str) else "\n".join(
         f for f in response.get("filenames") or [] if isinstance(f, str))
     rows = [r for r in text.split("\n") if r]
     per_file: dict[str, int] = {}
-    if mode == "content":
-        for r in rows:
-            path = r.split(":", 1)[0] if ":" in r else "?"
+    split: list[tuple[str, str]] = []  # (file, rest of the row)
+    for r in rows:
+        path, sep, rest = r.partition(":") if mode == "content" else (r, "", "")
+        if not sep:
+            path, rest = "", r
+        split.append((path, rest))
+        if path:
             per_file[path] = per_file.get(path, 0) + 1
-    pattern = tool_input.get("pattern", "")
-    head = (f"[memtree] Grep {str(pattern)[:80]!r} ({mode}): {len(rows)} lines"
-            + (f" in {len(per_file)} files" if per_file else "")
-            + f", ~{tokens.count(text):,} tokens; not shown in full ({_kept(node_id, repr(str(pattern)[:40]))}). "
-            "Narrow it with path, glob or head_limit/offset, or Read a file with offset/limit.")
-    left = budget - tokens.count(head)
-    parts = [head]
-    if per_file and len(per_file) > 1:
+    pattern = str(tool_input.get("pattern", ""))
+    where = _kept(node_id, repr(pattern[:40]))
+    parts = [f"[memtree] Grep {pattern[:80]!r} ({mode}): {len(rows):,} lines"
+             + (f" in {len(per_file):,} files" if per_file else "")
+             + f", {_tokens_str(tokens.count(text))}, {where}. Narrow with path/glob, or page with head_limit/offset."]
+    left = budget - tokens.count(parts[0])
+    if len(per_file) > 1:
+        base = _common_dir(list(per_file))
         top = sorted(per_file.items(), key=lambda kv: -kv[1])
-        counts, used = _fit([f"{n:>4}  {p}" for p, n in top], left // 3)
-        parts.append("Matches per file:\n" + "\n".join(counts)
-                     + (f"\n… {len(top) - len(counts)} more files" if len(counts) < len(top) else ""))
+        counts, used = _fit([f"{p[len(base):]} {n}" for p, n in top], left // 3)
+        parts.append(f"Per file{f' (in {base})' if base else ''}: " + ", ".join(counts)
+                     + (f", … {len(top) - len(counts)} more files" if len(counts) < len(top) else ""))
         left -= used + 4
-    shown, _ = _fit([_clip(r) for r in rows], left - 20)
+    shown, current, used = [], None, 0
+    for path, rest in split:
+        row = _clip(rest, 160)
+        cost = tokens.count(row) + 1 + (tokens.count(path) + 1 if path != current else 0)
+        if used + cost > left - 20:
+            break
+        if path != current and path:
+            shown.append(path)
+        current = path
+        shown.append(row)
+        used += cost
+    n_shown = sum(1 for p in shown if p not in per_file)
     parts.append("\n".join(shown))
-    if len(shown) < len(rows):
-        parts.append(f"… {len(rows) - len(shown)} more lines (head_limit/offset pages through them)")
-    return "\n".join(parts)
+    if n_shown < len(rows):
+        parts.append(f"… {len(rows) - n_shown:,} more lines (Grep with offset={n_shown} goes on)")
+    return "\n".join(p for p in parts if p)
 
 
 def bash_text(command: str, stream: str, text: str, node_id: str | None, budget: int) -> str:
     lines = text.split("\n")
-    head = (f"[memtree] {stream} of `{_clip(command, 120)}`: {len(lines)} lines, ~{tokens.count(text):,} tokens; "
-            f"not shown in full ({_kept(node_id, repr(_clip(command, 40)))}).")
+    where = _kept(node_id, repr(_clip(command, 40)), fetch=True)
+    head = (f"[memtree] {stream} of `{_clip(command, 120)}`: {len(lines):,} lines, {_tokens_str(tokens.count(text))}, "
+            f"{where}.")
     ex, shown = excerpt(lines, budget - tokens.count(head) - 20)
-    return f"{head}\nShown ({shown}):\n{ex}"
+    return f"{head} Shown: {shown}.\n{ex}"
 
 
-__all__ = ["outline", "excerpt", "read_text", "grep_text", "bash_text", "kind_of"]
+__all__ = ["outline", "excerpt", "excerpt_rows", "is_signal", "read_text", "grep_text", "bash_text", "kind_of"]

@@ -15,6 +15,8 @@ A Read with offset or limit is the agent asking for exact lines: never rewritten
 
 from __future__ import annotations
 
+import os
+
 from memtree import tokens
 from memtree.capture import preview
 from memtree.redact import redact_text
@@ -24,6 +26,8 @@ _PERSISTED = ("persistedOutputPath", "persistedOutputSize")
 # Previews look at no more than this much of one output: Claude Code caps Bash
 # at 30K chars and Read at 25K tokens, and the writer must stay quick.
 MAX_INPUT_CHARS = 200_000
+# A Read cut at Claude Code's token cap is outlined from the file on disk up to this size.
+MAX_DISK_BYTES = 2_000_000
 
 
 def settings(config) -> dict:
@@ -60,9 +64,10 @@ def updated_output(payload: dict, node_id: str, cfg: dict) -> dict | None:
     tool, ti, resp = payload.get("tool_name"), payload.get("tool_input"), payload.get("tool_response")
     if not isinstance(ti, dict) or not isinstance(resp, dict):
         return None
-    budget = int(cfg["previewTokens"])
+    budget = int(cfg["previewTokens"] if tool == "Read" else cfg["previewTextTokens"])
     if tool == "Read":
-        return _read(ti, resp, node_id, cfg, budget)
+        cwd = payload.get("cwd")  # the project the session runs in (a file outside it is not re-read)
+        return _read(ti, resp, node_id, cfg, budget, cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None)
     if tool == "Grep":
         return _grep(ti, resp, node_id, cfg, budget)
     if tool == "Bash":
@@ -75,7 +80,37 @@ def _read_object(path: str, text: str, total: int) -> dict:
                                      "totalLines": total}}
 
 
-def _read(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | None:
+def _whole_from_disk(path: str, shown: str, root: str | None) -> str | None:
+    """The whole file, when Claude Code cut a Read at its token cap (its own
+    note before our preview says so, and no replacement removes it: §1.4).
+    Read again only from a file inside the project whose beginning is exactly
+    what the Read returned, so the outline describes the same file; only its
+    outline reaches the preview, and nothing more is stored."""
+    if not root:
+        return None
+    from memtree.tools import inside  # the project rule of memtree's own read tool
+
+    full = os.path.realpath(path)
+    if not inside(root, full):
+        return None
+    try:
+        with open(full, "rb") as fh:
+            data = fh.read(MAX_DISK_BYTES + 1)
+    except OSError:
+        return None
+    text = data.decode("utf-8", "replace")
+    return text if len(data) <= MAX_DISK_BYTES and text.startswith(shown) else None
+
+
+def _preview(path: str, shown: str, total: int, read_lines: int, node_id: str | None, budget: int,
+             text_budget: int, root: str | None, lead: str = "") -> str:
+    whole = _whole_from_disk(path, shown, root) if read_lines < total else None
+    cut = None if read_lines >= total else "prefix" if whole is None else "all"
+    return preview.read_text(path, _cap(whole if whole is not None else shown), total, node_id, budget,
+                             cut=cut, lead=lead, text_budget=text_budget)
+
+
+def _read(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int, root: str | None) -> dict | None:
     if ti.get("offset") is not None or ti.get("limit") is not None or resp.get("type") != "text":
         return None
     f = resp.get("file")
@@ -85,20 +120,25 @@ def _read(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | 
     if tokens.count(content) <= cfg["rewriteReadTokens"]:
         return None
     total = f.get("totalLines") if isinstance(f.get("totalLines"), int) else _lines(content)
-    text = _clean(preview.read_text(f["filePath"], content, total, node_id, budget))
+    read_lines = f.get("numLines") if isinstance(f.get("numLines"), int) else total
+    text = _clean(_preview(f["filePath"], f["content"], total, read_lines, node_id, budget,
+                           int(cfg["previewTextTokens"]), root))
     return _read_object(f["filePath"], text, total)
 
 
-def unchanged_output(path: str, stored: str, total: int, node_id: str, cfg: dict) -> dict | None:
+def unchanged_output(path: str, stored: str, total: int, node_id: str, cfg: dict,
+                     root: str | None = None) -> dict | None:
     """Claude Code answers a re-Read of an unchanged file with "refer to the earlier
     tool_result"; when that earlier result was our preview, answer with it again
-    (from the stored, already redacted capture) and say how to get exact lines."""
-    stored = _cap(stored)
-    if not cfg.get("rewrite") or tokens.count(stored) <= cfg["rewriteReadTokens"]:
+    (from the stored, already redacted capture) and say how to get exact lines.
+    ``root``: the project (default: the current directory, where the
+    supervisor starts the writer)."""
+    if not cfg.get("rewrite") or tokens.count(_cap(stored)) <= cfg["rewriteReadTokens"]:
         return None
-    note = ("[memtree] File unchanged since your last Read, which showed this preview. "
-            "For exact lines call Read with offset and limit.")
-    text = _clean(note + "\n" + preview.read_text(path, stored, total, node_id, int(cfg["previewTokens"])))
+    lead = "File unchanged since your last Read, which showed this preview. "
+    read_lines = _lines(stored)
+    text = _clean(_preview(path, stored, total, read_lines, node_id, int(cfg["previewTokens"]),
+                           int(cfg["previewTextTokens"]), root or os.getcwd(), lead))
     return _read_object(path, text, total)
 
 
