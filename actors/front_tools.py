@@ -25,8 +25,11 @@ class Spec:
 
     def __init__(self, stub, module: str, description: str, read_only: bool = True, destructive: bool = False,
                  open_world: bool = False, func: str | None = None, public: tuple = (), opts: dict | None = None,
-                 types_: dict | None = None):
+                 types_: dict | None = None, served_by: str | None = None):
         self.stub, self.module, self.description = stub, module, description
+        # A tool served by name but never listed (old scripts, SDK clients):
+        # available exactly when the listed tool that took it over is.
+        self.served_by = served_by
         self.name = stub.__name__
         self.func = func or self.name
         self.annotations = {"read_only_hint": read_only, "destructive_hint": destructive,
@@ -39,19 +42,20 @@ class Spec:
 
 
 # -- schemas (never called) -------------------------------------------------------
-# Every definition is paid for on every request the agent sends (398 tokens
-# for all six, measured by eval/claude_code_surface.py): one line saying when
-# to use the tool, only the arguments most calls set, the rest in ``opts``
-# (memtree/tool_opts.py). The stubs keep every argument: the front accepts
-# them by name too.
+# Every definition is paid for on every request the agent sends (four listed
+# tools, measured by eval/claude_code_surface.py; six cost 398 tokens): one
+# line saying when to use the tool, only the arguments most calls set, the
+# rest in ``opts`` (memtree/tool_opts.py). A description names the opts keys
+# an agent sets unprompted; ``budget=`` is named by every answer it cuts.
+# The stubs keep every argument: the front accepts them by name too.
 
 async def read(path: str, lines: str | int | None = None, symbol: str | None = None,
                with_ids: bool | None = None, budget_tokens: int | None = None) -> str: ...
 async def grep(pattern: str, path: str | None = None, glob: str | None = None, case: str | bool | None = None,
                context: int | None = None, budget_tokens: int | None = None) -> str: ...
 async def bash(command: str, timeout_s: float | None = None, budget_tokens: int | None = None) -> str: ...
-async def recall(query: str | None = None, ids: list[str] | str | None = None, op: str | None = None,
-                 mode: str | None = None, limit: int | None = None, filters: dict | None = None,
+async def recall(query: str | None = None, ids: list[str] | str | None = None, note: str | None = None,
+                 op: str | None = None, mode: str | None = None, limit: int | None = None, filters: dict | None = None,
                  depth: int | None = None, format: str | None = None, budget_tokens: int | None = None) -> str: ...
 async def note(text: str, parent_id: str | None = None) -> str: ...
 async def forget(node_id: str, reason: str) -> str: ...
@@ -59,23 +63,47 @@ async def forget(node_id: str, reason: str) -> str: ...
 
 _R = "memtree.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
-    Spec(read, "memtree.tools.read",
-         'Read a file, kept for recall: lines "A-B" or a symbol, else outline. opts: ids budget=',
+    Spec(read, "memtree.tools.read", 'For big files: outline, then lines "A-B" or a symbol. opts: ids',
          public=("path", "lines"), opts=OPTS["read"], types_={"lines": "string"}),
-    Spec(grep, "memtree.tools.grep", "Ripgrep, hits kept for recall. opts: glob= case= context= budget=",
+    Spec(grep, "memtree.tools.grep", "Ripgrep; every hit kept. opts: glob= case= context=",
          public=("pattern", "path"), opts=OPTS["grep"]),
-    Spec(bash, "memtree.tools.bash", "Run a command; long output previewed, all kept. opts: timeout= budget=",
+    Spec(bash, "memtree.tools.bash", "Run a command; long output previewed, all kept. opts: timeout=",
          read_only=False, destructive=True, open_world=True,
          public=("command",), opts=OPTS["bash"]),
+    # Also writes (note) and erases (op=forget): not read-only, destructive.
     Spec(recall, _R,
-         "Search what memtree kept (query), show (ids) or list recent. "
-         "opts: op=files|compose|neighbors|path limit= since= kind= budget=",
-         public=("query", "ids"), types_={"ids": "string"},
-         opts=OPTS["recall"]),
+         "Before re-reading: query searches what was kept, ids shows; note= keeps a finding. "
+         "opts: op=forget|files limit=",
+         read_only=False, destructive=True,
+         public=("query", "ids", "note"), types_={"ids": "string"}, opts=OPTS["recall"]),
     Spec(note, _R, "Keep a note for later sessions. opts: parent_id=", read_only=False,
-         public=("text",), opts=OPTS["note"]),
-    Spec(forget, _R, "Erase a node for good; reason is audited.", read_only=False, destructive=True),
+         public=("text",), opts=OPTS["note"], served_by="recall"),
+    Spec(forget, _R, "Erase a node for good; reason is audited.", read_only=False, destructive=True,
+         served_by="recall"),
 )}
+
+# What tools/list shows (and `memtree serve --tools` chooses from), in order.
+LISTED = tuple(n for n, s in TOOLS.items() if s.served_by is None)
+ENV_TOOLS = "MEMTREE_TOOLS"  # the front's tools, as `memtree serve --tools` set them
+
+
+def parse_tools(text: str | None) -> tuple[str, ...]:
+    """``"read,recall"`` -> the listed tools to serve (None: all); an unknown
+    name, or none at all, is a one-line error naming what was wrong."""
+    if text is None:
+        return LISTED
+    names = text.replace(",", " ").split()
+    if not names:
+        raise BadRequest(f"--tools names no tool; memtree's tools are {', '.join(LISTED)}")
+    unknown = [n for n in names if n not in LISTED]
+    if unknown:
+        raise BadRequest(f"unknown tool {unknown[0]!r} in --tools; memtree's tools are {', '.join(LISTED)}")
+    return tuple(n for n in LISTED if n in names)
+
+
+def served(listed: tuple[str, ...]) -> tuple[str, ...]:
+    """Every tool a call may name: the listed ones and the hidden ones they took over."""
+    return tuple(n for n, s in TOOLS.items() if n in listed or s.served_by in listed)
 
 
 _JSON = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}

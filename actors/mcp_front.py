@@ -56,13 +56,16 @@ class Front:
     """The SDK's low-level server, so only the tools capability is declared:
     a resources capability makes Claude Code add three tools to every request."""
 
-    def __init__(self):
+    def __init__(self, listed: tuple[str, ...] | None = None):
         self.ctx = None
         self.svc = None
         self.task_group = None
         self.listed = None  # an anyio.Event once serving
         self._svc_lock = anyio.Lock()
-        self.tools = [n for n, s in specs.TOOLS.items() if specs.available(s)]
+        listed = specs.parse_tools(os.environ.get(specs.ENV_TOOLS)) if listed is None else listed
+        # tools/list shows ``tools``; a call may also name a hidden tool they took over (note, forget).
+        self.tools = [n for n in listed if specs.available(specs.TOOLS[n])]
+        self.served = [n for n in specs.served(tuple(self.tools)) if specs.available(specs.TOOLS[n])]
         self._listing = ListToolsResult(tools=[
             Tool(name=n, description=specs.TOOLS[n].description, input_schema=specs.input_schema(specs.TOOLS[n]),
                  annotations=ToolAnnotations(**specs.TOOLS[n].annotations))
@@ -71,7 +74,7 @@ class Front:
                              on_list_tools=self._list_tools, on_call_tool=self._call_tool)
 
     def has_tool(self, name: str) -> bool:
-        return name in self.tools
+        return name in self.served
 
     async def _list_tools(self, ctx, params) -> ListToolsResult:
         if self.listed is not None:
@@ -215,7 +218,14 @@ def main() -> int:
     from memtree.logs import configure_logging
 
     configure_logging("mcp")
-    front = Front()
+    from memtree.errors import BadRequest
+
+    try:
+        front = Front()
+    except BadRequest as e:  # `memtree serve --tools` checks first; a hand-set env lands here
+        log.error("mcp: %s=%r: %s", specs.ENV_TOOLS, os.environ.get(specs.ENV_TOOLS), e.message)
+        print(f"memtree mcp: {e.message}", file=sys.stderr)
+        return 2
     log.info("mcp: serving %d tools pid=%d", len(front.tools), os.getpid())
     try:
         anyio.run(serve, front)

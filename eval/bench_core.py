@@ -91,7 +91,7 @@ async def _session_figures(project: str, env: dict, notes: list[int], searches: 
         rtt = []
         for i in range(200):
             t0 = time.perf_counter()
-            await client.call_tool("note", {"text": f"round trip note {i} about the parser and the cache layer"})
+            await client.call_tool("recall", {"note": f"round trip note {i} about the parser and the cache layer"})
             rtt.append(time.perf_counter() - t0)
         figures["note_rtt"] = rtt
 

@@ -12,10 +12,12 @@ import sys
 USAGE = """usage: memtree COMMAND [ARGS]
 
 commands:
-  serve [--project DIR] [--no-front]   run the actors (Claude Code launches this; --no-front: headless)
+  serve [--project DIR] [--no-front] [--tools LIST]
+                                       run the actors (Claude Code launches this; --no-front: headless;
+                                       --tools: the MCP tools to list, of read,grep,bash,recall; default all)
   ctl COMMAND                          control running actors: status [--json] | restart NAME |
                                        stop NAME | start NAME | shutdown
-  install                              add memtree to a project's Claude Code settings
+  install [--tools LIST]               add memtree to a project's Claude Code settings (--tools: as serve)
   doctor [--fix] [--json]              check hook, MCP server, store, actors, capture; exit 0 when all is well
   reembed [--project DIR] [--batch N]  rebuild every vector with the configured embedding model
   redact --rescan [--project DIR]      re-apply the current redaction rules to everything stored
@@ -30,10 +32,22 @@ def _serve(argv: list[str]) -> int:
     p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
     p.add_argument("--no-front", action="store_true",
                    help="headless: no MCP server on stdio; runs until SIGTERM or `memtree ctl shutdown`")
+    p.add_argument("--tools", metavar="LIST", help="the MCP tools to list, comma-separated, of "
+                   "read,grep,bash,recall (default: all); capture and the session brief run either way")
     args = p.parse_args(argv)
+    front_env = {}
+    if args.tools is not None:
+        from memtree.actors import front_tools
+        from memtree.errors import BadRequest
+
+        try:
+            front_env[front_tools.ENV_TOOLS] = ",".join(front_tools.parse_tools(args.tools))
+        except BadRequest as e:
+            print(f"memtree serve: {e.message}", file=sys.stderr)
+            return 2
     from memtree.supervisor.main import serve
 
-    return serve(args.project, front=not args.no_front)
+    return serve(args.project, front=not args.no_front, front_env=front_env)
 
 
 def _ctl(argv: list[str]) -> int:

@@ -73,8 +73,8 @@ async def _drive(project: str, env: dict) -> list[int]:
 
         ids = []
         for text in NOTES + [NOTES[0], TOO_SMALL]:
-            res = await client.call_tool("note", {"text": text})
-            say(f"note({text[:40]!r}...) -> {_text(res).splitlines()[0]}")
+            res = await client.call_tool("recall", {"note": text})
+            say(f"recall(note={text[:40]!r}...) -> {_text(res).splitlines()[0]}")
             ids.append(_text(res))
 
         say("waiting for the filter walker to promote the notes (the duplicate and the tiny one are dropped)")
@@ -116,8 +116,8 @@ async def _drive(project: str, env: dict) -> list[int]:
         after = _wait(lambda: (s := _status(project, env)).get("walker.filter", {}).get("state") == "RUNNING"
                       and s["walker.filter"].get("pid") != old_pid and s, 30, "the filter walker to return")
         say(f"filter walker is back: pid {old_pid} -> {after['walker.filter']['pid']}")
-        res = await client.call_tool("note", {"text": "Written after the filter restart: the walker still promotes notes."})
-        say(f"note after restart -> {_text(res).splitlines()[0]}")
+        res = await client.call_tool("recall", {"note": "Written after the filter restart: the walker still promotes notes."})
+        say(f"recall(note=...) after restart -> {_text(res).splitlines()[0]}")
         pids = [a["pid"] for a in after.values() if a.get("pid")]
         say("closing stdin (what Claude Code does when it exits)")
     return pids

@@ -17,7 +17,8 @@ The hooks, merged with what is there:
   (memtree.heartbeat; it never blocks the agent).
 - the same, with ``session-start``, as a SessionStart hook on
   ``startup|resume|compact``: the brief of what the store holds (memtree.recall.brief).
-- the ``memtree`` stdio server (``memtree serve``).
+- the ``memtree`` stdio server (``memtree serve``; ``--tools LIST`` is passed
+  on as ``memtree serve --tools LIST``: the MCP tools it lists, default all).
 
 Other hooks and servers are kept; an earlier memtree entry is replaced in
 place. Running it twice changes nothing the second time. ``--print`` shows
@@ -58,11 +59,30 @@ def hook_argv() -> list[str]:
     return [os.path.abspath(sys.executable), "-I", "-S", hook_script()]
 
 
-def server_entry() -> dict:
+def server_entry(tools: tuple[str, ...] | None = None) -> dict:
+    """``tools``: the MCP tools to list (None: all, and no flag)."""
     script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "memtree")
     if os.path.isfile(script) and os.access(script, os.X_OK):
-        return {"type": "stdio", "command": script, "args": ["serve"]}
-    return fallback_server_entry()
+        entry = {"type": "stdio", "command": script, "args": ["serve"]}
+    else:
+        entry = fallback_server_entry()
+    if tools is not None:
+        entry["args"] += ["--tools", ",".join(tools)]
+    return entry
+
+
+def check_tools(text: str | None) -> tuple[str, ...] | None:
+    """``--tools`` checked as serve checks it; None when it lists every tool."""
+    if text is None:
+        return None
+    from memtree.actors.front_tools import LISTED, parse_tools
+    from memtree.errors import BadRequest
+
+    try:
+        tools = parse_tools(text)
+    except BadRequest as e:
+        raise ConfigError(e.message) from None
+    return None if tools == LISTED else tools
 
 
 def fallback_server_entry() -> dict:
@@ -232,7 +252,7 @@ class Change:
         return self.before != self.after
 
 
-def plan_files(project: str, shared: bool = False) -> list[Change]:
+def plan_files(project: str, shared: bool = False, tools: tuple[str, ...] | None = None) -> list[Change]:
     """Every file to touch. Default: this machine only (the hook in
     .claude/settings.local.json, the server in Claude Code's user config,
     local scope). ``shared``: the committed .claude/settings.json and .mcp.json.
@@ -245,7 +265,7 @@ def plan_files(project: str, shared: bool = False) -> list[Change]:
     hook_at, hook_not = (shared_settings, local_settings) if shared else (local_settings, shared_settings)
     hooks_now, hooks_old = _load(hook_at), _load(hook_not)
     mcp, cfg = _load(mcp_path), _load(user_cfg)
-    entry = server_entry()
+    entry = server_entry(tools)
     local_slice = lambda d: {"projects": {key: {"mcpServers": {  # noqa: E731
         k: v for k, v in ((d.get("projects") or {}).get(key) or {}).get("mcpServers", {}).items()
         if k == SERVER_NAME}}}}
@@ -305,11 +325,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="write the committed files instead: .claude/settings.json and .mcp.json (they hold this "
                         "machine's absolute paths)")
     p.add_argument("--print", action="store_true", dest="dry", help="show what would be written; write nothing")
+    p.add_argument("--tools", metavar="LIST", help="the MCP tools to list, comma-separated, of read,grep,bash,recall "
+                   "(default: all); e.g. --tools recall: capture, rewrite and recall only")
     args = p.parse_args(argv)
+    tools = check_tools(args.tools)
     project = os.path.abspath(args.project or os.getcwd())
     if not os.path.isdir(project):
         raise ConfigError(f"--project {project}: not a directory")
-    for c in plan_files(project, shared=args.shared):
+    for c in plan_files(project, shared=args.shared, tools=tools):
         if args.dry:
             print(f"# {c.path}: {c.what}{'' if c.changed else ' (unchanged)'}")
             print(json.dumps(c.slice_of(c.after) if c.slice_of else c.after, indent=2))

@@ -215,28 +215,29 @@ async def path_to_root(svc, node_id, budget_tokens=None) -> str:
     return await svc.run_sync(_path_to_root, svc, node_id, budget_tokens)
 
 
-async def note(svc, text, parent_id=None, budget_tokens=None) -> str:
+async def note(svc, text, parent_id=None, budget_tokens=None, names=("text", "parent_id")) -> str:
+    """``names``: what the caller calls the text and the parent (recall: note, ids)."""
     if not isinstance(text, str) or not text.strip():
-        raise BadRequest("text must be a non-empty string")
+        raise BadRequest(f"{names[0]} must be a non-empty string")
     if len(text) > MAX_NOTE_CHARS:
-        raise BadRequest(f"text is {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
+        raise BadRequest(f"{names[0]} is {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
     if parent_id is not None:
-        await svc.run_sync(lambda: require(svc.db(), parent_id, "parent_id", statuses=["pending", "live"]))
+        await svc.run_sync(lambda: require(svc.db(), parent_id, names[1], statuses=["pending", "live"]))
     res = await svc.call(protocol.AddNode(kind="note", content=text, parent_id=parent_id,
                                           session_id=svc.session_id, metadata={"source": "mcp note"}))
     return f"{res['id']} note {res.get('status', 'pending')} (recallable once the filter makes it live)"
 
 
-async def forget(svc, node_id, reason) -> str:
-    check_id(node_id)
+async def forget(svc, node_id, reason, names=("node_id", "reason")) -> str:
+    """``names``: what the caller calls the node and the reason (recall: ids, note)."""
+    check_id(node_id, names[0])
     if not isinstance(reason, str) or not reason.strip():
-        raise BadRequest("reason must be a non-empty string (it is kept in the audit log)")
+        raise BadRequest(f"{names[1]} must be a non-empty string saying why (it is kept in the audit log)")
     if len(reason) > MAX_REASON_CHARS:
-        raise BadRequest(f"reason may have at most {MAX_REASON_CHARS} characters")
-    try:
-        await svc.run_sync(lambda: require(svc.db(), node_id, statuses=[s for s in ALL_STATUSES if s != "forgotten"]))
-    except NotFound as e:
-        raise NotFound(e.message.replace('; pass status=["forgotten"] to see it', " already")) from None
+        raise BadRequest(f"{names[1]} may have at most {MAX_REASON_CHARS} characters")
+    if await svc.run_sync(lambda: reads.node_status(svc.db(), node_id)) == "forgotten":
+        raise NotFound(f"{names[0]}: node {node_id} is forgotten already")
+    await svc.run_sync(lambda: require(svc.db(), node_id, names[0], statuses=ALL_STATUSES))
     res = await svc.call(protocol.Forget(node_id=node_id, reason=reason))
     return forget_text(res)
 
@@ -254,7 +255,7 @@ def forget_text(res: dict) -> str:
                    " (lines under 12 characters are too common to match).")
 
 
-OPS = ("search", "files", "get", "recent", "compose", "neighbors", "path")
+OPS = ("search", "files", "get", "recent", "compose", "neighbors", "path", "note", "forget")
 
 
 def _check_ids(ids) -> list[str]:
@@ -267,12 +268,14 @@ def _check_ids(ids) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _pick_op(op, query, ids) -> str:
+def _pick_op(op, query, ids, note=None) -> str:
     """The op the arguments select when none is named."""
     if op is not None:
         if op not in OPS:
             raise BadRequest(f"op must be one of {', '.join(OPS)}, got {op!r}")
         return op
+    if note is not None:
+        return "note"
     if ids is not None:
         return "compose" if query is not None or (isinstance(ids, list) and len(ids) > 1) else "get"
     return "search" if query is not None else "recent"
@@ -284,16 +287,20 @@ def _only(op: str, args: dict, allowed: tuple[str, ...]) -> None:
         raise BadRequest(f"{extra[0]} does not apply to op={op}; it takes {', '.join(allowed) or 'no other arguments'}")
 
 
-async def recall(svc, query=None, ids=None, op=None, mode=None, limit=None, filters=None, depth=None,
+async def recall(svc, query=None, ids=None, note=None, op=None, mode=None, limit=None, filters=None, depth=None,
                  format=None, budget_tokens=None) -> str:
     """One tool for every way back in: query searches, ids shows nodes (one:
     in full; several, or with a query: composed within the budget), neither
-    lists the newest; op names neighbors or path explicitly."""
+    lists the newest; op names neighbors or path explicitly. It also writes:
+    ``note`` keeps a note (under the one id in ``ids``, if given), and
+    op=forget erases the node in ``ids`` with ``note`` as the audited reason."""
     if isinstance(ids, str) and len(ids.replace(",", " ").split()) > 1:  # the schema shows ids as one string
         ids = ids.replace(",", " ").split()
-    op = _pick_op(op, query, ids)
-    args = {"query": query, "ids": ids, "mode": mode, "limit": limit, "filters": filters, "depth": depth,
-            "format": format}
+    op = _pick_op(op, query, ids, note)
+    args = {"query": query, "ids": ids, "note": note, "mode": mode, "limit": limit, "filters": filters,
+            "depth": depth, "format": format}
+    if op in ("note", "forget"):
+        return await _write_op(svc, op, args)
     if op in ("get", "neighbors", "path", "compose") and ids is None:
         raise BadRequest(f"op={op} needs ids")
     if filters is not None and not isinstance(filters, dict):
@@ -330,6 +337,23 @@ async def recall(svc, query=None, ids=None, op=None, mode=None, limit=None, filt
         return await svc.run_sync(_neighbors, svc, node_ids[0], depth, f.get("edge_kinds"), None, "ids")
     _only(op, args, ("ids",))
     return await svc.run_sync(_path_to_root, svc, node_ids[0], None, "ids")
+
+
+async def _write_op(svc, op: str, args: dict) -> str:
+    _only(op, args, ("ids", "note"))
+    ids, text = args["ids"], args["note"]
+    if op == "note":
+        if ids is not None and len(_check_ids(ids)) != 1:
+            raise BadRequest("a note hangs under one node: ids takes one id")
+        return await note(svc, text, _check_ids(ids)[0] if ids is not None else None, names=("note", "ids"))
+    if ids is None:
+        raise BadRequest("op=forget needs ids (the node to erase)")
+    node_ids = _check_ids(ids)
+    if len(node_ids) != 1:
+        raise BadRequest(f"op=forget takes one id, got {len(node_ids)}")
+    if text is None:
+        raise BadRequest("op=forget needs note= saying why (kept in the audit log)")
+    return await forget(svc, node_ids[0], text, names=("ids", "note"))
 
 
 async def _compose_tool(svc, node_ids, budget_tokens, fmt, query, depth) -> str:

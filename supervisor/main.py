@@ -53,8 +53,9 @@ def _pdeathsig():
 class Launcher:
     """Spawns one child: env from ActorContext, logs to <store>/logs/<name>.log."""
 
-    def __init__(self, paths, config, hb_endpoint: str):
+    def __init__(self, paths, config, hb_endpoint: str, front_env: dict | None = None):
         self.paths, self.config, self.hb_endpoint = paths, config, hb_endpoint
+        self.front_env = front_env or {}  # e.g. the tools `serve --tools` chose
         self.preexec = _pdeathsig() if sys.platform.startswith("linux") else None
 
     def __call__(self, spec: ChildSpec) -> subprocess.Popen:
@@ -65,6 +66,7 @@ class Launcher:
         fd = os.open(self.paths.log_file(spec.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             if spec.is_front:  # stdin/stdout are the MCP wire: inherited
+                env.update(self.front_env)
                 io = {"stdin": None, "stdout": None, "stderr": fd}
             else:
                 io = {"stdin": subprocess.DEVNULL, "stdout": fd, "stderr": fd}
@@ -300,7 +302,7 @@ def _configure_logging(paths) -> None:
     root.setLevel(os.environ.get("MEMTREE_LOG_LEVEL", "INFO"))
 
 
-def serve(project: str | None, front: bool) -> int:
+def serve(project: str | None, front: bool, front_env: dict | None = None) -> int:
     from memtree import config_gate
     from memtree.config import ConfigError, load_config
     from memtree.paths import memtree_home, paths_for_cwd, prepare_store, start_dir
@@ -323,7 +325,8 @@ def serve(project: str | None, front: bool) -> int:
     from memtree.protocol import sup_heartbeat_sock
 
     hb_endpoint = paths.endpoint(sup_heartbeat_sock(os.getpid()))
-    sup = Supervisor(paths, config, specs, Launcher(paths, config, hb_endpoint), watch_stdin=front)
+    sup = Supervisor(paths, config, specs, Launcher(paths, config, hb_endpoint, front_env),
+                     watch_stdin=front)
     log.info("supervisor: pid=%d project=%s store=%s", os.getpid(), paths.project_root, paths.store_dir)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, _f: sup.request_shutdown(signal.Signals(signum).name))

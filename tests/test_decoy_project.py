@@ -73,7 +73,8 @@ async def _every_tool(s, seen: dict) -> None:
             return _text(res)
 
         text = "The decoy project keeps its own json, zmq and pydantic; memtree must never import them."
-        nid = (await call("note", {"text": text})).split()[0]
+        nid = (await call("recall", {"note": text})).split()[0]
+        hidden = (await call("note", {"text": "The hidden note tool still answers by name."})).split()[0]
         deadline = anyio.current_time() + COLD_START_S
         while "never import them" not in await call("recall", {"query": "decoy project pydantic"}):
             assert anyio.current_time() < deadline, results["recall"]
@@ -86,7 +87,8 @@ async def _every_tool(s, seen: dict) -> None:
         await call("read", {"path": "app.py"})
         await call("grep", {"pattern": "def greet"})
         await call("bash", {"command": "echo decoys-ok"})
-        await call("forget", {"node_id": nid, "reason": "test"})
+        await call("recall", {"ids": nid, "note": "test", "opts": "op=forget"})
+        await call("forget", {"node_id": hidden, "reason": "test"})
 
         def hook() -> dict:
             run_hook(s, bash_payload(s, 1, extra="from the decoy project"))

@@ -42,7 +42,8 @@ def test_an_installed_running_capturing_project_is_healthy_then_damage_is_found_
     run_hook(system, bash_payload(system, 1, extra="doctorword"))
     code, checks = doctor(system)
     assert code == 0 and failing(checks) == set(), checks
-    assert checks["mcp"]["message"].endswith(" s") and "answered initialize" in checks["mcp"]["message"]
+    assert checks["mcp"]["message"].endswith(" s; lists read, grep, bash, recall"), checks["mcp"]
+    assert "answered initialize" in checks["mcp"]["message"]
     assert checks["actors"]["status"] == "ok" and checks["capture"]["status"] == "ok"
 
     # Damage: a searchable node drops out of the FTS index; the store file goes world-readable.
@@ -89,6 +90,15 @@ def test_a_project_without_memtree_fails_each_missing_piece_with_a_fix(system_fa
     _, checks = doctor(s)
     assert "interpreter /nonexistent/python is missing" in checks["hook.PostToolUse"]["message"]
     assert checks["capture"]["status"] == "FAIL" and "4 of 4" in checks["capture"]["message"]
+
+    # A server entry whose --tools names no tool of memtree's: said before anything is spawned.
+    with open(os.path.join(s.project, ".mcp.json"), "w") as f:
+        json.dump({"mcpServers": {"memtree": {"type": "stdio", "command": PYTHON,
+                                              "args": ["-m", "memtree.cli", "serve", "--tools", "recal"]}}}, f)
+    _, checks = doctor(s)
+    assert checks["mcp"]["status"] == "FAIL" and checks["mcp"]["message"].endswith(
+        "unknown tool 'recal' in --tools; memtree's tools are read, grep, bash, recall"), checks["mcp"]
+    assert "--tools" in checks["mcp"]["fix"]
 
 
 def test_bad_config_is_one_line_naming_the_key(system_factory):

@@ -221,3 +221,19 @@ def test_the_launcher_without_its_package_still_exits_zero_silently(tmp_path):
                           env={**os.environ, "MEMTREE_HOME": str(tmp_path / "home")}, cwd=str(tmp_path))
     assert (real.returncode, real.stdout) == (0, b"")
     assert os.listdir(tmp_path / "home")  # it ran far enough to resolve a store
+
+
+def test_tools_registers_serve_tools_and_an_unknown_name_is_one_line_that_writes_nothing(tmp_path):
+    project = in_project(tmp_path)
+    bad = install(project, "--tools", "recall,forget")  # forget is served by name, never listed
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == ("memtree install: unknown tool 'forget' in --tools; memtree's tools are "
+                          "read, grep, bash, recall\n")
+    assert os.listdir(project) == [] and user_config(project) == {}
+    done = install(project, "--tools", "recall")
+    assert done.returncode == 0, done.stderr
+    server = local_server(project)
+    assert server["args"][-3:] == ["serve", "--tools", "recall"]
+    # Positive control: all four (the default) registers no flag at all.
+    install(project, "--tools", "bash,recall,read,grep")
+    _assert_our_server(local_server(project))

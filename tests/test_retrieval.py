@@ -175,6 +175,16 @@ BAD_CALLS = [
     ("recall", {"query": "x", "limit": 2, "opts": "limit=3"}, "twice"),
     ("read", {"path": "big.txt", "opts": "budget=0"}, "budget_tokens"),
     ("note", {"text": "an opts note that must not be stored", "opts": "parent=x"}, "parent"),
+    # note and forget folded into recall: the same checks, naming recall's arguments.
+    ("recall", {"note": ""}, "note"), ("recall", {"note": 5}, "note"), ("recall", {"note": "   "}, "note"),
+    ("recall", {"note": "ok text", "ids": "nope"}, "ids"), ("recall", {"note": "ok text", "ids": [UNKNOWN]}, "ids"),
+    ("recall", {"note": "ok text", "limit": 2}, "limit"),
+    ("recall", {"note": "ok text", "opts": "op=search"}, "note"),
+    ("recall", {"opts": "op=forget"}, "ids"), ("recall", {"ids": "{live}", "opts": "op=forget"}, "note"),
+    ("recall", {"ids": "{live}", "note": "  ", "opts": "op=forget"}, "note"),
+    ("recall", {"ids": UNKNOWN, "note": "x", "opts": "op=forget"}, "ids"),
+    ("recall", {"ids": ["{live}", UNKNOWN], "note": "x", "opts": "op=forget"}, "one id"),
+    ("recall", {"ids": "{live}", "note": "x", "query": "y", "opts": "op=forget"}, "query"),
 ]
 
 
@@ -220,7 +230,8 @@ def test_no_tool_answer_ever_exceeds_its_budget(front, budget):
     for tool, args in calls:
         text = front.ok(tool, {**args, "budget_tokens": budget})
         assert tokens.count(text) <= budget, f"{tool} at budget {budget}: {tokens.count(text)} tokens"
-    for tool, args in [("note", {"text": "capybara note " * 2000}), ("forget", {"node_id": nid, "reason": "sweep"})]:
+    for tool, args in [("note", {"text": "capybara note " * 2000}), ("recall", {"note": "capybara note " * 2000}),
+                       ("forget", {"node_id": nid, "reason": "sweep"})]:
         err, text = front.call(tool, args)
         assert tokens.count(text) <= 2000
 

@@ -103,7 +103,7 @@ def test_budget_is_never_exceeded_and_the_elision_says_what_was_left_out(h, budg
     assert tokens.count(out) <= (budget or 2000)
     if budget is None or budget >= 100:
         node = stored_node_id(out)
-        m = re.search(r"… (\d+) lines \((\d+) bytes\) of stdout left out; recall\(ids=\[\"(\w+)\"\]\)", out)
+        m = re.search(r"… (\d+) lines \((\d+) bytes\) of stdout left out; recall\(ids=\"(\w+)\"\)", out)
         assert m and m.group(3) == node, out
         block = out.split("--- stdout ---\n")[1].split("\n--- stderr ---")[0]
         shown = [line for line in block.splitlines() if line.isdigit()]

@@ -166,7 +166,11 @@ def test_lines_naming_a_symbol_reads_that_symbol(h):
         h.run(read, rel, lines="Actor.nothing_here")
     assert "Actor.nothing_here" in e.value.message
     # A bare method name, as a grep hit shows it, when one class has it; an ambiguous one is refused.
-    assert h.run(read, rel, lines="tick_soon") == h.run(read, rel, symbol="Actor.tick_soon")
+    bare, full = h.run(read, rel, lines="tick_soon"), h.run(read, rel, symbol="Actor.tick_soon")
+    assert bare.splitlines()[:-1] == full.splitlines()[:-1]
+    # The trailer names the symbol only when it says more than was asked (its class).
+    node = re.search(r"memtree (\w{26})", full).group(1)
+    assert (bare.splitlines()[-1], full.splitlines()[-1]) == (f"[Actor.tick_soon; memtree {node}]", f"[memtree {node}]")
     with pytest.raises(NotFound):
         h.run(read, rel, lines="__init__")  # SingletonLock.__init__ and Actor.__init__
 

@@ -46,7 +46,8 @@ def test_read_over_stdio_returns_the_exact_symbol_and_reuses_chunks(front):
     second = front.ok("read", {"path": "base.py", "symbol": "run_actor", "with_ids": True, "budget_tokens": 5000})
     assert _counts(front) == before and "chunks reused" in second
     # Native Read's form: numbered lines and one trailer naming the file's node, no chunk ids unless asked.
-    assert first.splitlines()[-1].startswith("[base.py symbol run_actor lines ") and not re.search(r"L\d+-\d+ \w{26}", first)
+    # The trailer is the node id alone: path, symbol and range are on screen already.
+    assert re.fullmatch(r"\[memtree \w{26}\]", first.splitlines()[-1]) and not re.search(r"L\d+-\d+ \w{26}", first)
     third = front.ok("read", {"path": "base.py", "symbol": "run_actor", "with_ids": True, "budget_tokens": 5000})
     ids = re.findall(r"L\d+-\d+ (\w{26})", second)
     assert ids and ids == re.findall(r"L\d+-\d+ (\w{26})", third)

@@ -61,5 +61,6 @@ def numbered(out: str) -> dict[int, str]:
 
 
 def stored_node_id(out: str) -> str:
-    """The node id a grep/bash answer reports its stored result as."""
-    return re.search(r"memtree ([0-9A-Z]{26})", out).group(1)
+    """The node id a grep/bash answer reports its stored result as (its
+    trailer, or the recall call a cut answer names)."""
+    return re.search(r'(?:memtree |recall\(ids=")([0-9A-Z]{26})', out).group(1)

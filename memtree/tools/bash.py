@@ -22,7 +22,7 @@ import time
 
 from memtree import protocol, redact
 from memtree.errors import BadRequest
-from memtree.tools import check_budget, clip_line, count, finish, fit_block
+from memtree.tools import call_repr, check_budget, clip_line, count, finish, fit_block
 
 MAX_TIMEOUT_S = 600
 KILL_GRACE_S = 2.0  # after SIGTERM to the group, before SIGKILL
@@ -239,8 +239,8 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
             tool="bash", content=stored_text(command, res, status), metadata=meta, session_id=svc.session_id,
         ))
         node_id = reply.get("id")
-        where = f"memtree {node_id}{' (already stored)' if reply.get('deduped') else ''}"
-        fetch = f'recall(ids=["{node_id}"])'
+        where = f"memtree {node_id}"
+        fetch = call_repr("recall", ids=node_id)
     return await svc.run_sync(preview, command, res, status, where, fetch, budget)  # off the event loop
 
 

@@ -206,8 +206,8 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
         notes.append(f"{too_long} hits on lines over {MAX_LINE_BYTES // 1024} KB left out")
     if not hits:
         return finish(f"No matches for {query}{'; ' + '; '.join(notes) if notes else ''}", budget)
-    node_id, dedup = await _store(svc, query, files, root, notes, pattern, shown_target, globs, case, ctx_lines, stopped)
-    return await svc.run_sync(_preview, files, root, hits, node_id, dedup, query, notes, budget)
+    node_id = await _store(svc, query, files, root, notes, pattern, shown_target, globs, case, ctx_lines, stopped)
+    return await svc.run_sync(_preview, files, root, hits, node_id, query, notes, budget)
 
 
 async def _store(svc, query, files, root, notes, pattern, target, globs, case, ctx_lines, stopped):
@@ -225,18 +225,18 @@ async def _store(svc, query, files, root, notes, pattern, target, globs, case, c
     reply = await svc.call(protocol.PutToolOutput(
         tool="grep", content="\n".join(lines) + "\n", metadata=meta, children=children, session_id=svc.session_id,
     ))
-    return reply.get("id"), bool(reply.get("deduped"))
+    return reply.get("id")
 
 
-def _preview(files, root, hits, node_id, dedup, query, notes, budget) -> str:
+def _preview(files, root, hits, node_id, query, notes, budget) -> str:
     """Hits as native Grep (ripgrep -n) prints them: ``path:N:text``, context
-    ``path-N-text``; then one trailer line with the count and the node id,
-    or, when the budget cuts it, what was left out and the call for it all."""
+    ``path-N-text``; then one trailer line with the node id (the hits and
+    their files are on screen), or, when the budget cuts it, what was left
+    out and the call for it all (which names the id)."""
     extra = "".join(f"; {n}" for n in notes)
-    saved = f"memtree {node_id}{' (already stored)' if dedup else ''}"
-    everything = f'recall(ids=["{node_id}"])'
+    everything = call_repr("recall", ids=node_id)
     cut_max = (f"[not shown: {hits} of {hits} hits in {len(files)} of {len(files)} files; all of them: "
-               f"{everything} or grep with a narrower path={extra}; {saved}]")
+               f"{everything} or grep with a narrower path={extra}]")
     room = budget - count(cut_max) - 1
     body, shown_hits, shown_files = [], 0, 0
     for full, file_hits in files.items():
@@ -260,7 +260,7 @@ def _preview(files, root, hits, node_id, dedup, query, notes, budget) -> str:
     if shown_hits < hits:
         body.append(f"[not shown: {hits - shown_hits} of {hits} hits in {len(files) - shown_files} of {len(files)} files"
                     f" (partly shown files count as shown); all of them: {everything} or grep with a narrower path="
-                    f"{extra}; {saved}]")
+                    f"{extra}]")
     else:
-        body.append(f"[{hits} hits in {len(files)} files{extra}; {saved}]")
+        body.append(f"[{extra[2:]}; memtree {node_id}]" if extra else f"[memtree {node_id}]")
     return finish("\n".join(body), budget)

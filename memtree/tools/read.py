@@ -187,7 +187,7 @@ async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=
     budget = check_budget(budget_tokens)
     if symbol is None and isinstance(lines, str) and _SYMBOL.fullmatch(lines.strip()):
         lines, symbol = None, lines
-    rng = parse_lines(lines)
+    rng, asked = parse_lines(lines), None
     if symbol is not None and (not isinstance(symbol, str) or not symbol.strip()):
         raise BadRequest('symbol must be a name like "parse" or "Class.method"')
     if rng is not None and symbol is not None:
@@ -206,7 +206,7 @@ async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=
             names = [s.name for s in chunked.symbols]
             listed = ", ".join(names[:30]) + (f" and {len(names) - 30} more" if len(names) > 30 else "")
             raise NotFound(f"{shown}: no symbol {symbol!r}; symbols: {listed or '(none)'}")
-        rng, symbol = (sym.start, sym.end), sym.name
+        rng, asked, symbol = (sym.start, sym.end), symbol.strip(), sym.name
     if not chunked.chunks:
         return finish(f"{shown}: empty file (0 bytes of text); nothing stored", budget)
     reply = await svc.call(protocol.PutFile(
@@ -217,7 +217,9 @@ async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=
         ids = await svc.run_sync(_ids_by_start, svc, reply.get("root_id"), chunked.chunks, ids)
     view = View(shown, loaded, ids, reply, bool(with_ids), budget)
     if rng is not None:
-        return await svc.run_sync(_slice, view, rng, symbol)
+        # The trailer names the symbol only when it says more than was asked
+        # (a bare method name resolved to its class); its lines are on screen.
+        return await svc.run_sync(_slice, view, rng, symbol, symbol if symbol and symbol != asked else "")
     return await svc.run_sync(_whole, view)
 
 
@@ -239,27 +241,31 @@ class View:
         self.head = (f"{shown}: {self.n} lines, {loaded.size} bytes, {self.chunked.language}{parse}; "
                      f"file node {self.root}; {state}")
 
-    def trailer(self, what: str) -> str:
-        changed = "; changed since the last read" if self.changed else ""
-        broken = f"; does not parse ({self.chunked.parse_error}), no symbols" if self.chunked.parse_error else ""
-        return f"[{what}{changed}{broken}; memtree {self.root}]"
+    def trailer(self, what: str = "") -> str:
+        """Only what the model cannot see in the numbered lines: the node id,
+        and ``what`` (a resolved symbol name, where the file ends) when it says more."""
+        notes = [w for w in (what, "changed since the last read" if self.changed else "",
+                             f"does not parse ({self.chunked.parse_error}), no symbols"
+                             if self.chunked.parse_error else "") if w]
+        return f"[{'; '.join(notes + [f'memtree {self.root}'])}]"
 
 
-def _slice(v: View, rng: tuple[int, int], symbol) -> str:
+def _slice(v: View, rng: tuple[int, int], symbol, resolved: str = "") -> str:
     lo, hi = rng
     if lo > v.n:
         raise BadRequest(f"{v.shown} has {v.n} lines; lines start at {lo}")
     hi = min(hi, v.n)
     what = f"symbol {symbol} " if symbol else ""
+    # Past the file's end the model cannot tell from the numbers where it ends.
+    note = "; ".join(w for w in (resolved, f"file ends at {v.n}" if rng[1] > v.n else "") if w)
     header = []
     if v.with_ids:
         header = [v.head, f"{what}lines {lo}-{hi}; chunks: {', '.join(_overlapping(v.chunked.chunks, v.ids, lo, hi))}"]
     body = _numbered(v.loaded.lines, lo, hi)
-    ends = f", file ends at {v.n}" if rng[1] > v.n else ""
 
     def footer(k: int) -> list[str]:
         if k >= len(body):
-            return [v.trailer(f"{v.shown} {what}lines {lo}-{hi} of {v.n}{ends}")]
+            return [v.trailer(note)]
         a = lo + k
         return [f"[left out for budget_tokens={v.budget}: lines {a}-{hi}{_symbols_in(v.chunked, a, hi)}; "
                 f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{hi}')}]"]
@@ -273,7 +279,7 @@ def _whole(v: View) -> str:
     (symbols with line ranges) and as much of its start as fits."""
     body = _numbered(v.loaded.lines, 1, v.n)
     if not v.with_ids:
-        text = "\n".join(body + [v.trailer(f"{v.shown}, {v.n} lines")])
+        text = "\n".join(body + [v.trailer()])  # the numbers show it is whole
         if count(text) <= v.budget:
             return text
     return _outline(v, body)
