@@ -34,6 +34,9 @@ def defaults() -> dict:
             "summarizerIntervalMs": 30000,
             "summarizerSubtreeThreshold": 25,
             "summaryTokens": 300,  # size of one summary
+            # Walkers run at a lower CPU and I/O priority (nice 10, best-effort/7), so a
+            # backlog never makes a query or a capture wait; the embed walker answers queries at normal priority.
+            "lowPriority": True,
         },
         "capture": {
             "maxBytes": 100000,  # content over this is truncated, original size kept

@@ -173,7 +173,8 @@ def _fmt_bytes(n) -> str:
 
 
 def _table(actors: list[dict], several: bool) -> str:
-    head = ["ACTOR", "STATE", "PID", "UPTIME", "RESTARTS", "RSS", "CPU", "HEARTBEAT", "BACKLOG"]
+    # PRIO: nice/io-priority (walkers run at 10/be7 unless walkers.lowPriority is false)
+    head = ["ACTOR", "STATE", "PID", "UPTIME", "RESTARTS", "RSS", "CPU", "HEARTBEAT", "BACKLOG", "PRIO"]
     if several:
         head.append("SUPERVISOR")
     notes = any(a.get("info") for a in actors)
@@ -183,7 +184,8 @@ def _table(actors: list[dict], several: bool) -> str:
     for a in actors:
         row = [a["name"], a["state"], str(a["pid"] or "-"), _fmt_age(a["uptime_s"]), str(a["restarts"]),
                _fmt_bytes(a["rss"]), "-" if a["cpu"] is None else f"{a['cpu']:.1f}%",
-               _fmt_age(a["last_heartbeat_s"]), "-" if a["backlog"] is None else str(a["backlog"])]
+               _fmt_age(a["last_heartbeat_s"]), "-" if a["backlog"] is None else str(a["backlog"]),
+               a.get("priority") or "-"]
         if several:
             row.append(str(a["supervisor_pid"]))
         if notes:
@@ -195,7 +197,7 @@ def _table(actors: list[dict], several: bool) -> str:
 
 @command("status")
 def cmd_status(sups: Supervisors, args) -> int:
-    """Show every actor: state, pid, uptime, restarts, rss, cpu, heartbeat age, backlog."""
+    """Show every actor: state, pid, uptime, restarts, rss, cpu, heartbeat age, backlog, priority."""
     from memtree import heartbeat
 
     statuses = sups.statuses()

@@ -14,6 +14,7 @@ import signal
 import subprocess
 from typing import Callable
 
+from memtree import priority
 from memtree.cpu import CpuRate, cpu_seconds
 from memtree.supervisor.policy import Backoff, RestartWindow
 from memtree.supervisor.spec import PERMANENT, TRANSIENT, ChildSpec
@@ -211,7 +212,7 @@ class Child:
             pass
 
     def status(self, now: float) -> dict:
-        rss = cpu = None
+        rss = cpu = prio = None
         ps = self._process()
         if ps is not None:
             import psutil
@@ -221,12 +222,13 @@ class Child:
                 cpu = round(self._cpu.percent(now, cpu_seconds(ps), now - self.started_at), 1)
             except psutil.Error:
                 rss = cpu = None
+            prio = priority.describe(ps)
         alive = ps is not None
         return {
             "name": self.name, "module": self.spec.module, "state": self.state.value, "pid": self.pid,
             "restarts": self.restarts,
             "uptime_s": round(now - self.started_at, 3) if alive else None,
-            "rss": rss, "cpu": cpu,
+            "rss": rss, "cpu": cpu, "priority": prio,
             # A child that is not running has no heartbeat and no current counters.
             "last_heartbeat_s": round(now - self.last_hb, 3) if alive and self.last_hb is not None else None,
             "backlog": self.backlog if alive else None, "info": self.info if alive else {},

@@ -15,7 +15,7 @@ import os
 import apsw
 import zmq
 
-from memtree import protocol
+from memtree import priority, protocol
 from memtree.actors.base import Actor
 from memtree.client import Caller
 from memtree.errors import CallTimeout, Unavailable
@@ -23,10 +23,6 @@ from memtree.paths import socket_path
 from memtree.store import db as store_db
 
 log = logging.getLogger(__name__)
-
-# Heavy background walkers (embed, dedupe, summarize) renice themselves by this much,
-# so on a 2-core box the writer, the front and the hook get the CPU first.
-BACKGROUND_NICE = 10
 
 
 class LazyReader:
@@ -86,6 +82,11 @@ class Walker(Actor):
         self._writer_away = False
 
     def on_start(self) -> None:
+        # Background work: the writer, the front and the hook get the CPU and the disk first
+        # (threads started from here on inherit it; the heartbeat pulse started before).
+        lowered = priority.lower_this_thread(self.config)
+        if lowered:
+            log.info("%s: background priority %s", self.ctx.name, lowered)
         sup = self.config.supervisor
         # A call must not outlast the heartbeats the supervisor waits for.
         timeout = min(self.config.writer.callTimeoutMs, sup.heartbeatMs * max(1, sup.missedHeartbeats - 1))

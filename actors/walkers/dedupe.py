@@ -17,14 +17,13 @@ status forgotten) is never brought back. Needs no model: vectors only.
 from __future__ import annotations
 
 import logging
-import os
 
 import apsw
 import numpy as np
 
 from memtree import protocol
 from memtree.actors.base import main_for
-from memtree.actors.walkers.common import BACKGROUND_NICE, Walker
+from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.recall.embeddings import model_name
 from memtree.store import vectors
@@ -50,10 +49,6 @@ class DedupeWalker(Walker):
         self.mark: tuple[int, str] = (0, "")
         self.stats = {"superseded": 0}
         self.info = {"threshold": self.threshold, **self.stats}
-
-    def on_start(self) -> None:
-        os.nice(BACKGROUND_NICE)
-        super().on_start()
 
     def sweep(self) -> None:
         db = self.db()

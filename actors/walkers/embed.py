@@ -8,8 +8,10 @@ another node (same content hash, same model) is copied, not recomputed.
 Vectors go to the writer (``PutVectors``) with model name and dimension.
 
 It binds the ``embed`` ROUTER and answers ``EmbedQuery`` so the front never
-loads the model; between two batches it answers queued queries, so a long
-backlog delays a query by one batch at most. A provider that cannot load
+loads the model. Queries are answered on their own thread, started before the
+walker lowers its priority (``walkers.lowPriority``; Linux keeps nice per
+thread): a search waits neither for a backlog batch nor behind a niced
+thread. A provider that cannot load
 (a package missing, Ollama away) leaves the walker idle with the reason in
 ``memtree ctl status``; queries then get an ``unavailable`` error at once.
 """
@@ -17,7 +19,7 @@ backlog delays a query by one batch at most. A provider that cannot load
 from __future__ import annotations
 
 import logging
-import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -27,7 +29,7 @@ import zmq
 
 from memtree import protocol
 from memtree.actors.base import main_for
-from memtree.actors.walkers.common import BACKGROUND_NICE, Walker
+from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.recall import embeddings
 from memtree.store import vectors
@@ -56,12 +58,15 @@ class EmbedWalker(Walker):
         self.cursor = START  # (created_at, id) of the last node taken from the backlog
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._counted = 0.0
+        self._queries_done = threading.Event()
+        self._queries: threading.Thread | None = None
 
     def on_start(self) -> None:
-        os.nice(BACKGROUND_NICE)
         self._load_provider()
         self.router = self.bind(zmq.ROUTER, protocol.SOCK_EMBED)
-        self.add_reader(self.router, lambda s: self.serve_queries())
+        # Before super().on_start() lowers this thread's priority: the query thread keeps the normal one.
+        self._queries = threading.Thread(target=self._query_loop, name="queries", daemon=True)
+        self._queries.start()
         super().on_start()
 
     def _load_provider(self) -> None:
@@ -93,10 +98,24 @@ class EmbedWalker(Walker):
                 self._heartbeat("running")
 
     def on_stop(self) -> None:
+        self._queries_done.set()
+        if self._queries is not None:
+            self._queries.join(timeout=1.0)  # before the base closes the router it polls
         self._pool.shutdown(wait=False, cancel_futures=True)
         super().on_stop()
 
-    # -- query embeddings ---------------------------------------------------------
+    # -- query embeddings (the query thread owns the router) ----------------------
+    def _query_loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.router, zmq.POLLIN)
+        try:
+            while not self._queries_done.is_set():
+                if poller.poll(250):
+                    self.serve_queries()
+        except zmq.ZMQError as e:  # the router closed under us while stopping
+            if not self._queries_done.is_set():
+                log.error("%s: query thread ended: %s", self.ctx.name, e)
+
     def serve_queries(self) -> None:
         """Answer every queued EmbedQuery (without blocking)."""
         while True:
@@ -105,8 +124,15 @@ class EmbedWalker(Walker):
             except zmq.Again:
                 return
             route, frame = parts[:-1], parts[-1]
-            if route:
-                self._send(route, self._answer(frame))
+            if not route:
+                continue
+            try:
+                answer = self._answer(frame)
+            except Exception:  # noqa: BLE001 - the query thread must outlive one bad query
+                log.exception("%s: query failed", self.ctx.name)
+                answer = protocol.encode_error("", protocol.ErrorCode.INTERNAL, "internal error in the embed walker",
+                                               src=self.ctx.name)
+            self._send(route, answer)
 
     def _answer(self, frame: bytes) -> bytes:
         try:
@@ -116,14 +142,16 @@ class EmbedWalker(Walker):
         if env.kind != "call" or not isinstance(env.body, protocol.EmbedQuery):
             return protocol.encode_error(env.id, protocol.ErrorCode.UNKNOWN_TYPE,
                                          f"{env.type} is not a call the embed walker takes", src=self.ctx.name)
-        if self.provider is None:
+        provider = self.provider  # the loop may drop it meanwhile
+        if provider is None:
             return protocol.encode_error(env.id, protocol.ErrorCode.UNAVAILABLE,
                                          f"embeddings unavailable: {self.unavailable}", src=self.ctx.name)
         try:
-            vec = self.embed([env.body.text])[0]
+            # Directly, not through the batch pool: a query does not queue behind a backlog batch.
+            vec = provider.embed([env.body.text])[0]
         except MemtreeError as e:
             return protocol.encode_error(env.id, e.code, e.message, src=self.ctx.name)
-        return protocol.encode_ok(env.id, {"model": self.provider.name, "dim": self.provider.dim,
+        return protocol.encode_ok(env.id, {"model": provider.name, "dim": provider.dim,
                                            "vector": vec.tolist()}, src=self.ctx.name)
 
     def _send(self, route, frame: bytes) -> None:
@@ -148,7 +176,6 @@ class EmbedWalker(Walker):
             while time.monotonic() < deadline and not self.stopping:
                 if not self._one_batch():
                     break
-                self.serve_queries()
             else:
                 self.tick_soon(0)  # more backlog: continue after a turn of the loop
             self._count_backlog()

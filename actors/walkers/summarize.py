@@ -27,7 +27,7 @@ import apsw
 
 from memtree import protocol
 from memtree.actors.base import main_for
-from memtree.actors.walkers.common import BACKGROUND_NICE, Walker
+from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.recall import summaries
 from memtree.store import reads, subtrees
@@ -63,10 +63,6 @@ class SummarizeWalker(Walker):
             self.info = {"idle": self.idle}
         else:
             self.info = {"provider": "anthropic" if self.use_api else "extractive", **self.stats, **extra}
-
-    def on_start(self) -> None:
-        os.nice(BACKGROUND_NICE)
-        super().on_start()
 
     def sweep(self) -> None:
         db = self.db()
