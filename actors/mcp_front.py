@@ -164,9 +164,11 @@ async def _heartbeats(front: Front) -> None:
 
     sock, zmq, protocol = await anyio.to_thread.run_sync(connect)
     period = ctx.config.supervisor.heartbeatMs / 1000
+    # `ctl status` shows a front serving fewer tools than all (serve --tools) in its NOTE column.
+    info = {} if tuple(front.tools) == specs.LISTED else {"tools": ",".join(front.tools) or "none"}
     try:
         while True:
-            msg = protocol.Heartbeat(name=ctx.name, pid=os.getpid(), state="running")
+            msg = protocol.Heartbeat(name=ctx.name, pid=os.getpid(), state="running", info=info)
             try:
                 sock.send(protocol.encode_cast(msg, src=ctx.name), zmq.NOBLOCK)
             except zmq.Again:
@@ -226,7 +228,7 @@ def main() -> int:
         log.error("mcp: %s=%r: %s", specs.ENV_TOOLS, os.environ.get(specs.ENV_TOOLS), e.message)
         print(f"memtree mcp: {e.message}", file=sys.stderr)
         return 2
-    log.info("mcp: serving %d tools pid=%d", len(front.tools), os.getpid())
+    log.info("mcp: serving %s pid=%d", ", ".join(front.tools), os.getpid())
     try:
         anyio.run(serve, front)
     finally:

@@ -60,8 +60,9 @@ async def _every_tool(s, seen: dict) -> None:
         done = await anyio.to_thread.run_sync(lambda: subprocess.run(
             [ctl, "ctl", "status", "--json"], cwd=s.project, env={**os.environ, **s.env},
             capture_output=True, text=True, timeout=60))
-        seen["ctl"] = (done.returncode, done.stderr,
-                       {a["name"]: a["state"] for a in json.loads(done.stdout or "{}").get("actors", [])})
+        actors = json.loads(done.stdout or "{}").get("actors", [])
+        seen["ctl"] = (done.returncode, done.stderr, {a["name"]: a["state"] for a in actors})
+        seen["mcp_info"] = [a.get("info") for a in actors if a["name"] == "mcp"]
 
         results, failed = {}, []
 
@@ -113,6 +114,7 @@ def test_serve_ctl_hook_and_every_tool_work_in_a_project_full_of_decoys(system_f
     assert seen["running"] == {"mcp", *s.expected}
     code, err, states = seen["ctl"]
     assert (code, err) == (0, "") and states == {n: "RUNNING" for n in ("mcp", *s.expected)}
+    assert seen["mcp_info"] == [{}]  # all four tools: nothing to note (serve --tools is test_front_serve's)
     results = seen["results"]
     assert set(results) >= seen["tools"], f"a tool was not called: {seen['tools'] - set(results)}"
     assert seen["failed"] == [], seen["failed"]

@@ -9,7 +9,7 @@ import time
 from anyio.from_thread import start_blocking_portal
 
 from tests.front_harness import ids_in
-from tests.support import COLD_START_S, PYTHON
+from tests.support import COLD_START_S, PYTHON, wait_until
 
 
 def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable(tmp_path):
@@ -62,6 +62,19 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
     with start_blocking_portal() as portal:
         with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:
             assert {t.name for t in portal.call(client.list_tools).tools} == {"recall"}
+
+            def front_info():
+                import json
+                import subprocess
+
+                done = subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"], cwd=str(project),
+                                      env=env, capture_output=True, text=True, timeout=60)
+                actors = json.loads(done.stdout or "{}").get("actors", [])
+                return [a["info"] for a in actors if a["name"] == "mcp" and a.get("info")]
+
+            # `ctl status` names the front's tools when they are fewer than all (its NOTE column).
+            assert wait_until(front_info, timeout=COLD_START_S * 2, interval=0.5,
+                              what="the front's heartbeat") == [{"tools": "recall"}]
             res = portal.call(client.call_tool, "read", {"path": "x.py"})
             assert res.is_error and res.content[0].text == "unknown tool 'read'; memtree has recall"
             deadline = time.monotonic() + COLD_START_S * 2  # the writer may still be starting
