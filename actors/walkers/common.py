@@ -5,6 +5,9 @@ tolerates the writer being away, and a SUB socket on the writer's events.
 A walker subclasses ``Walker``, sets ``topics`` (event types it wants) and
 ``interval_ms_key`` (its cadence in config ``walkers``), and implements
 ``sweep()`` (one bounded pass) and optionally ``on_events(records)``.
+Optional packages it needs go in ``requires`` (imported inside functions,
+never at module top): when one cannot be imported, the walker runs idle and
+``ctl status`` says why (``set_idle``), instead of crash-looping to FATAL.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import apsw
 import zmq
 
-from memtree import priority, protocol
+from memtree import optional, priority, protocol
 from memtree.actors.base import Actor
 from memtree.client import Caller
 from memtree.errors import CallTimeout, Unavailable
@@ -72,6 +75,7 @@ def drain_events(sock: zmq.Socket, limit: int = 10000) -> list:
 class Walker(Actor):
     topics: tuple[str, ...] = ()
     interval_ms_key: str | None = None  # a key of config.walkers
+    requires: tuple[str, ...] = ()  # optional packages; one missing: no sweeps, idle with the reason
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -80,6 +84,17 @@ class Walker(Actor):
         self.reader = LazyReader(self.paths.db)
         self.writer: Caller | None = None
         self._writer_away = False
+        self.idle_reason = ""
+        self._missing = ""  # a package from ``requires`` that cannot be imported: idle for good
+
+    def set_idle(self, reason: str) -> None:
+        """Idle (or, given "", not) for lack of something optional: shown as
+        ``idle=<reason>`` in ``memtree ctl status`` and logged once."""
+        if reason and reason != self.idle_reason:
+            log.warning("%s: idle: %s", self.ctx.name, reason)
+        self.idle_reason = reason
+        if reason:
+            self.info = {"idle": reason}
 
     def on_start(self) -> None:
         # Background work: the writer, the front and the hook get the CPU and the disk first
@@ -98,10 +113,15 @@ class Walker(Actor):
                 sub.setsockopt(zmq.SUBSCRIBE, topic.encode())
             sub.connect(self.paths.endpoint(protocol.SOCK_EVENTS))
             self.add_reader(sub, lambda s: self.on_events(drain_events(s)))
+        self._missing = optional.missing(*self.requires) or ""
+        if self._missing:
+            self.set_idle(self._missing)
+            return
         self.sweep()
 
     def on_tick(self) -> None:
-        self.sweep()
+        if not self._missing:
+            self.sweep()
 
     def on_stop(self) -> None:
         if self.writer is not None:
@@ -110,7 +130,7 @@ class Walker(Actor):
 
     def on_events(self, records: list) -> None:
         """Default: any event we subscribed to triggers a sweep."""
-        if records:
+        if records and not self._missing:
             self.sweep()
 
     def sweep(self) -> None:

@@ -11,7 +11,8 @@ supersedes the older (``Supersede``: edge + audit with the score). Never
 across kinds, never a node with itself, never two chunks of one file (a
 file's similar small methods are not duplicates; a changed file is already
 superseded by read), and only live nodes, so a forgotten node (no vector,
-status forgotten) is never brought back. Needs no model: vectors only.
+status forgotten) is never brought back. Needs no model: vectors only,
+but numpy (``requires``): without it the walker idles and says so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import logging
 
 import apsw
-import numpy as np
 
 from memtree import protocol
 from memtree.actors.base import main_for
@@ -41,6 +41,7 @@ def newer(a: dict, b: dict) -> bool:
 class DedupeWalker(Walker):
     name = "walker.dedupe"
     interval_ms_key = "dedupeIntervalMs"
+    requires = ("numpy",)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -96,6 +97,8 @@ def near_pairs(db, model: str, kind: str, rows: list, threshold: float) -> list[
     """(cosine, a, b) for every new node a (``rows`` from vectors.embedded_since)
     and live node b != a of ``kind`` at or above ``threshold``, best first: one
     pass over the kind's vectors for the whole batch."""
+    import numpy as np
+
     new = [{"id": r[0], "parent_id": r[4], "created_at": r[5]} for r in rows]
     q = _unit(np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1))
     pairs = []
@@ -114,6 +117,8 @@ def near_pairs(db, model: str, kind: str, rows: list, threshold: float) -> list[
 
 
 def _unit(m):
+    import numpy as np
+
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return m / norms

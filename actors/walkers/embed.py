@@ -76,10 +76,10 @@ class EmbedWalker(Walker):
             self.provider = embeddings.load_provider(self.config)
         except embeddings.ProviderUnavailable as e:
             self.provider, self.unavailable = None, e.message
-            self.info = {"idle": e.message}
-            log.warning("%s: idle: %s", self.ctx.name, e.message)
+            self.set_idle(e.message)
             return
         self.unavailable = ""
+        self.set_idle("")
         self.info = {"model": self.provider.name, **self.stats}
         log.info("%s: model %s (%d dims) loaded in %.2fs", self.ctx.name, self.provider.name,
                  self.provider.dim, time.perf_counter() - t0)
@@ -185,7 +185,7 @@ class EmbedWalker(Walker):
         except embeddings.ProviderUnavailable as e:
             log.warning("%s: provider failed: %s", self.ctx.name, e.message)
             self.provider, self.unavailable = None, e.message
-            self.info = {"idle": e.message}
+            self.set_idle(e.message)
         self.info = {"model": self.provider.name, **self.stats} if self.provider else self.info
 
     def _count_backlog(self) -> None:

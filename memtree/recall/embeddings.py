@@ -35,6 +35,7 @@ import os
 import urllib.error
 import urllib.request
 
+from memtree import optional
 from memtree.errors import Unavailable
 
 LOCAL_MODEL = "wordllama-l2-supercat-256"
@@ -72,13 +73,17 @@ class StaticProvider(Provider):
     name = LOCAL_MODEL
 
     def __init__(self):
-        try:
+        why = optional.missing("numpy", "safetensors.numpy", "tokenizers")
+        if why:
+            raise ProviderUnavailable(f"the local embedding model {why}")
+        import numpy
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        try:  # only its files are read: not imported
             spec = importlib.util.find_spec("wordllama")
-            import numpy
-            from safetensors.numpy import load_file
-            from tokenizers import Tokenizer
-        except ImportError as e:
-            raise ProviderUnavailable(f"the local embedding model needs the package {e.name!r}") from None
+        except (ImportError, ValueError):
+            spec = None
         if spec is None or not spec.submodule_search_locations:
             raise ProviderUnavailable("the local embedding model needs the package 'wordllama'")
         root = list(spec.submodule_search_locations)[0]
@@ -114,6 +119,8 @@ class OllamaProvider(Provider):
     def __init__(self, model: str, url: str, timeout_s: float):
         if not model:
             raise ProviderUnavailable("embeddingModel 'ollama:' names no model")
+        if why := optional.missing("numpy"):
+            raise ProviderUnavailable(f"the ollama provider {why}")
         self.model, self.url = model, url.rstrip("/")
         self.name = f"ollama:{model}"
         # The probe runs before the walker reports READY: a short bound, whatever timeoutMs says.
