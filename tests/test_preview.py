@@ -60,15 +60,15 @@ def test_a_small_outline_has_the_exact_shape_file_lines_first_then_memtree_line_
     text = preview.read_text("/p/mod.py", SRC, 23, "01NODE", 800)
     assert _as_cli_shows(text) == [
         '1\t"""A module."""',  # a real file line, numbered right by the CLI
-        "2\t[memtree] Above: file lines 1-1. Below: Outline (L<n> = file line n) of mod.py (23 lines, ~95 tokens; "
-        "whole in memtree node 01NODE); numbers at the left are not file lines. Exact lines: Read with offset and "
+        "2\t[memtree] Above: file lines 1-1. Below: Outline (L<n> = file line n) of mod.py: 23 lines, ~95 tokens, "
+        "whole in memtree node 01NODE; numbers at the left are not file lines. Exact lines: Read with offset and "
         "limit; Edit works as usual.",
         "3\tclass Store L6-14",
         "4\t    def __init__(self, path) L9-10",
         "5\t    def size(self) L13-14",
         "6\tdef helper(x) L17-19; async def fetch(url) L22-23"]  # memberless rows share a line
     spooled = preview.read_text("/p/mod.py", SRC, 23, None, 800)
-    assert "kept whole by memtree, being stored (later: memtree recall query='mod.py')" in spooled
+    assert "whole kept by memtree, being stored (later: memtree recall query='mod.py')" in spooled
     assert "memtree node" not in spooled
 
 
@@ -128,17 +128,18 @@ def test_a_read_cut_at_the_token_cap_is_outlined_whole_from_disk_inside_the_proj
         return p
 
     text = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG)["file"]["content"]
-    assert "4,500 lines" in text and "all lines previewed" in text and "def f59 L4426-4499" in text
+    assert ("of m.py: all 4,500 lines, ~14.0k tokens (read from disk past the cut above), the part read in memtree "
+            "node 01CAP" in text) and "def f59 L4426-4499" in text
     assert "Truncated" not in text  # the CLI's own note says that; the preview does not repeat it
     again = rewrite.unchanged_output(str(proj / "m.py"), cut, 4500, "01CAP", CFG, root=str(proj))["file"]["content"]
-    assert "unchanged since your last Read" in again and "all lines previewed" in again
+    assert "unchanged since your last Read" in again and "all 4,500 lines" in again
     assert "def f59 L4426-4499" in again
     # Negative controls: outside the project, or the file on disk no longer starts with what was read.
     outside = rewrite.updated_output(payload(proj / "m.py", cut, tmp_path / "elsewhere"), "01CAP", CFG)
     (proj / "m.py").write_text("# changed\n" + whole)
     changed = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG)
     for t in (outside["file"]["content"], changed["file"]["content"]):
-        assert "lines 1-2,000 previewed" in t and "def f0 L1-74" in t and "f59" not in t
+        assert "of m.py: lines 1-2,000 of 4,500, ~" in t and "def f0 L1-74" in t and "f59" not in t
 
 
 def test_targeted_small_and_unknown_outputs_are_left_alone():
@@ -212,6 +213,11 @@ def test_grep_is_shown_in_content_mode_with_numfiles_and_filenames():
     shown = sum(1 for r in rows[2:-1] if not r.startswith("src/"))
     assert rows[-1] == f"… {900 - shown:,} more lines (Grep with offset={shown} goes on)"
     assert tokens.count(out["content"]) <= CFG["previewTextTokens"]
+    # Context lines (-A/-B) stay with their file; a colon in the text or a dash in a name does not split a row.
+    ctx = ["src/b-2.py:7:    hit({'k': 1})", "src/b-2.py-8-    after: 2", "--", "src/c.py:9:hit"] * 200
+    got = rewrite.updated_output({**payload, "tool_response": {**resp, "content": "\n".join(ctx)}}, "01C", CFG)
+    assert got["content"].split("\n")[2:9] == ["src/b-2.py", "7:    hit({'k': 1})", "8-    after: 2", "--",
+                                                "src/c.py", "9:hit", "src/b-2.py"]
     files = {"mode": "files_with_matches", "numFiles": 2000, "filenames": [f"pkg/mod_{i}.py" for i in range(2000)]}
     out2 = rewrite.updated_output({**payload, "tool_response": files}, "01GREP2", CFG)
     assert out2["mode"] == "content" and out2["numFiles"] == 2000 and "pkg/mod_0.py" in out2["content"]
@@ -231,7 +237,7 @@ def test_file_unchanged_is_answered_with_the_preview_again():
     assert "unchanged since your last Read" in out["file"]["content"]
     assert "def f0 L1-2" in out["file"]["content"] and "01OLD" in out["file"]["content"]
     assert out["file"]["content"].startswith("[memtree] File unchanged since your last Read, which showed this "
-                                             "preview. Outline (L<n> = file line n) of m.py (1,200 lines")
+                                             "preview. Outline (L<n> = file line n) of m.py: 1,200 lines, ~")
     assert rewrite.unchanged_output("/p/m.py", "def f(): pass\n", 1, "01OLD", CFG) is None
 
 

@@ -55,13 +55,13 @@ FETCH = "memtree recall ids={id}"
 FIND = "memtree recall query={query}"
 
 
-def _kept(node_id: str | None, query: str, fetch: bool = False) -> str:
+def _kept(node_id: str | None, query: str, fetch: bool = False, what: str = "whole") -> str:
     """Where the whole output is: a node id once the writer stored it (with the
     call that returns it when native tools cannot: a command's output); a
     spooled capture has none yet, so name the search that finds it once drained."""
     if node_id:
-        return f"whole: {FETCH.format(id=node_id)}" if fetch else f"whole in memtree node {node_id}"
-    return f"kept whole by memtree, being stored (later: {FIND.format(query=query)})"
+        return f"{what}: {FETCH.format(id=node_id)}" if fetch else f"{what} in memtree node {node_id}"
+    return f"{what} kept by memtree, being stored (later: {FIND.format(query=query)})"
 
 
 def _clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
@@ -324,12 +324,12 @@ def read_text(path: str, content: str, total_lines: int, node_id: str | None, bu
     if kind == "doc":
         items = _headings(lines)
     name = path.rsplit("/", 1)[-1]
-    cover = ""
-    if cut:
-        cover = ", all lines previewed" if cut == "all" else f", lines 1-{len(lines):,} previewed"
-    about = (f"{name} ({total_lines:,} lines, {_tokens_str(tokens.count(content))}{cover}; "
-             f"{_kept(node_id, repr(name))}); numbers at the left are not file lines. "
-             "Exact lines: Read with offset and limit; Edit works as usual.")
+    span = {None: f"{total_lines:,} lines", "all": f"all {total_lines:,} lines",
+            "prefix": f"lines 1-{len(lines):,} of {total_lines:,}"}[cut]
+    past = " (read from disk past the cut above)" if cut == "all" else ""
+    kept = _kept(node_id, repr(name), what="the part read" if cut else "whole")
+    about = (f"{name}: {span}, {_tokens_str(tokens.count(content))}{past}, {kept}; "
+             "numbers at the left are not file lines. Exact lines: Read with offset and limit; Edit works as usual.")
     left = budget - tokens.count(about) - 30
 
     if kind in ("code", "doc") and items:
@@ -359,6 +359,10 @@ def read_text(path: str, content: str, total_lines: int, node_id: str | None, bu
     return "\n".join(head + [f"[memtree] {above}{lead}{what} of {about}"] + body)
 
 
+_GREP_HIT_N = re.compile(r"(.+?):\d+:")
+_GREP_HIT = re.compile(r"([^:]+):")
+
+
 def _common_dir(paths: list[str]) -> str:
     """The directory all paths share (with its trailing slash), or ""."""
     if not paths:
@@ -378,13 +382,18 @@ def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int
     rows = [r for r in text.split("\n") if r]
     per_file: dict[str, int] = {}
     split: list[tuple[str, str]] = []  # (file, rest of the row)
+    numbered = bool(tool_input.get("-n"))
+    current = ""
     for r in rows:
-        path, sep, rest = r.partition(":") if mode == "content" else (r, "", "")
-        if not sep:
-            path, rest = "", r
-        split.append((path, rest))
-        if path:
-            per_file[path] = per_file.get(path, 0) + 1
+        m = (_GREP_HIT_N if numbered else _GREP_HIT).match(r) if mode == "content" else None
+        if m:  # a match: path:N:text (with -n) or path:text
+            current, rest = m.group(1), r[len(m.group(1)) + 1:]
+            per_file[current] = per_file.get(current, 0) + 1
+        elif current and r.startswith(current + "-"):  # a context line of the same file (-A/-B/-C)
+            rest = r[len(current) + 1:]
+        else:  # a "--" separator, a file name (files_with_matches), anything else: as it is
+            current, rest = "", r
+        split.append((current, rest))
     pattern = str(tool_input.get("pattern", ""))
     where = _kept(node_id, repr(pattern[:40]))
     parts = [f"[memtree] Grep {pattern[:80]!r} ({mode}): {len(rows):,} lines"
