@@ -93,7 +93,8 @@ def test_with_the_writer_stopped_the_spooled_capture_is_previewed_from_the_redac
     text = _updated(run_hook(system, _bash(system, log), MEMTREE_HOOK_TIMEOUT_MS="300"))["stdout"]
     assert spool.pending_count(system.paths.spool) == 1  # stored safely first: spooled
     assert "4002: ERROR: out of disk" in text and "step 2000 done" not in text
-    assert "memtree node" not in text and "whole kept by memtree, being stored" in text  # no id until the writer stores it
+    # no id until the writer stores it
+    assert "memtree node" not in text and "whole kept by memtree, being stored" in text
     assert secret not in text and "[REDACTED" in text
     spooled = open(system.paths.spool, encoding="utf-8").read()
     assert secret not in spooled and "step 2000 done" in spooled  # the whole output, redacted

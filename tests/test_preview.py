@@ -260,3 +260,16 @@ def test_a_code_preview_shows_the_module_docstring_but_not_its_imports():
     text = preview.read_text("/p/ledger.py", doc + imports + "\n" + body, 1700, "01ABC", 1000)
     assert text.split("\n")[0] == '"""Ledger of pangolin payments."""' and "import mod_" not in text
     assert "f_0 L" in text  # control: the outline is there
+
+
+def test_a_restructuredtext_document_is_outlined_by_its_underlined_headings():
+    doc = ".. currentmodule:: pkg\n\n" + "".join(
+        f"Version 1.{i}\n-----------\n\nReleased 2020-01-{i + 10:02d}\n\n" + "".join(
+            f"-   Fix issue {j} that made things fail. :issue:`{j}`\n" for j in range(40)) + "\n" for i in range(9))
+    (lines := doc.split("\n")).pop()
+    text = rewrite.updated_output(_read_payload("/p/CHANGES.rst", doc), "01DOC", CFG)["file"]["content"]
+    rows = text.split("\n")
+    assert rows[0] == ".. currentmodule:: pkg" and rows[1].startswith("[memtree] Above: file lines 1-1. Below: Outline")
+    assert rows[2].startswith("Version 1.0 L3-48; Version 1.1 L49-94; ")  # sections share lines
+    assert lines[2] == "Version 1.0" and lines[48] == "Version 1.1"
+    assert "Fix issue" not in text  # control: the prose is not in the preview, its sections are

@@ -35,6 +35,7 @@ _FIRST_WORDS = frozenset(p.split(" ", 1)[0] for p in _DEF_PREFIXES)  # cheap tes
 _CODE_EXT = frozenset(("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "rb", "ex", "exs", "java",
                        "kt", "scala", "swift", "c", "h", "cc", "cpp", "hpp", "cs", "php", "lua", "sh"))
 _DOC_EXT = frozenset(("md", "markdown", "rst"))
+_UNDERLINES = frozenset("=-~^\"'`#*+:._")
 # A line that matters in a log, test or build output: a level or verdict
 # written the way tools write it (``ERROR``, ``FAILED``, ``error:``,
 # ``ValueError:``, ``x.c:3:1: error``, ``3 failed``), not a word in prose: a
@@ -118,9 +119,26 @@ def outline(lines: list[str]) -> list[tuple[int, str, int, int]]:
     return out
 
 
+def _underlined(lines: list[str]) -> list[tuple[int, str, int]]:
+    """reStructuredText (and setext) headings: a title over a line of one repeated
+    mark at least as long; the order in which marks first appear is the level."""
+    marks: list[str] = []
+    found = []
+    for i in range(1, len(lines)):
+        u, title = lines[i].rstrip(), lines[i - 1].strip()
+        if (title and u and u[0] in _UNDERLINES and u == u[0] * len(u) and len(u) >= max(3, len(title))
+                and not lines[i - 1][:1].isspace() and title[0] not in _UNDERLINES):
+            if u[0] not in marks:
+                marks.append(u[0])
+            found.append((marks.index(u[0]) + 1, title, i - 1))
+    return found
+
+
 def _headings(lines: list[str]) -> list[tuple[int, str, int, int]]:
-    """Markdown headings as an outline: a section runs to the next heading of its level or higher."""
+    """Document headings (Markdown ``#``, else underlined as in reStructuredText)
+    as an outline: a section runs to the next heading of its level or higher."""
     found = [(len(s) - len(s.lstrip("#")), s.strip(), i) for i, s in enumerate(lines) if s.startswith("#")]
+    found = found or _underlined(lines)
     out = []
     for k, (level, label, start) in enumerate(found):
         end = next((f[2] - 1 for f in found[k + 1:] if f[0] <= level), len(lines) - 1)
@@ -185,8 +203,9 @@ FOLD_CHARS = 160  # memberless top-level rows share a line up to this width
 
 def _outline_rows(items, budget: int) -> tuple[list[str], str]:
     """Outline lines within ``budget`` (signatures, else names, indented while
-    they are few; else members inline, else public members inline, else top
-    level only, else cut) and what was left out."""
+    they are few; else members inline, else public members inline, else the
+    top level with the public members of the biggest definitions that fit,
+    else cut) and what was left out."""
     top = min((it[0] for it in items), default=0)
     few = sum(1 for it in items if it[0] <= 8) <= MAX_INDENTED_ROWS
     tiers = (  # built one at a time: most files stop at the first that fits
@@ -313,8 +332,9 @@ def read_text(path: str, content: str, total_lines: int, node_id: str | None, bu
     file lines as ``L`` numbers. ``content`` is what is outlined. ``cut``: None
     when the Read was whole; else Claude Code cut it at its token cap (its own
     note above the preview says so) and ``content`` is the whole file read
-    again ("all") or only what the Read returned ("prefix"). ``lead`` goes before the rest of
-    memtree's line; ``text_budget`` (default ``budget``) is the budget of an excerpt.
+    again ("all") or only what the Read returned ("prefix"). ``lead`` goes
+    before the rest of memtree's line; ``text_budget`` (default ``budget``) is
+    the budget of an excerpt.
     """
     lines = content.split("\n")
     if lines and lines[-1] == "":
