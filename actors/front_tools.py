@@ -65,9 +65,9 @@ _R = "memtree.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(read, "memtree.tools.read", 'For big files: outline, then lines "A-B" or a symbol. opts: ids',
          public=("path", "lines"), opts=OPTS["read"], types_={"lines": "string"}),
-    Spec(grep, "memtree.tools.grep", "Ripgrep; every hit kept. opts: glob= case= context=",
+    Spec(grep, "memtree.tools.grep", "Ripgrep for many hits, all kept. opts: glob= case= context=",
          public=("pattern", "path"), opts=OPTS["grep"]),
-    Spec(bash, "memtree.tools.bash", "Run a command; long output previewed, all kept. opts: timeout=",
+    Spec(bash, "memtree.tools.bash", "Commands with long output: preview, all kept. opts: timeout=",
          read_only=False, destructive=True, open_world=True,
          public=("command",), opts=OPTS["bash"]),
     # Also writes (note) and erases (op=forget): not read-only, destructive.
