@@ -33,6 +33,9 @@ class ActorContext:
 
     @classmethod
     def from_env(cls, default_name: str) -> "ActorContext":
+        from memtree.pythonpath import restore_user_pythonpath
+
+        restore_user_pythonpath()  # the supervisor cleaned ours; commands run for the user get theirs back
         env = os.environ
         paths = StorePaths(env[ENV_PROJECT_ROOT], env[ENV_PROJECT_HASH], env[ENV_STORE_DIR], env[ENV_RUN_DIR])
         config = Config.from_json(env.get(ENV_CONFIG) or "{}")

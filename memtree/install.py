@@ -61,11 +61,7 @@ def hook_argv() -> list[str]:
 
 def server_entry(tools: tuple[str, ...] | None = None) -> dict:
     """``tools``: the MCP tools to list (None: all, and no flag)."""
-    script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "memtree")
-    if os.path.isfile(script) and os.access(script, os.X_OK):
-        entry = {"type": "stdio", "command": script, "args": ["serve"]}
-    else:
-        entry = fallback_server_entry()
+    entry = fallback_server_entry()
     if tools is not None:
         entry["args"] += ["--tools", ",".join(tools)]
     return entry
@@ -86,9 +82,15 @@ def check_tools(text: str | None) -> tuple[str, ...] | None:
 
 
 def fallback_server_entry() -> dict:
-    """No `memtree` script beside the interpreter: run the module. -P, because
-    Claude Code starts the server in the project, which must not shadow our imports."""
-    return {"type": "stdio", "command": os.path.abspath(sys.executable), "args": ["-P", "-m", "memtree.cli", "serve"]}
+    """The module, by absolute interpreter (not the `memtree` script, whose shebang
+    takes no flags). Claude Code starts the server in the project, with the
+    user's environment: -P keeps the cwd off sys.path, -E a PYTHONPATH that
+    points into the project (memtree/pythonpath.py cleans it for the actors).
+    -E only when memtree imports without PYTHONPATH (not a checkout run through it)."""
+    from memtree.pythonpath import memtree_root, needs_pythonpath
+
+    flags = ["-P"] if needs_pythonpath(memtree_root()) else ["-E", "-P"]
+    return {"type": "stdio", "command": os.path.abspath(sys.executable), "args": [*flags, "-m", "memtree.cli", "serve"]}
 
 
 def _is_ours(hook: dict) -> bool:

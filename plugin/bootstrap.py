@@ -157,8 +157,9 @@ def serve(data: str) -> int:
                 print(f"memtree plugin: its environment is still installing; see {p['log']}", file=sys.stderr)
                 return 1
             time.sleep(0.5)  # waiting on another process's install; nothing to poll but the files
-    exe = _paths(data)["memtree"]
-    os.execv(exe, [exe, "serve"])
+    py = os.path.join(_paths(data)["venv"], "bin", "python")
+    # -E: a PYTHONPATH pointing into the project must not shadow memtree's imports (-P: nor the cwd).
+    os.execv(py, [py, "-E", "-P", "-m", "memtree.cli", "serve"])
     return 1  # not reached
 
 

@@ -60,8 +60,10 @@ class Launcher:
 
     def __call__(self, spec: ChildSpec) -> subprocess.Popen:
         from memtree.actorenv import ActorContext
+        from memtree.pythonpath import child_env
 
-        env = dict(os.environ)
+        # PYTHONPATH without the project's entries: -P alone leaves them on sys.path.
+        env = child_env(dict(os.environ), self.paths.project_root)
         env.update(ActorContext(spec.name, self.paths, self.config, self.hb_endpoint).child_env())
         fd = os.open(self.paths.log_file(spec.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

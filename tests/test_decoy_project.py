@@ -49,7 +49,7 @@ async def _every_tool(s, seen: dict) -> None:
     from mcp import Client, StdioServerParameters
 
     entry = fallback_server_entry()
-    assert entry["args"][:2] == ["-P", "-m"]
+    assert entry["args"][:3] == ["-E", "-P", "-m"]
     params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=s.project,
                                    env={**os.environ, **s.env})
     async with Client(params, read_timeout_seconds=COLD_START_S * 3) as client:

@@ -62,7 +62,8 @@ def _assert_our_hooks(settings: dict) -> None:
 
 def _assert_our_server(server: dict) -> None:
     assert server["type"] == "stdio" and os.path.isabs(server["command"])
-    assert server["args"] in (["serve"], ["-P", "-m", "memtree.cli", "serve"])
+    # -E: a PYTHONPATH into the project is ignored (test_decoy_project_pythonpath.py); -P: so is the cwd.
+    assert server["args"] == ["-E", "-P", "-m", "memtree.cli", "serve"]
 
 
 def test_by_default_install_writes_only_where_this_machine_reads_and_says_so(tmp_path):

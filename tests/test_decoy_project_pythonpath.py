@@ -1,0 +1,112 @@
+"""A PYTHONPATH pointing into the user's project reaches no memtree process.
+
+``-P`` keeps the cwd off sys.path, but PYTHONPATH is honoured: a user whose
+shell exports ``PYTHONPATH=src`` would have the project's ``json.py``,
+``zmq.py`` or ``memtree/`` shadow ours. The MCP server as install registers
+it, every actor the supervisor starts and the hook must import none of them;
+the user's own commands (the bash tool) still get the user's PYTHONPATH.
+"""
+
+import os
+import subprocess
+
+import anyio
+import pytest
+
+from memtree import pythonpath
+from memtree.install import server_entry
+from tests.conftest import _importable
+from tests.hook_support import bash_payload, contents, run_hook
+from tests.support import COLD_START_S, PYTHON, wait_until
+
+DECOYS = {"json": "json.py", "zmq": "zmq.py", "memtree": "memtree/__init__.py", "orjson": "orjson.py",
+          "apsw": "apsw.py", "psutil": "psutil.py"}
+
+
+def plant(where: str, marks: str) -> None:
+    os.makedirs(marks, exist_ok=True)
+    for name, rel in DECOYS.items():
+        path = os.path.join(where, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f"open({os.path.join(marks, name)!r}, 'w').close()\n"
+                    f"raise ImportError('decoy {rel} from the project was imported')\n")
+
+
+def _project_pythonpath(s) -> str:
+    # Relative, absolute and empty (the cwd) entries into the project, ahead of everything else.
+    return os.pathsep.join(["src", os.path.join(s.project, "src"), "", s.env["PYTHONPATH"]])
+
+
+async def _session(s, seen: dict) -> None:
+    from mcp import Client, StdioServerParameters
+
+    entry = server_entry()
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=s.project,
+                                   env={**os.environ, **s.env})
+    async with Client(params, read_timeout_seconds=COLD_START_S * 3) as client:
+        seen["tools"] = {t.name for t in (await client.list_tools()).tools}
+        actors = await anyio.to_thread.run_sync(lambda: s.wait_running(["mcp", *s.expected]))
+        seen["running"] = {a["name"] for a in actors if a["state"] == "RUNNING"}
+        res = await client.call_tool("bash", {"command": 'echo "user-pythonpath=$PYTHONPATH"'})
+        seen["bash"] = "\n".join(getattr(c, "text", "") for c in res.content)
+        run_hook(s, bash_payload(s, 1, extra="through a project PYTHONPATH"))
+        seen["hook"] = await anyio.to_thread.run_sync(lambda: wait_until(
+            lambda: contents(s, "%through a project PYTHONPATH%"), timeout=COLD_START_S, what="the capture stored"))
+
+
+@pytest.mark.skipif(not _importable("memtree.actors.mcp_front"), reason="the MCP front has not landed")
+def test_a_pythonpath_into_the_project_reaches_neither_the_server_nor_the_actors_nor_the_hook(
+        system_factory, tmp_path):
+    s = system_factory
+    marks = str(tmp_path / "imported")
+    plant(os.path.join(s.project, "src"), marks)
+    plant(s.project, marks)
+    s.write_config()
+    user_path = _project_pythonpath(s)
+    s.env["PYTHONPATH"] = user_path
+    seen = {}
+    anyio.run(_session, s, seen)
+    s.shutdown()
+
+    assert seen["running"] == {"mcp", *s.expected}
+    assert {"read", "grep", "bash", "recall"} <= seen["tools"]
+    assert list(seen["hook"].values()) == [1]
+    assert set(os.listdir(marks)) == set()
+    # The user's commands run with the user's PYTHONPATH, as typed.
+    assert f"user-pythonpath={user_path}" in seen["bash"], seen["bash"]
+
+    # Positive control: with -P alone (how actors started before) the decoys bite.
+    done = subprocess.run([PYTHON, "-P", "-c", "import json"], cwd=s.project, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": user_path}, timeout=60)
+    assert done.returncode == 1 and "decoy json.py from the project was imported" in done.stderr
+    assert set(os.listdir(marks)) == {"json"}
+
+
+def test_sanitized_drops_every_entry_inside_the_project_and_keeps_the_rest(tmp_path):
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    link = tmp_path / "link-to-src"
+    link.symlink_to(project / "src")
+    outside = tmp_path / "libs"
+    entries = ["src", str(project / "src"), "", str(project), str(link), str(outside), str(project) + "-sibling"]
+    got = pythonpath.sanitized(os.pathsep.join(entries), str(project))
+    kept = got.split(os.pathsep) if got else []
+    root = os.path.realpath(pythonpath.memtree_root())
+    assert [k for k in kept if k != root] == [str(outside), str(project) + "-sibling"]
+    # memtree's own folder stays even inside the project (memtree developed in its own checkout).
+    inside = pythonpath.sanitized(os.pathsep.join([root, "src"]), os.path.dirname(root))
+    assert inside == root
+
+
+def test_child_env_carries_the_users_value_and_an_actor_gets_it_back(monkeypatch, tmp_path):
+    env = pythonpath.child_env({"PYTHONPATH": "src", "HOME": "/h"}, str(tmp_path))
+    assert env[pythonpath.ENV_USER] == "src" and "src" not in (env.get("PYTHONPATH") or "").split(os.pathsep)
+    assert pythonpath.child_env(env, str(tmp_path))[pythonpath.ENV_USER] == "src"  # a nested start keeps it
+    monkeypatch.setenv("PYTHONPATH", env.get("PYTHONPATH", ""))
+    monkeypatch.setenv(pythonpath.ENV_USER, "src")
+    pythonpath.restore_user_pythonpath()
+    assert os.environ["PYTHONPATH"] == "src" and pythonpath.ENV_USER not in os.environ
+    monkeypatch.setenv(pythonpath.ENV_USER, "")
+    pythonpath.restore_user_pythonpath()
+    assert "PYTHONPATH" not in os.environ
