@@ -164,7 +164,8 @@ def _send(paths, data: bytes, timeout_ms: float, received_at: int):
 
     rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=received_at, rewrite=True)
     try:
-        frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000)
+        frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000,
+                              meanwhile=_preload)
     except zmtp.ZmtpError as e:
         return False, None, f"{type(e).__name__}: {e}"
     if protocol.reply_is_ok(frames[-1], rid):
@@ -180,6 +181,17 @@ def _send(paths, data: bytes, timeout_ms: float, received_at: int):
         skipped = (env.body.get("result") or {}).get("skipped") if isinstance(env.body.get("result"), dict) else None
         return True, ("skipped" if skipped else None), None
     return False, str((env.body.get("error") or {}).get("code", "?")), "writer error"
+
+
+def _preload() -> None:
+    """Import what the run needs after the ack (the heartbeat count) while the
+    writer works on the capture, instead of after its reply."""
+    try:
+        import fcntl  # noqa: F401 - memtree.heartbeat locks with it
+
+        from memtree import heartbeat  # noqa: F401
+    except ImportError:
+        pass  # _count reports it
 
 
 def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:

@@ -18,8 +18,6 @@ run concurrently). Standard library only, no ``struct``: the hook imports
 this under ``python -I -S``.
 """
 
-from __future__ import annotations
-
 import os
 
 MAGIC = b"MTHB0001"

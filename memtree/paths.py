@@ -5,8 +5,6 @@ hook imports this under ``python -I -S`` where every millisecond counts
 (dataclasses alone costs ~35 ms cold), so heavier modules load on demand.
 """
 
-from __future__ import annotations
-
 import os
 
 try:  # hashlib loads OpenSSL (~7 ms under -I -S); the builtin sha256 is enough here

@@ -22,8 +22,6 @@ Sockets (names for ``paths.endpoint``):
 - ``sup-<pid>.ctl`` supervisor ROUTER <- DEALER (memtree ctl): Ctl* calls
 """
 
-from __future__ import annotations
-
 import os
 import time
 

@@ -73,7 +73,7 @@ def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0, s
     whose matches never span a newline, a case-sensitive pattern every match
     holds; only the lines where it occurs are tried (see ``_on_hit_lines``).
     """
-    return [pattern, flags], tag, group, hints, (starts if lines is None else _lazy(lines))
+    return [pattern, flags], tag, group, frozenset(hints), (starts if lines is None else _lazy(lines))
 
 
 def _lazy(pattern: str, flags: int = 0) -> list:
@@ -94,6 +94,8 @@ _STRONG_HINTS = ("secret", "passw", "pwd", "api", "access", "private", "credenti
 _WEAK_HINTS = ("token", "key", "pass", "auth", "sig", "salt", "cookie")
 _NEAR_HINTS = ("secret", "token", "passw", "api", "credential", "signature", "auth")
 _NAMED_HINTS = ("pass", "secret", "token", "key", "salt", "credential", "pwd", "auth")
+_STRONG_HINTS, _WEAK_HINTS, _NEAR_HINTS, _NAMED_HINTS = map(
+    frozenset, (_STRONG_HINTS, _WEAK_HINTS, _NEAR_HINTS, _NAMED_HINTS))
 
 # Order matters: whole-structure rules first, so later rules see the tags.
 _RULES = [
@@ -150,6 +152,22 @@ _RULES = [
     _sub(r"\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})", "mysql_password", ("mysql",), 1,
          starts="mysql"),
 ]
+
+# Every hint once, shortest first, each with the shorter hints inside it: when
+# one of those is absent so is the hint, without scanning the text for it (a
+# scan of a text without the hint reads all of it; most hints are absent).
+_HINTS = sorted({h for rule in _RULES for h in rule[3]} | _STRONG_HINTS | _WEAK_HINTS | _NEAR_HINTS | _NAMED_HINTS,
+                key=lambda h: (len(h), h))
+_HINT_PARTS = tuple((h, tuple(g for g in _HINTS if len(g) < len(h) and g in h)) for h in _HINTS)
+
+
+def _hints_in(low: str) -> set[str]:
+    """The hints that occur in ``low``: the same answer as ``h in low`` for each."""
+    found: set[str] = set()
+    for h, parts in _HINT_PARTS:
+        if (not parts or found.issuperset(parts)) and h in low:
+            found.add(h)
+    return found
 
 # NAME=value (shell / .env / env dump; quoted or not), "name": "value" (JSON),
 # name: value (YAML), name = "value" (code). The v* group is the secret.
@@ -254,6 +272,34 @@ def _on_hit_lines(spec: list, trigger: list, text: str, repl) -> str:
     return "".join(out)
 
 
+# Key material and base64 tokens are runs of 16+ base64 characters on one line.
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_B64_MARKS = bytes(98 if i in _B64_ALPHABET else 46 for i in range(256))  # b"b" for the alphabet, b"." else
+_B64_RUN = b"b" * 16
+
+
+def _on_run_lines(spec: list, text: str, repl) -> str:
+    """``rx.sub(repl, text)`` for a rule whose matches never span a newline and
+    always hold 16 base64 characters in a row: only the lines with such a run
+    are tried, found by translating bytes (the rules' regexes crawl through
+    every offset of a large text at ~30 KB/ms)."""
+    marks = text.encode("ascii", "replace").translate(_B64_MARKS)  # one byte per character
+    rx, out, pos = _compiled(spec), [], 0
+    t = marks.find(_B64_RUN)
+    while t >= 0:
+        a = text.rfind("\n", 0, t) + 1
+        b = text.find("\n", t)
+        b = len(text) if b < 0 else b
+        out.append(text[pos:a])
+        out.append(rx.sub(repl, text[a:b]))  # alone, the line's ends still look like "\n" to ^, $ and look-arounds
+        pos = b
+        t = marks.find(_B64_RUN, b)
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _mixed(v: str) -> bool:
     return any(c.isdigit() for c in v) and any(c.isupper() for c in v) and any(c.islower() for c in v)
 
@@ -293,7 +339,7 @@ def _key_material(text: str, tags: set) -> str:
             return m.group(0)  # hex digests, words
         tags.add("key_material")
         return _put(m, "v", "[REDACTED:key_material]")
-    text = _compiled(_KEY_LINE).sub(repl, text)
+    text = _on_run_lines(_KEY_LINE, text, repl)
     if "key_material" in tags:
         for _ in range(2):
             text = _compiled(_KEY_TAIL).sub(lambda m: m.group("gap") + "[REDACTED:key_material]", text)
@@ -318,11 +364,7 @@ def _encoded_secrets(text: str, tags: set) -> str:
             tags.add("base64_secret")
             return "[REDACTED:base64_secret]"
         return tok
-    return _compiled(_BASE64).sub(repl, text)
-
-
-def _any(low: str, hints) -> bool:
-    return any(h in low for h in hints)
+    return _on_run_lines(_BASE64, text, repl)
 
 
 # Non-ASCII characters that ``re``'s IGNORECASE matches to an ASCII letter:
@@ -433,9 +475,9 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     if "\x1b" in text:  # colour codes split "KEY:\x1b[39m value"; they carry nothing worth storing
         text = _compiled(_ANSI).sub("", text)
     low = _folded(text)
-    hint_low, folded_from = (text.lower() if low is None else low), text
+    present, folded_from = _hints_in(text.lower() if low is None else low), text
     for spec, tag, group, hints, starts in _RULES:
-        if _any(hint_low, hints):
+        if not present.isdisjoint(hints):
             if not isinstance(starts, str):
                 text = _on_hit_lines(spec, starts, text, _group_repl(tag, group, tags))
                 continue
@@ -444,22 +486,22 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
             text = _sub_from(spec, starts, text, low, _group_repl(tag, group, tags))
     # Each rule below starts with its secret word, found in the folded text
     # (taken again when a rule changed the text).
-    if _any(hint_low, _STRONG_HINTS):
+    if not present.isdisjoint(_STRONG_HINTS):
         if text is not folded_from:
             low, folded_from = _folded(text), text
         text = _sub_from(_ASSIGN_STRONG, _STRONG + r"[a-z0-9_.\-]{0,40}[\"']?\s*[:=]", text, low, _assign_repl(tags))
-    if _any(hint_low, _WEAK_HINTS):
+    if not present.isdisjoint(_WEAK_HINTS):
         if text is not folded_from:
             low, folded_from = _folded(text), text
         text = _sub_from(_ASSIGN_WEAK, _WEAK_END + r"[\"']?\s*[:=]", text, low, _weak_repl(tags))
-    if _any(hint_low, _NEAR_HINTS):
+    if not present.isdisjoint(_NEAR_HINTS):
         near: set[str] = set()
         if text is not folded_from:
             low, folded_from = _folded(text), text
         text = _sub_from(_NEAR_WORD, _NEAR_WORDS + r"[a-z_]{0,40}[\"']?[\s:=i]", text, low, _weak_repl(near))
         if near:
             tags.add("secret_near_keyword")
-    if _any(hint_low, _NAMED_HINTS):
+    if not present.isdisjoint(_NAMED_HINTS):
         # one line at most per match (no newline in its pattern), so the whole text at once
         if text is not folded_from:
             low, folded_from = _folded(text), text

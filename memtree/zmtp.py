@@ -16,9 +16,6 @@ reply arrives without the routing identity. Every step runs against one
 deadline; any failure raises ZmtpError (ZmtpTimeout when the deadline passed).
 """
 
-from __future__ import annotations
-
-import struct
 import time
 
 try:  # socket.py imports enum (~20 ms under -I -S); the C module is all we use
@@ -45,13 +42,13 @@ def encode_frame(body: bytes, more: bool = False, command: bool = False) -> byte
     flags = (FLAG_MORE if more else 0) | (FLAG_COMMAND if command else 0)
     if len(body) <= 255:
         return bytes((flags, len(body))) + body
-    return bytes((flags | FLAG_LONG,)) + struct.pack(">Q", len(body)) + body
+    return bytes((flags | FLAG_LONG,)) + len(body).to_bytes(8, "big") + body
 
 
 def encode_command(name: bytes, props: dict[bytes, bytes]) -> bytes:
     body = bytes((len(name),)) + name
     for key, value in props.items():
-        body += bytes((len(key),)) + key + struct.pack(">I", len(value)) + value
+        body += bytes((len(key),)) + key + len(value).to_bytes(4, "big") + value
     return encode_frame(body, command=True)
 
 
@@ -63,7 +60,7 @@ def parse_properties(data: bytes) -> dict[bytes, bytes]:
         i += 1 + n
         if i + 4 > len(data):
             raise ZmtpError("truncated READY property")
-        (vlen,) = struct.unpack(">I", data[i:i + 4])
+        vlen = int.from_bytes(data[i:i + 4], "big")
         i += 4
         if i + vlen > len(data):
             raise ZmtpError("truncated READY property value")
@@ -137,7 +134,7 @@ class Connection:
         if flags & ~(FLAG_MORE | FLAG_LONG | FLAG_COMMAND):
             raise ZmtpError(f"bad frame flags 0x{flags:02x}")
         if flags & FLAG_LONG:
-            (size,) = struct.unpack(">Q", self._read(8, deadline))
+            size = int.from_bytes(self._read(8, deadline), "big")
         else:
             size = self._read(1, deadline)[0]
         if size > MAX_FRAME:
@@ -180,12 +177,17 @@ class Connection:
                 return frames
 
 
-def request(endpoint: str, frames: list[bytes], timeout_s: float) -> list[bytes]:
-    """Connect, send one message, return the reply's frames; raise ZmtpError."""
+def request(endpoint: str, frames: list[bytes], timeout_s: float, meanwhile=None) -> list[bytes]:
+    """Connect, send one message, return the reply's frames; raise ZmtpError.
+
+    ``meanwhile()``, if given, runs once the message is sent, while the peer
+    works on it (the hook loads what it needs after the reply then)."""
     deadline = time.monotonic() + timeout_s
     try:
         with Connection(endpoint, deadline) as conn:
             conn.send(frames, deadline)
+            if meanwhile is not None:
+                meanwhile()
             return conn.recv(deadline)
     except ZmtpError:
         raise

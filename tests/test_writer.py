@@ -220,3 +220,25 @@ def test_a_writer_that_cannot_grow_its_files_refuses_then_recovers_by_itself(wri
     after = wait_until(stored_again, timeout=10, what="the writer storing again by itself")
     assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {kept, after}
     assert proc.poll() is None
+
+
+def test_the_wal_stays_bounded_while_the_writer_checkpoints_it_after_answering(writer):
+    """SQLite's autocheckpoint is off on the writer's connection (it ran inside the
+    COMMIT a caller waits on); the writer checkpoints after replying instead. The
+    WAL must not grow with what is written: 18 MB goes in, the WAL stays within
+    twice WAL_CHECKPOINT_PAGES (4 MB each; a commit's FTS merges add to it)."""
+    from memtree.actors.writer import WAL_CHECKPOINT_PAGES
+
+    paths, proc, caller = writer
+    ids = []
+    for i in range(200):
+        body = "".join(f"line {k} of note {i}: alpha beta gamma delta {k * i}\n" for k in range(1600))[:90_000]
+        ids.append(caller.call(protocol.AddNode(kind="note", content=body))["id"])
+    assert len(set(ids)) == 200
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'note'") == [(200,)]
+    assert rows(paths, "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'gamma'") == [(200,)]
+    written = 200 * 90_000
+    wal = os.path.getsize(paths.db + "-wal")
+    page = rows(paths, "PRAGMA page_size")[0][0]
+    assert 0 < wal < 2 * WAL_CHECKPOINT_PAGES * page < written, (wal, written)
+    assert proc.poll() is None
