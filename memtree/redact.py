@@ -224,8 +224,23 @@ _ENV_TRIGGER = _lazy(r"(?:TOKEN|SECRET|PASS(?:WORD|WD)?|PWD|KEY|AUTH|CREDENTIALS
 _NAMED_PAIR = _lazy(
     r"(?i)[\"'][A-Za-z0-9_.\-]*(?:" + _NAMED[3:-1] + r"|_key)[\"']\s*,\s*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{3,})(?P=q)"
 )
-# What every _NAMED_PAIR match holds (over the folded text): the rule runs only if it occurs.
-_NAMED_PAIR_TRIGGER = _lazy(r"(?:" + _NAMED[3:-1] + r"|_key)[\"']\s*,\s*[\"']")
+# What every _NAMED_PAIR match holds (over the folded text), a name then
+# ``' , '``: the rule runs only if it occurs. Searched the fast way round: the
+# quote-comma-quote (a rare first character), then a name ending right at its
+# first quote (the longest is 14 characters).
+_QUOTE_COMMA_QUOTE = _lazy(r"[\"']\s*,\s*[\"']")
+_NAMED_PAIR_NAME = _lazy(r"(?:" + _NAMED[3:-1] + r"|_key)\Z")
+
+
+def _named_pair_trigger(low: str) -> bool:
+    """Whether ``low`` holds a name then ``' , '``. A match's first quote always starts a
+    quote-comma-quote that ``finditer`` returns: no earlier one can cover it,
+    since an earlier one's closing quote follows a comma or a space, not a name."""
+    name = _compiled(_NAMED_PAIR_NAME).search
+    return any(name(low, max(0, m.start() - 24), m.start())
+               for m in _compiled(_QUOTE_COMMA_QUOTE).finditer(low))
+
+
 # A secret-named lookup with a literal fallback: env.DB_PASSWORD || 'x', ${ADMIN_PASSWORD:=x}.
 _FALLBACK = _lazy(
     r"(?i)(?:" + _NAMED + r"[\]\"')]*\s*(?:\|\||\?\?|\bor\b)\s*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)"
@@ -243,16 +258,29 @@ _ANSI = _lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 def _on_lines(text: str, spec: list, repl, ops: tuple) -> str:
     """Run a one-line rule only on lines holding a secret word and one of
-    ``ops``: its case-insensitive alternation is slow to try at every offset."""
-    rx, lines, hit = _compiled(spec), text.split("\n"), False
-    for i, line in enumerate(lines):
-        if any(o in line for o in ops):
-            low = line.lower()
-            if any(h in low for h in _NAMED_HINTS):
-                new = rx.sub(repl, line)
-                if new != line:
-                    lines[i], hit = new, True
-    return "\n".join(lines) if hit else text
+    ``ops``: its case-insensitive alternation is slow to try at every offset.
+    The lines holding an op are found by ``str.find``, not by visiting each line."""
+    starts: set[int] = set()
+    for o in ops:  # no op holds a newline
+        i = text.find(o)
+        while i >= 0:
+            starts.add(text.rfind("\n", 0, i) + 1)
+            i = text.find("\n", i)
+            i = -1 if i < 0 else text.find(o, i)
+    rx, out, pos = _compiled(spec), [], 0
+    for a in sorted(starts):
+        b = text.find("\n", a)
+        b = len(text) if b < 0 else b
+        line = text[a:b]
+        if any(h in line.lower() for h in _NAMED_HINTS):
+            new = rx.sub(repl, line)
+            if new != line:
+                out += (text[pos:a], new)
+                pos = b
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _on_hit_lines(spec: list, trigger: list, text: str, repl) -> str:
@@ -512,7 +540,7 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
             low, folded_from = _folded(text), text
         text = _sub_from(_KEYED_LINE, _NAMED_FLAT + r"[\"']?[ \t]*[:=]", text, low, _keyed_repl(tags))
         text = _on_hit_lines(_ENV_ASSIGN, _ENV_TRIGGER, text, _value_repl(tags))
-        if _compiled(_NAMED_PAIR_TRIGGER).search(_folded(text) or text.lower()):
+        if _named_pair_trigger(_folded(text) or text.lower()):
             text = _compiled(_NAMED_PAIR).sub(_value_repl(tags), text)
         text = _on_lines(text, _FALLBACK, _value_repl(tags), ("||", "??", " or ", "${"))
     text = _key_material(text, tags)
