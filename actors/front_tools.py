@@ -52,7 +52,7 @@ class Spec:
 async def read(path: str, lines: str | int | None = None, symbol: str | None = None,
                with_ids: bool | None = None, budget_tokens: int | None = None) -> str: ...
 async def grep(pattern: str, path: str | None = None, glob: str | None = None, case: str | bool | None = None,
-               context: int | None = None, budget_tokens: int | None = None) -> str: ...
+               context: int | str | None = None, budget_tokens: int | None = None) -> str: ...
 async def bash(command: str, timeout_s: float | None = None, budget_tokens: int | None = None) -> str: ...
 async def recall(query: str | None = None, ids: list[str] | str | None = None, note: str | None = None,
                  op: str | None = None, mode: str | None = None, limit: int | None = None, filters: dict | None = None,
@@ -65,7 +65,7 @@ _R = "memtree.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(read, "memtree.tools.read", 'For big files: outline, then lines "A-B" or a symbol. opts: ids',
          public=("path", "lines"), opts=OPTS["read"], types_={"lines": "string"}),
-    Spec(grep, "memtree.tools.grep", "Ripgrep for many hits, all kept. opts: glob= case= context=",
+    Spec(grep, "memtree.tools.grep", "Ripgrep for many hits, all kept. opts: glob= case= context=N|symbol",
          public=("pattern", "path"), opts=OPTS["grep"]),
     Spec(bash, "memtree.tools.bash", "Commands with long output: preview, all kept. opts: timeout=",
          read_only=False, destructive=True, open_world=True,

@@ -132,3 +132,76 @@ def test_a_hit_on_a_line_over_16_mb_is_left_out_and_counted_and_the_rest_stored(
     node = stored_node_id(out)
     children = h.rows("SELECT json_extract(metadata,'$.path') FROM nodes WHERE parent_id=?", (node,))
     assert {c[0] for c in children} == {os.path.join(h.root, "small.txt")}
+
+
+# -- context="symbol": each hit inside the definition around it ----------------------------------
+
+_PY = '''import os
+
+
+class Box:
+    """A box."""
+
+    def open(self):
+        lid = self.lid
+        return lid.lift()
+
+    def close(self):
+        return self.lid.drop()
+
+
+def helper():
+    return Box().open()
+
+
+LIMIT = 3
+'''
+
+
+def test_symbol_context_shows_each_hit_inside_its_definition(h):
+    h.write("box.py", _PY)
+    out = h.run(grep, r"lid\.lift|Box\(\)|LIMIT", context="symbol")
+    node = stored_node_id(out)
+    # The method (innermost, not the class) and the function, numbered as native
+    # Read numbers lines; a module-level hit stays one grep line.
+    assert out.splitlines() == [
+        "box.py Box.open L7-9:", "7\t    def open(self):", "8\t        lid = self.lid", "9\t        return lid.lift()",
+        "box.py helper L15-16:", "15\tdef helper():", "16\t    return Box().open()",
+        "box.py:19:LIMIT = 3",
+        f"[memtree {node}]"]
+    # Stored as any grep: one node, one child per hit.
+    assert _children(h, node) == {f"file://{h.root}/box.py#L{n}-{n}" for n in (9, 16, 19)}
+
+
+def test_symbol_context_shows_a_definition_once_for_all_its_hits(h):
+    h.write("box.py", _PY)
+    out = h.run(grep, "lid", context="symbol")
+    blocks = [line for line in out.splitlines() if line.startswith("box.py ")]
+    assert blocks == ["box.py Box.open L7-9:", "box.py Box.close L11-12:"]  # open holds two hits, shown once
+    assert _children(h, stored_node_id(out)) == {f"file://{h.root}/box.py#L{n}-{n}" for n in (8, 9, 12)}
+
+
+def test_symbol_context_names_a_long_definition_instead_of_showing_it(h):
+    body = "".join(f"    step_{i} = {i}\n" for i in range(100))
+    h.write("long.py", f"def big():\n{body}    return 'needle'\n\n\ndef small():\n    return 'needle'\n")
+    out = h.run(grep, "needle", context="symbol")
+    lines = out.splitlines()
+    assert lines[0] == "long.py:102:    return 'needle'  (in big L1-102)"  # 102 lines: over SYMBOL_MAX_LINES
+    assert lines[1:4] == ["long.py small L105-106:", "105\tdef small():", "106\t    return 'needle'"]
+
+
+def test_symbol_context_in_other_languages_uses_the_outline(h):
+    h.write("web/app.js", "const x = 1;\n\nfunction handle(req) {\n  return req.needle;\n}\n")
+    out = h.run(grep, "needle", context="symbol")
+    assert out.splitlines()[:4] == ["web/app.js handle L3-5:", "3\tfunction handle(req) {", "4\t  return req.needle;",
+                                    "5\t}"]
+
+
+def test_symbol_context_is_the_only_word_context_takes(h):
+    h.write("a.py", "needle = 1\n")
+    before = h.counts()
+    with pytest.raises(BadRequest) as e:
+        h.run(grep, "needle", context="symbols")
+    assert '"symbol"' in e.value.message and "\n" not in e.value.message
+    assert h.counts() == before
+    assert h.run(grep, "needle", context="symbol").splitlines()[0] == "a.py:1:needle = 1"  # positive control

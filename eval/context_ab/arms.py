@@ -62,14 +62,16 @@ INSTALLED = {
               _read(TYPES, offset="${INTRANGE}", limit=24), _grep("raise NoSuchOption"),
               _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]}
 
-# memtree's own tools, scripted as the targeted arm is: the same grep, then
-# the names its hits show (``def resolve_command(``, ``class IntRange``) read
-# as symbols, where native reads the same ranges by offset/limit. No more
-# knowledge than the grep gave (an earlier script read
-# "MultiCommand.resolve_command" without any grep).
+# memtree's own tools, with the targeted arm's knowledge: the same grep, but
+# with memtree's context=symbol each hit comes inside the definition around it
+# (native Grep's context is a fixed number of lines), so the two reads the
+# targeted arm makes after its grep are in the grep's answer; a hit in a long
+# definition stays one line naming it. Then the same second grep and command.
+# (Until 2026-12-01 this arm read the two symbols in two more calls: 7,246
+# added tokens with six tools, 6,340 with four.)
 MEMTREE_TOOLS = [
-    _mt("grep", pattern=TARGETED_GREP, path="src/click"), _mt("read", path=CORE, lines="resolve_command"),
-    _mt("read", path=TYPES, lines="IntRange"), _mt("grep", pattern="raise NoSuchOption", path="src/click"),
+    _mt("grep", pattern=TARGETED_GREP, path="src/click", opts="context=symbol"),
+    _mt("grep", pattern="raise NoSuchOption", path="src/click"),
     _mt("bash", command=f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]
 
 # Session 2 of the two-session arm: the same questions after session 1

@@ -18,6 +18,7 @@ import orjson
 
 from memtree import protocol, redact
 from memtree.errors import BadRequest, MemtreeError
+from memtree.tools import symbols
 from memtree.tools import call_repr, check_budget, clip_line, count, display_path, finish, fit_block, resolve_path
 
 TIMEOUT_S = 30.0
@@ -25,6 +26,8 @@ MAX_HITS = 1000  # ripgrep is stopped after this many matches
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024  # of ripgrep's JSON; stopped beyond it
 MAX_LINE_BYTES = 1024 * 1024  # one JSON event (a hit's whole line); longer ones are left out and counted
 MAX_CONTEXT = 10
+SYMBOL = "symbol"  # context=symbol: each hit shown inside the definition around it (memtree.tools.symbols)
+SYMBOL_MAX_LINES = 80  # a longer definition shows only the hit line, with the definition's name and range
 CASES = {None: "--smart-case", "smart": "--smart-case", "sensitive": "--case-sensitive",
          "insensitive": "--ignore-case", True: "--case-sensitive", False: "--ignore-case"}
 
@@ -46,22 +49,29 @@ def deny_globs(extra) -> list[str]:
     return out
 
 
-def _args(pattern, glob, case, context) -> tuple[list[str], list[str], int]:
+def _args(pattern, glob, case, context) -> tuple[list[str], list[str], int | str]:
     if not isinstance(pattern, str) or not pattern:
         raise BadRequest("pattern must be a non-empty string (a ripgrep regular expression)")
     if case not in CASES:
         raise BadRequest('case must be "smart" (the default), "sensitive" or "insensitive"')
     if context is None:
         context = 0
+    if context == SYMBOL:
+        return _flags(case, glob, 0) + (SYMBOL,)
     if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
-        raise BadRequest(f"context must be an integer from 0 to {MAX_CONTEXT} (lines around each hit)")
+        raise BadRequest(f'context must be an integer from 0 to {MAX_CONTEXT} (lines around each hit) or "symbol" '
+                         f"(the definition around each hit)")
+    return _flags(case, glob, context) + (context,)
+
+
+def _flags(case, glob, context: int) -> tuple[list[str], list[str]]:
     globs = [glob] if isinstance(glob, str) else glob
     if globs is not None and (not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs)):
         raise BadRequest('glob must be a glob string like "*.py" or a list of them')
     flags = [CASES[case]] + (["--context", str(context)] if context else [])
     for g in globs or ():
         flags += ["--glob", g]
-    return flags, globs or [], context
+    return flags, globs or []
 
 
 async def _json_lines(stream, max_line: int):
@@ -194,7 +204,7 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
     if code == 2 and not any(e.get("type") == "match" for e in events):
         msg = " ".join(line.strip() for line in err.splitlines() if line.strip()) or "ripgrep failed"
         raise BadRequest(f"grep: {msg}")
-    files, withheld = await svc.run_sync(collect, events, root, extra, ctx_lines)
+    files, withheld = await svc.run_sync(collect, events, root, extra, 0 if ctx_lines == SYMBOL else ctx_lines)
     hits = sum(len(v) for v in files.values())
     query = call_repr("grep", pattern=pattern, path=path, glob=glob, case=case, context=context)
     notes = []
@@ -207,7 +217,7 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
     if not hits:
         return finish(f"No matches for {query}{'; ' + '; '.join(notes) if notes else ''}", budget)
     node_id = await _store(svc, query, files, root, notes, pattern, shown_target, globs, case, ctx_lines, stopped)
-    return await svc.run_sync(_preview, files, root, hits, node_id, query, notes, budget)
+    return await svc.run_sync(_preview, files, root, hits, node_id, query, notes, budget, ctx_lines == SYMBOL)
 
 
 async def _store(svc, query, files, root, notes, pattern, target, globs, case, ctx_lines, stopped):
@@ -228,7 +238,50 @@ async def _store(svc, query, files, root, notes, pattern, target, globs, case, c
     return reply.get("id")
 
 
-def _preview(files, root, hits, node_id, query, notes, budget) -> str:
+def _plain_block(rel: str, file_hits) -> tuple[list[str], list[bool]]:
+    block, is_hit = [], []
+    for line_no, text, ctx in file_hits:
+        for n, t in sorted(ctx + [(line_no, text)]):
+            sep = ":" if n == line_no else "-"
+            block.append(f"{rel}{sep}{n}{sep}{clip_line(t, 300)}")
+            is_hit.append(n == line_no)
+    return block, is_hit
+
+
+def _symbol_block(full: str, rel: str, file_hits) -> tuple[list[str], list[bool]]:
+    """Each hit inside the definition around it: a ``path name Lstart-end:``
+    header, then the definition's lines numbered as native Read numbers them
+    (so an Edit can be written from them), each definition once however many
+    hits it holds. A hit at module level, or in a definition over
+    SYMBOL_MAX_LINES, stays one ``path:N:text`` line naming what holds it."""
+    from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
+
+    try:
+        loaded = load_file(full, rel)
+    except MemtreeError:  # gone, binary, too big: the hits as ripgrep gave them
+        return _plain_block(rel, file_hits)
+    defs = symbols.definitions(loaded.chunked, loaded.lines)
+    block, is_hit, shown = [], [], []
+    hit_lines = {line_no for line_no, _t, _c in file_hits}
+    for line_no, text, _ctx in file_hits:
+        if any(a <= line_no <= b for a, b in shown):
+            continue  # on screen already, inside the definition an earlier hit opened
+        around = symbols.innermost(defs, line_no)
+        if around is not None and around.size <= SYMBOL_MAX_LINES and around.end <= len(loaded.lines):
+            shown.append((around.start, around.end))
+            block.append(f"{rel} {around.name} L{around.start}-{around.end}:")
+            is_hit.append(False)
+            for n in range(around.start, around.end + 1):
+                block.append(f"{n}\t{clip_line(loaded.lines[n - 1], 300)}")
+                is_hit.append(n in hit_lines)
+            continue
+        where = f"  (in {around.name} L{around.start}-{around.end})" if around is not None else ""
+        block.append(f"{rel}:{line_no}:{clip_line(text, 300)}{where}")
+        is_hit.append(True)
+    return block, is_hit
+
+
+def _preview(files, root, hits, node_id, query, notes, budget, by_symbol: bool = False) -> str:
     """Hits as native Grep (ripgrep -n) prints them: ``path:N:text``, context
     ``path-N-text``; then one trailer line with the node id (the hits and
     their files are on screen), or, when the budget cuts it, what was left
@@ -241,12 +294,7 @@ def _preview(files, root, hits, node_id, query, notes, budget) -> str:
     body, shown_hits, shown_files = [], 0, 0
     for full, file_hits in files.items():
         rel = display_path(root, full)
-        block, is_hit = [], []
-        for line_no, text, ctx in file_hits:
-            for n, t in sorted(ctx + [(line_no, text)]):
-                sep = ":" if n == line_no else "-"
-                block.append(f"{rel}{sep}{n}{sep}{clip_line(t, 300)}")
-                is_hit.append(n == line_no)
+        block, is_hit = _symbol_block(full, rel, file_hits) if by_symbol else _plain_block(rel, file_hits)
         kept, used = fit_block(block, room)
         if not kept:
             break
