@@ -65,7 +65,7 @@ _R = "memtree.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(read, "memtree.tools.read", 'For big files: outline, then lines "A-B" or a symbol. opts: ids',
          public=("path", "lines"), opts=OPTS["read"], types_={"lines": "string"}),
-    Spec(grep, "memtree.tools.grep", "Ripgrep for many hits, all kept. opts: glob= case= context=N|symbol",
+    Spec(grep, "memtree.tools.grep", "Ripgrep for many hits, kept. opts: glob= context=N|symbol",
          public=("pattern", "path"), opts=OPTS["grep"]),
     Spec(bash, "memtree.tools.bash", "Commands with long output: preview, all kept. opts: timeout=",
          read_only=False, destructive=True, open_world=True,
