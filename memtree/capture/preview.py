@@ -417,7 +417,7 @@ def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int
     pattern = str(tool_input.get("pattern", ""))
     where = _kept(node_id, repr(pattern[:40]))
     parts = [f"[memtree] Grep {pattern[:80]!r} ({mode}): {len(rows):,} lines"
-             + (f" in {len(per_file):,} files" if per_file else "")
+             + (f" in {len(per_file):,} file{'s' if len(per_file) > 1 else ''}" if per_file else "")
              + f", {_tokens_str(tokens.count(text))}, {where}. Narrow with path/glob, or page with head_limit/offset."]
     left = budget - tokens.count(parts[0])
     if len(per_file) > 1:
