@@ -62,7 +62,7 @@ _SECRETISH = r"(?=[^\s'\"]{0,200}[0-9])(?=[^\s'\"]{0,200}[A-Za-z])[A-Za-z0-9+/=_
 
 
 def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0, starts: str | None = None,
-         lines: str | None = None, back: int = 0):
+         lines: str | None = None, back: int = 0, cased: str | None = None):
     """A rule: replace match group ``group`` (0 = whole match) with the tag.
 
     ``hints``: lowercase literals of which one must occur for the rule to
@@ -74,13 +74,21 @@ def _sub(pattern: str, tag: str, hints: tuple, group: int = 0, flags: int = 0, s
     holds; only the lines where it occurs are tried (see ``_on_hit_lines``).
     ``back``: a match begins up to that many characters before where
     ``starts`` is found (a leading ``(?:^|\s)``: a pattern opening with
-    ``^|`` is tried at every offset, a literal is found fast).
+    ``^|`` is tried at every offset, a literal is found fast). ``cased``: for a
+    rule that matches one letter case only, a case-sensitive pattern searched
+    in the text itself instead of ``hints`` (one search, not one scan per hint).
     """
+    if cased:
+        _CASED[cased] = _lazy(cased)
+        hints = (cased,)
     return [pattern, flags], tag, group, frozenset(hints), (_lazy(lines) if lines else (starts, back))
 
 
 def _lazy(pattern: str, flags: int = 0) -> list:
     return [pattern, flags]
+
+
+_CASED: dict[str, list] = {}  # the rules' ``cased`` patterns (see _sub)
 
 
 def _compiled(spec: list):
@@ -109,8 +117,8 @@ _RULES = [
     # scheme://user:password@host
     _sub(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{0,256}:([^\s@/'\"]{1,512})@", "conn_password", ("://",), 1,
          lines=r"://"),
-    _sub(_NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA, "aws_access_key_id", tuple(a.lower() for a in _AWS),
-         starts="(?:" + "|".join(_AWS).lower() + ")"),
+    _sub(_NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA, "aws_access_key_id", (),
+         cased="A(?:" + "|".join(a[1:] for a in _AWS) + ")", starts="(?:" + "|".join(_AWS).lower() + ")"),
     _sub(_NB + r"AIza[0-9A-Za-z_\-]{35}" + _NA, "gcp_api_key", ("aiza",), starts="aiza"),
     _sub(_NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _NA, "gcp_client_secret", ("gocspx-",), starts="gocspx-"),
     _sub(_NB + r"ya29\.[0-9A-Za-z_\-]{20,}" + _NA, "gcp_access_token", ("ya29.",), starts=r"ya29\."),
@@ -118,8 +126,8 @@ _RULES = [
          lines=r"\dQ~"),
     _sub(r"[?&](?:sig|se?cret)=([A-Za-z0-9%+/=]{20,})", "azure_sas", ("sig=", "secret=", "scret="), 1,
          starts=r"[?&](?:sig|se?cret)="),
-    _sub(_NB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _NA, "github_token",
-         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), starts="gh[pousr]_|github_pat_"),
+    _sub(_NB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _NA, "github_token", (),
+         cased="gh[pousr]_|github_pat_", starts="gh[pousr]_|github_pat_"),
     _sub(_NB + r"gl(?:pat|dt|rt|ptt|soat|cbt|imt)-[0-9A-Za-z_\-]{20,}" + _NA, "gitlab_token", ("gl",),
          starts="gl(?:pat|dt|rt|ptt|soat|cbt|imt)-"),
     _sub(_NB + r"xox[abposr]-[0-9A-Za-z\-]{10,}" + _NA, "slack_token", ("xox",), starts="xox[abposr]-"),
@@ -159,14 +167,15 @@ _RULES = [
 # Every hint once, shortest first, each with the shorter hints inside it: when
 # one of those is absent so is the hint, without scanning the text for it (a
 # scan of a text without the hint reads all of it; most hints are absent).
-_HINTS = sorted({h for rule in _RULES for h in rule[3]} | _STRONG_HINTS | _WEAK_HINTS | _NEAR_HINTS | _NAMED_HINTS,
-                key=lambda h: (len(h), h))
+_HINTS = sorted({h for rule in _RULES for h in rule[3] if h not in _CASED}
+                | _STRONG_HINTS | _WEAK_HINTS | _NEAR_HINTS | _NAMED_HINTS, key=lambda h: (len(h), h))
 _HINT_PARTS = tuple((h, tuple(g for g in _HINTS if len(g) < len(h) and g in h)) for h in _HINTS)
 
 
-def _hints_in(low: str) -> set[str]:
-    """The hints that occur in ``low``: the same answer as ``h in low`` for each."""
-    found: set[str] = set()
+def _hints_in(low: str, text: str) -> set[str]:
+    """The hints that occur in ``low`` (the same answer as ``h in low`` for
+    each) and the ``cased`` patterns found in ``text``."""
+    found = {c for c, spec in _CASED.items() if _compiled(spec).search(text)}
     for h, parts in _HINT_PARTS:
         if (not parts or found.issuperset(parts)) and h in low:
             found.add(h)
@@ -508,7 +517,7 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     if "\x1b" in text:  # colour codes split "KEY:\x1b[39m value"; they carry nothing worth storing
         text = _compiled(_ANSI).sub("", text)
     low = _folded(text)
-    present, folded_from = _hints_in(text.lower() if low is None else low), text
+    present, folded_from = _hints_in(text.lower() if low is None else low, text), text
     for spec, tag, group, hints, starts in _RULES:
         if not present.isdisjoint(hints):
             if isinstance(starts, list):
