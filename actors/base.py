@@ -84,6 +84,15 @@ class SingletonLock:
     def close(self) -> None:
         os.close(self.fd)
 
+    def abandon(self) -> None:
+        """A standby that stops: a file it (re)opened after the holder removed
+        it must not outlive it; a live holder keeps the lock and its file."""
+        for _ in range(2):  # the second try takes the file a first one reopened
+            if self.try_acquire():
+                self.release()
+                return
+        self.close()
+
 
 class Actor:
     name = "actor"
@@ -107,6 +116,12 @@ class Actor:
         self._busy_since: float | None = None  # the loop entered a handler or tick at this monotonic time
         self._last_beat = 0.0
         self._last_sent: tuple | None = None  # the loop's last beat, repeated by the pulse with busy_s
+        # A signal writes a byte here (signal.set_wakeup_fd in run_actor) and the loop polls it, so
+        # SIGTERM ends a poll at once: Claude Code allows a server ~0.5 s from SIGINT to SIGKILL.
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.poller.register(self._wake_r, zmq.POLLIN)
 
     # -- hooks for subclasses ---------------------------------------------------
     def on_start(self) -> None: ...
@@ -153,6 +168,13 @@ class Actor:
 
     def stop(self) -> None:
         self._stopping = True
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
 
     def tick_soon(self, delay_s: float) -> None:
         """Run ``on_tick`` within ``delay_s`` (sooner if already due): lets an
@@ -215,7 +237,7 @@ class Actor:
                 time.sleep(min(0.05, period))
                 if lock.try_acquire():
                     return lock
-        lock.close()
+        lock.abandon()
         return None
 
     def run(self) -> int:
@@ -225,6 +247,8 @@ class Actor:
             self._hb.connect(self.ctx.hb_endpoint)
         lock = self._wait_for_lock() if self.singleton else None
         if self._stopping:
+            if lock is not None:  # won just as SIGTERM came: its file must not outlive us
+                lock.release()
             return 0
         hb_period = self.config.supervisor.heartbeatMs / 1000
         pulse_done = threading.Event()
@@ -259,11 +283,11 @@ class Actor:
                 # Rounded up: a deadline 0.4 ms away must not become a 0 ms
                 # poll that spins until it passes. Capped so a stop is noticed promptly.
                 timeout_ms = min(max(0, math.ceil((wake - time.monotonic()) * 1000)), 250)
-                if not self._readers:
-                    # An empty zmq poll returns at once: a walker with no socket must sleep.
-                    time.sleep(timeout_ms / 1000)
-                    continue
+                # Never an empty poll (it would return at once): the wake pipe is always in it.
                 for sock, _ in self.poller.poll(timeout_ms):
+                    if sock == self._wake_r:
+                        self._drain_wake()
+                        continue
                     self._dispatch(lambda: self._readers[sock](sock))
                     if self._stopping:
                         break
@@ -281,6 +305,7 @@ def run_actor(cls: type[Actor], argv: list[str] | None = None) -> int:
     ctx = ActorContext.from_env(cls.name)
     configure_logging(ctx.name)
     actor = cls(ctx)
+    signal.set_wakeup_fd(actor._wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGTERM, lambda *_: actor.stop())
     signal.signal(signal.SIGINT, lambda *_: actor.stop())
     try:

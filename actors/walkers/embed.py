@@ -19,6 +19,7 @@ thread. A provider that cannot load
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,7 @@ class EmbedWalker(Walker):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._counted = 0.0
         self._queries_done = threading.Event()
+        self._queries_wake = os.pipe()  # on_stop writes a byte: the query thread's poll ends at once
         self._queries: threading.Thread | None = None
 
     def on_start(self) -> None:
@@ -99,6 +101,7 @@ class EmbedWalker(Walker):
 
     def on_stop(self) -> None:
         self._queries_done.set()
+        os.write(self._queries_wake[1], b"x")
         if self._queries is not None:
             self._queries.join(timeout=1.0)  # before the base closes the router it polls
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -108,9 +111,10 @@ class EmbedWalker(Walker):
     def _query_loop(self) -> None:
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
+        poller.register(self._queries_wake[0], zmq.POLLIN)
         try:
             while not self._queries_done.is_set():
-                if poller.poll(250):
+                if poller.poll(1000):
                     self.serve_queries()
         except zmq.ZMQError as e:  # the router closed under us while stopping
             if not self._queries_done.is_set():
