@@ -20,6 +20,7 @@ import logging
 import os
 import time
 
+import apsw
 import zmq
 
 from memtree import heartbeat, ingest, protocol, spool
@@ -171,6 +172,8 @@ class Writer(Actor):
         try:
             self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.stats["checkpoints"] += 1
+        except (apsw.BusyError, apsw.LockedError):
+            pass  # another connection is checkpointing: it does the work
         except STORAGE_ERRORS as e:  # committed already; the next one catches up
             log.warning("WAL checkpoint failed: %s", describe(e))
 
