@@ -23,6 +23,7 @@ from memtree.supervisor.spec import ChildSpec, child_specs
 from memtree.supervisor.states import ALIVE, DOWN, State
 
 log = logging.getLogger("memtree.supervisor")
+READY_LINE = "supervisor: READY,"  # then "<n> actors in <s>s"
 LOOP_S = 0.05  # the longest the loop sleeps: bounds reaction to exits and timers
 # The walkers start once the front is READY (it has answered the client, or
 # its SDK import is done) or after this long: on 2 cores their imports would
@@ -101,6 +102,8 @@ class Supervisor:
             self.stdin_poll.register(0, getattr(select, "POLLRDHUP", 0))
         self.shutdown_reason = ""
         self.sockets = []
+        self.started_at = time.monotonic()
+        self.ready = False  # every child has been RUNNING (or STANDBY) once: logged as READY_LINE
 
     def child(self, name: str) -> Child:
         from memtree.ctl import resolve_name
@@ -259,12 +262,21 @@ class Supervisor:
             for c in self.children:
                 c.tick(now)
                 control.advance(c, now)
+            if not self.ready and others_started:
+                self._note_ready(now)
             if self.front is not None and self.front.state in DOWN:
                 self.request_shutdown(f"{self.front.name} exited: the session is over")
             elif self.stdin_poll is not None and _stdin_closed(self.stdin_poll):
                 self.request_shutdown("stdin closed: Claude Code exited")
         self.stop_all()
         return 0
+
+    def _note_ready(self, now: float) -> None:
+        """One stable log line once every child first settled: start-up is over
+        (tests start their measurements on it, not after a sleep)."""
+        if all(c.state in (State.RUNNING, State.STANDBY) for c in self.children):
+            self.ready = True
+            log.info("%s %d actors in %.1fs", READY_LINE, len(self.children), now - self.started_at)
 
     def _sweep_runtime_dirs(self) -> None:
         """Dead sessions' runtime dirs under /tmp, once per start, after the
