@@ -10,7 +10,7 @@ typed record for ``type``; handlers never see raw dicts. Replies carry
 ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {"code", "message"}}``
 and never a traceback.
 
-Standard library only at import (orjson when present), and no dataclasses or
+Standard library only at import (orjson on first use), and no dataclasses or
 enum: the capture hook imports this under ``python -I -S``.
 
 Sockets (names for ``paths.endpoint``):
@@ -25,24 +25,36 @@ Sockets (names for ``paths.endpoint``):
 import os
 import time
 
-try:  # the hook runs without site-packages; everything else has orjson
-    import orjson as _orjson
 
-    def _dumps(obj) -> bytes:
-        return _orjson.dumps(obj)
+def _codec() -> None:
+    """Bind ``_dumps``/``_loads`` on first use, not at import: orjson when it
+    can be imported (every actor), else json. The capture hook imports this
+    module under ``-I -S`` and encodes and reads its frames by hand; installed
+    in site-packages it can import orjson, whose own imports (uuid, platform,
+    re, dataclasses) cost ~60 ms there, and json imports re (~20 ms)."""
+    global _dumps, _loads
+    try:
+        import orjson
 
-    _loads = _orjson.loads
-except ImportError:  # pragma: no cover - exercised by the hook
-    # json imports re (~20 ms under -I -S): load it only when actually used.
-    def _dumps(obj) -> bytes:
+        _dumps, _loads = orjson.dumps, orjson.loads
+    except ImportError:  # pragma: no cover - the hook's slow path in a checkout
         import json
 
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        def _dumps(obj) -> bytes:
+            return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
 
-    def _loads(data):
-        import json
+        _loads = json.loads
 
-        return json.loads(data)
+
+def _dumps(obj) -> bytes:
+    _codec()
+    return _dumps(obj)
+
+
+def _loads(data):
+    _codec()
+    return _loads(data)
+
 
 PROTOCOL_VERSION = 1
 KINDS = ("call", "cast", "reply", "event")

@@ -79,6 +79,34 @@ def test_an_acknowledged_capture_imports_nothing_expensive(system):
     wait_until(lambda: len(contents(system, "$ echo capture-1%")) == 1, timeout=COLD_START_S, what="the capture")
 
 
+def test_installed_in_site_packages_the_hook_path_still_imports_no_orjson():
+    """Installed, the hook puts site-packages on sys.path (memtree's package root),
+    where orjson is: its own imports (uuid, platform, re, dataclasses) cost
+    ~60 ms under -I -S, more than the whole hook. The hook path must not load it."""
+    import os
+    import sys
+
+    import orjson
+
+    import memtree
+
+    site = os.path.dirname(os.path.dirname(orjson.__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(memtree.__file__)))
+    setup = f"import sys; sys.path[:0] = [{root!r}, {site!r}]; "
+
+    def imports(code: str) -> set[str]:
+        done = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", "-c", setup + code],
+                              capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        return {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
+
+    assert "orjson" in imports("import orjson")  # positive control: importable from that sys.path
+    hot = imports("from memtree.hooks import post_tool_use; from memtree import paths, config_gate, protocol, zmtp, "
+                  "heartbeat; protocol.encode_ingest_raw(b'{}'); protocol.reply_is_ok(b'{}', 'x')")
+    assert "memtree.protocol" in hot and "memtree.zmtp" in hot  # positive control
+    assert sorted(hot & (EXPENSIVE | {"orjson", "uuid", "platform"})) == []
+
+
 def test_the_ack_wait_grows_with_the_payload_up_to_a_cap():  # an 83 KB Read missed a flat 100 ms
     small, read_83kb, huge = (hook.ack_wait_ms(100, n) for n in (1024, 83 * 1024, 50 * 1024 * 1024))
     assert small == pytest.approx(100 + hook.ACK_MS_PER_KB)
