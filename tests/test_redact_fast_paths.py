@@ -24,7 +24,10 @@ TOKENS = [" ", "\n", "\t", "\u2003", "-u", "-U", "--user", "-a", "--auth", "--pa
           "ab:cd", "\u0130", "K\u212a", "password=", "token: ", "AKIA", "ASIA", "akia", "ghp_", "GHP_", "github_pat_",
           "QUJDREVGR0hJSktMTU5PUA==", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7",
           "ABCDEFGHIJKLMNOP", "mysql -p", "'DB_PASSWORD'", "'x'", ", ", "','", '"api_key"', "||", "??", " or ",
-          "${ADMIN_PASSWORD:=", "}", "env.DB_SECRET", "'val123'", "salt", "_key'", "session_key", "Passphrase"]
+          "${ADMIN_PASSWORD:=", "}", "env.DB_SECRET", "'val123'", "salt", "_key'", "session_key", "Passphrase",
+          "Secret", "api_key", "API-KEY", "apikey", "client_secret", "refresh_token", "_authToken", "SharedAccessKey",
+          "AccountKey", "signature", "sig", "cookie", "nonce_key", "logged_in_key", "master-key", "key_data",
+          "credentials", "pwd", "signing_key", "encryption-key", "private key", "access_token", " is ", ": ", " = "]
 
 
 def _texts() -> list[str]:
@@ -44,7 +47,7 @@ def _texts() -> list[str]:
     for case in load_cases("/project"):
         walk(case)
     rng = random.Random(11)
-    out += ["".join(rng.choice(TOKENS) for _ in range(rng.randrange(1, 16))) for _ in range(4000)]
+    out += ["".join(rng.choice(TOKENS) for _ in range(rng.randrange(1, 16))) for _ in range(6000)]
     return out
 
 
@@ -133,3 +136,41 @@ def test_rules_found_one_character_back_match_a_plain_sub(tag):
         assert r._sub_from(spec, words, text, r._folded(text), lambda m: "<>", back) == expect, text
         hits += expect != text
     assert hits > 20
+
+
+STARTS = ["_STRONG_STARTS", "_WEAK_STARTS", "_NEAR_STARTS", "_KEYED_STARTS"]
+
+
+@pytest.mark.parametrize("name", STARTS)
+def test_every_alternative_of_a_word_rule_begins_with_one_of_its_literals(name):
+    from re import _parser
+
+    words, lits = getattr(r, name)
+    op, (_, alternatives) = _parser.parse(words)[0]
+    assert str(op) == "BRANCH"
+    for alt in alternatives:
+        lead = ""
+        for o, v in alt:
+            if str(o) != "LITERAL":
+                break
+            lead += chr(v)
+        assert any(lead.startswith(w) for w in lits), (name, lead)
+    assert len(alternatives) >= len(lits)
+
+
+@pytest.mark.parametrize("name", STARTS)
+def test_literal_finder_finds_what_the_regex_search_finds(name):
+    words, lits = getattr(r, name)
+    rx, found = re.compile(words), 0
+    for text in TEXTS:
+        low = text.lower()
+        fast, pos = r._literal_finder(rx, lits, low), 0
+        while True:
+            m = rx.search(low, pos)
+            expect = -1 if m is None else m.start()
+            assert fast(pos) == expect, (text, pos)
+            if expect < 0:
+                break
+            found += 1
+            pos = expect + 1 + (pos % 3)  # callers skip ahead by varying amounts, never back
+    assert found > 100
