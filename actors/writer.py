@@ -47,7 +47,7 @@ WAL_CHECKPOINT_PAGES = 1000
 
 def _ingest(tx, rec):
     try:
-        plan = ingest.plan(rec.payload, tx.config)
+        plan = ingest.plan(rec.payload, tx.config, tx.project_root)
     except BadRequest as e:
         tx.count_kept("ingest_malformed")
         log.warning("ingest: malformed payload from %s: %s", tx.actor, e.message)
@@ -318,7 +318,7 @@ class Writer(Actor):
         """One request in its own savepoint; returns (succeeded, encoded reply)."""
         self.stats["requests"] += 1
         db = self.db
-        tx = Tx(db, self.config, src)
+        tx = Tx(db, self.config, src, project_root=self.paths.project_root)
         db.execute("SAVEPOINT req")
         try:
             result = HANDLERS[type(rec)](tx, rec)

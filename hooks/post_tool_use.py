@@ -207,7 +207,7 @@ def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
             return [cap(x) for x in v]
         return v
 
-    clean, what = ingest.sanitize(cap(payload), settings)
+    clean, what = ingest.sanitize(cap(payload), settings, paths.project_root)
     if clean is None:
         return f"not spooled: {what}"
     from memtree.paths import makedirs_private

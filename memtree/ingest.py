@@ -17,6 +17,11 @@ Shapes handled (docs/ARCHITECTURE.md "Ingest plan", integration-facts §1):
 - Bash: {stdout, stderr, interrupted} (PostToolUse has no exit code) and
   PostToolUseFailure {error: "Exit code N\\n<output>", is_interrupt}.
 
+Given ``project_root``, Read/Grep of files outside the project (after
+resolving symlinks) are skipped unless ``path.allowOutside`` names them: the
+rule of memtree's own read/grep (memtree/outside.py). A skipped capture is
+counted as refused by the hook and its native output is left as it is.
+
 A malformed payload raises BadRequest naming the field, never its content.
 Standard library only.
 """
@@ -27,6 +32,7 @@ import os
 import re
 
 from memtree.errors import BadRequest
+from memtree.outside import refused_outside
 from memtree.redact import command_denied, path_denied, redact_value
 
 TOOLS = ("Read", "Grep", "Bash")
@@ -69,7 +75,7 @@ def _skipped(reason: str, sid: str) -> dict:
     return {"skipped": reason, "session_id": sid, "nodes": []}
 
 
-def plan(payload, config) -> dict:
+def plan(payload, config, project_root: str | None = None) -> dict:
     """The node plan for one hook payload (see the module docstring)."""
     if not isinstance(payload, dict):
         raise BadRequest(f"Ingest payload must be a JSON object, not {type(payload).__name__}")
@@ -91,9 +97,25 @@ def plan(payload, config) -> dict:
         _field(payload, "error", str, "", required=False)
         return _skipped(f"{tool} failed: nothing was read", sid)
     response = _field(payload, "tool_response", dict, "")
+    deny = _denier(config, cwd, project_root)
     if tool == "Read":
-        return _plan_read(tool_input, response, sid, cwd, config)
-    return _plan_grep(tool_input, response, sid, cwd, config)
+        return _plan_read(tool_input, response, sid, cwd, deny)
+    return _plan_grep(tool_input, response, sid, cwd, config, deny)
+
+
+def _denier(config, cwd: str, project_root: str | None):
+    """``deny(path) -> reason | None``: a secret file (path.deny), or one outside the project."""
+    globs = _setting(config, "path", "deny", [])
+    allow = _setting(config, "path", "allowOutside", [])
+
+    def deny(path: str, secret: bool = True) -> str | None:
+        why = path_denied(path, globs, cwd) if secret else None
+        if why:
+            return f"denied path: {why}"
+        if project_root and refused_outside(path, project_root, allow, cwd):
+            return "outside the project (path.allowOutside)"
+        return None
+    return deny
 
 
 # -- Read ----------------------------------------------------------------------
@@ -106,11 +128,11 @@ def _mtime_ns(path: str) -> int:
         return 0
 
 
-def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, config) -> dict:
+def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny) -> dict:
     path = _field(tool_input, "file_path", str, "tool_input.")
-    denied = path_denied(path, _setting(config, "path", "deny", []), cwd)
+    denied = deny(path)
     if denied:
-        return _skipped(f"denied path: {denied}", sid)
+        return _skipped(denied, sid)
     rtype = _field(response, "type", str, "tool_response.", required=False, default="text")
     file = _field(response, "file", dict, "tool_response.", required=rtype == "text", default={})
     if rtype == "file_unchanged":
@@ -121,9 +143,9 @@ def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, config) -> 
     full = _field(file, "filePath", str, "tool_response.file.", required=False, default=path)
     full = os.path.normpath(full if os.path.isabs(full) else os.path.join(cwd, full))
     if full != os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path)):
-        denied = path_denied(full, _setting(config, "path", "deny", []), cwd)
+        denied = deny(full)
         if denied:
-            return _skipped(f"denied path: {denied}", sid)
+            return _skipped(denied, sid)
     start = _field(file, "startLine", int, "tool_response.file.", required=False, default=1)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     num = _field(file, "numLines", int, "tool_response.file.", required=False, default=lines)
@@ -166,15 +188,13 @@ def _resolver(cwd: str, search_path: str | None):
     return resolve
 
 
-def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config) -> dict:
+def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, deny) -> dict:
     pattern = _field(tool_input, "pattern", str, "tool_input.")
     search_path = _field(tool_input, "path", str, "tool_input.", required=False)
     glob = _field(tool_input, "glob", str, "tool_input.", required=False)
-    deny = _setting(config, "path", "deny", [])
-    if search_path:
-        denied = path_denied(search_path, deny, cwd)
-        if denied:
-            return _skipped(f"denied path: {denied}", sid)
+    denied = deny(search_path) if search_path else deny(cwd, secret=False)  # no path: it searched the cwd
+    if denied:
+        return _skipped(denied, sid)
     mode = _field(response, "mode", str, "tool_response.", required=False,
                   default=tool_input.get("output_mode") if isinstance(tool_input.get("output_mode"), str)
                   else "files_with_matches")
@@ -190,15 +210,15 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config) -> 
     kept, hits, denied_lines, denied_cache = [], [], 0, {}
     for line in text.split("\n"):
         path, lineno, body = _parse_line(line, mode, single_file)
-        if path is None and mode == "content" and _prefix_denied(line, resolve, deny, cwd, denied_cache):
+        if path is None and mode == "content" and _prefix_denied(line, resolve, deny, denied_cache):
             denied_lines += 1  # "path:text" (no -n) or "path-text" context line of a secret file
             continue
         if path is not None:
             full = resolve(path)
             if full not in denied_cache:
-                denied_cache[full] = path_denied(full, deny, cwd)
+                denied_cache[full] = deny(full)
             if denied_cache[full]:
-                denied_lines += 1  # a hit inside a secret file: neither stored nor kept in the text
+                denied_lines += 1  # a hit in a secret file or out of the project: neither stored nor kept
                 continue
             if lineno is not None and len(hits) < MAX_HITS:
                 hits.append((full, lineno, body))
@@ -225,7 +245,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config) -> 
     return {"skipped": None, "session_id": sid, "nodes": nodes}
 
 
-def _prefix_denied(line: str, resolve, deny, cwd: str, cache: dict) -> bool:
+def _prefix_denied(line: str, resolve, deny, cache: dict) -> bool:
     """Whether a Grep line without a line number starts with a secret file's path.
 
     Without ``-n`` a hit is ``path:text`` and a context line ``path-text``; the
@@ -235,7 +255,7 @@ def _prefix_denied(line: str, resolve, deny, cwd: str, cache: dict) -> bool:
         if c in ":-" and i:
             full = resolve(line[:i])
             if full not in cache:
-                cache[full] = path_denied(full, deny, cwd)
+                cache[full] = deny(full)
             if cache[full]:
                 return True
         elif c.isspace():
@@ -312,7 +332,7 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
 # -- spool ---------------------------------------------------------------------
 
 
-def sanitize(payload: dict, config) -> tuple[dict | None, str]:
+def sanitize(payload: dict, config, project_root: str | None = None) -> tuple[dict | None, str]:
     """The payload as the hook may spool it, or (None, why not).
 
     The same plan the writer makes decides (one deny implementation for hook,
@@ -321,7 +341,7 @@ def sanitize(payload: dict, config) -> tuple[dict | None, str]:
     redacted. The writer plans the spooled payload again when it drains it.
     """
     try:
-        planned = plan(payload, config)
+        planned = plan(payload, config, project_root)
     except BadRequest as e:
         return None, f"malformed payload ({e.message[:80]})"
     if planned["skipped"]:
@@ -331,10 +351,8 @@ def sanitize(payload: dict, config) -> tuple[dict | None, str]:
         kept = planned["nodes"][0]["content"].split("\n", 1)
         response = dict(payload["tool_response"])
         response["content"] = kept[1] if len(kept) > 1 else ""
-        deny = _setting(config, "path", "deny", [])
-        cwd = payload["cwd"]
-        response["filenames"] = [f for f in response.get("filenames") or []
-                                 if isinstance(f, str) and not path_denied(f, deny, cwd)]
+        deny = _denier(config, payload["cwd"], project_root)
+        response["filenames"] = [f for f in response.get("filenames") or [] if isinstance(f, str) and not deny(f)]
         if response.get("mode", "files_with_matches") == "files_with_matches" and "content" not in payload["tool_response"]:
             response.pop("content")
         out["tool_response"] = response

@@ -13,6 +13,7 @@ from tests.actor_procs import raw_call, rows, start_writer
 from tests.support import PAYLOAD_DIR, make_paths, reap, test_config as make_config, wait_until
 
 PAYLOADS = os.path.join(PAYLOAD_DIR, "basic.jsonl")
+HARNESS_PROJECT = "/tmp/claude-code-harness/proj"  # the cwd of every recorded payload
 
 
 def payload(tool: str) -> dict:
@@ -27,7 +28,9 @@ def payload(tool: str) -> dict:
 @pytest.fixture()
 def writer(tmp_path):
     paths = make_paths(tmp_path)
-    proc = start_writer(paths, make_config())
+    # The recorded payloads read files of the harness's project, outside this store's:
+    # allowed as a user would allow them (hook captures follow path.allowOutside).
+    proc = start_writer(paths, make_config({"path": {"allowOutside": [HARNESS_PROJECT]}}))
     yield paths, proc
     reap(proc)
 

@@ -34,9 +34,10 @@ ROOT_KINDS = ("session", "file")
 class Tx:
     """One request inside the writer's batch transaction."""
 
-    def __init__(self, db, config, actor: str, at: int | None = None):
+    def __init__(self, db, config, actor: str, at: int | None = None, project_root: str | None = None):
         self.db = db
         self.config = config
+        self.project_root = project_root  # hook captures outside it are refused (memtree/outside.py)
         self.actor = actor or "?"
         self.now = at or now_ms()
         self.changed: dict[str, dict[str, str]] = {}  # status -> {node id: kind}

@@ -8,12 +8,12 @@ argument; the front turns it into a clear tool error.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 
 from memtree import budget, redact, tokens
 from memtree.errors import BadRequest, Refused
+from memtree.outside import inside, refused_outside  # noqa: F401 - inside: the tools' import point (rewrite)
 from memtree.tool_opts import call_repr  # noqa: F401  (the tools' import point)
 
 
@@ -38,22 +38,10 @@ def resolve_path(svc, path, what: str = "path") -> tuple[str, str]:
     if reason:
         raise Refused(f"{path}: refused, {reason} (secret files are never read or stored by memtree)")
     full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
-    if not inside(root, full) and not _allowed_outside(svc, full):
+    if refused_outside(full, root, getattr(svc.config.path, "allowOutside", None)):
         raise Refused(f"{path}: refused, it is outside the project {root} (after resolving symlinks); "
                       f"to allow it, add a glob matching {full} to path.allowOutside in .memtree/config.json")
     return full, display_path(root, full)
-
-
-def inside(root: str, full: str) -> bool:
-    """Whether the real path ``full`` is the project root or under it."""
-    real_root = os.path.realpath(root)
-    return full == real_root or full.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
-def _allowed_outside(svc, full: str) -> bool:
-    globs = getattr(svc.config.path, "allowOutside", None) or ()
-    return any(fnmatch.fnmatchcase(full, os.path.expanduser(g)) or fnmatch.fnmatchcase(full, os.path.expanduser(g).rstrip("/") + "/*")
-               for g in globs)
 
 
 def display_path(root: str, full: str) -> str:
