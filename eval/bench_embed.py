@@ -11,7 +11,9 @@ Prints, measured in this run:
   join) and search.run semantic / hybrid with a given query vector;
 - ingest (writer AddNode) and hybrid search (query embedding over the
   walker's socket + search.run) p95 with the walker idle, CPU-bound
-  (draining a backlog) and SIGSTOPped, as ratios to idle;
+  (draining a backlog) and SIGSTOPped, as ratios to idle; the busy run also
+  beside idle on the grown store once drained ("idle after"), so a ratio is
+  not the store's growth;
 - whole-system RSS of `memtree serve` (front included) with the model loaded.
 """
 
@@ -231,6 +233,10 @@ def bench_latency(actors: Actors, walker, texts: list[str], samples: int) -> dic
     before = backlog(actors)
     out["busy"] = latencies(actors, samples, queries)
     out["busy_backlog"] = (before, backlog(actors))
+    # The busy run searched a bigger store (the backlog's notes): idle again on that store, drained,
+    # so a ratio is not the store's growth.
+    wait_for(lambda: backlog(actors) == 0, 1200, "the busy backlog to drain")
+    out["idle after"] = latencies(actors, samples, queries)
     os.kill(walker.pid, signal.SIGSTOP)
     try:
         out["stopped"] = latencies(actors, samples, queries)
@@ -357,13 +363,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             actors.stop()
         base_i, base_s = summary(lat["idle"][0]), summary(lat["idle"][1])
-        for label in ("idle", "busy", "stopped"):
+        after_i, after_s = summary(lat["idle after"][0]), summary(lat["idle after"][1])
+        for label in ("idle", "busy", "idle after", "stopped"):
             si, ss = summary(lat[label][0]), summary(lat[label][1])
             extra = ""
             if label == "busy":
                 extra = f"  (walker backlog {lat['busy_backlog'][0]} -> {lat['busy_backlog'][1]} during the run)"
-            print(f"walker {label:7s} ingest  {fmt_ms(si)}  {_ratio(si, base_i)}{extra}")
-            print(f"walker {label:7s} search  {fmt_ms(ss)}  {_ratio(ss, base_s)}", flush=True)
+            again = f";  vs idle after: {_ratio(si, after_i)}" if label == "busy" else ""
+            print(f"walker {label:10s} ingest  {fmt_ms(si)}  {_ratio(si, base_i)}{again}{extra}")
+            again = f";  vs idle after: {_ratio(ss, after_s)}" if label == "busy" else ""
+            print(f"walker {label:10s} search  {fmt_ms(ss)}  {_ratio(ss, base_s)}{again}", flush=True)
         for size in (int(s) for s in args.sizes.split(",") if s):
             f = bench_knn(workdir, size)
             for k in ("raw", "knn", "semantic", "hybrid", "dedupe"):
