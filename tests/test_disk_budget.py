@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 
 from memtree import protocol
 from memtree.client import Caller
@@ -141,3 +142,32 @@ def test_an_older_store_without_auto_vacuum_is_converted_once_with_its_rows_kept
         assert rows(paths, "SELECT x FROM keepme") == [("row survives",)]
     finally:
         reap(writer)
+
+
+def test_status_gives_the_stored_per_captured_ratio_only_once_a_mebibyte_was_captured(tmp_path):
+    from memtree.store import db as store_db
+
+    h = Harness(tmp_path)
+    caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    rng = random.Random(3)
+    try:
+        caller.call(protocol.AddNode(kind="note", content=_text(rng, "small"), status="live"))
+
+        def line() -> str:
+            conn = store_db.open_read(h.paths.db)
+            try:
+                return budget.summary(h.paths.db, 1 << 30, conn)
+            finally:
+                conn.close()
+
+        young = line()  # 60 KB captured: SQLite's fixed pages would make any ratio meaningless
+        assert "59 KiB captured" in young and "bytes stored per byte captured shown from 1 MiB on" in young
+        assert not re.search(r"\d\.\d\d bytes stored per byte", young), young
+        for _ in range(20):  # positive control: 1.2 MB captured
+            caller.call(protocol.AddNode(kind="note", content=_text(rng, "big"), status="live"))
+        grown = line()
+        ratio = float(grown.rsplit(", ", 1)[1].split()[0])
+        assert grown.endswith("bytes stored per byte captured") and 1.0 < ratio < 10.0, grown
+    finally:
+        caller.close()
+        h.close()

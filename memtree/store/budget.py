@@ -91,12 +91,18 @@ def children(db, node_id: str) -> list[tuple[str, str, int]]:
         f" WHERE n.parent_id = ? AND {where}", [node_id, *params])]
 
 
+RATIO_FROM_BYTES = 1048576  # captured bytes before the stored-per-captured ratio means something
+
+
 def summary(db_path: str, max_bytes: int, db=None) -> str:
     """One line for ``memtree ctl status``: size, budget, bytes stored per byte captured."""
     size = file_bytes(db_path)
     line = f"store: {size / 1048576:.1f} MiB on disk (budget storage.maxBytes {max_bytes / 1048576:.0f} MiB)"
     if db is not None:
         captured = captured_bytes(db)
-        if captured:
+        if captured >= RATIO_FROM_BYTES:
             line += f", {size / captured:.2f} bytes stored per byte captured"
+        elif captured:  # a young store is mostly SQLite's fixed pages: a ratio would mislead
+            line += (f", {captured / 1024:.0f} KiB captured (bytes stored per byte captured shown from "
+                     f"{RATIO_FROM_BYTES // 1048576} MiB on)")
     return line
