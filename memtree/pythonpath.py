@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import sys
 
+from memtree.outside import inside
+
 ENV_USER = "MEMTREE_USER_PYTHONPATH"  # "" when the user had none (Python treats an empty one as unset)
 
 
@@ -26,10 +28,6 @@ def memtree_root() -> str:
     import memtree
 
     return os.path.dirname(os.path.dirname(os.path.abspath(memtree.__file__)))
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _real(path: str, cwd: str) -> str:
@@ -71,7 +69,7 @@ def sanitized(pythonpath: str | None, project_root: str, cwd: str | None = None)
     kept = []
     for entry in entries:
         real = _real(entry, cwd) if entry else project  # "" is the cwd
-        if _inside(real, project) and real != root:
+        if inside(project, real) and real != root:
             continue
         if real not in kept:
             kept.append(real)
