@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from memtree import tokens
 from memtree.capture import preview, rewrite
 
@@ -138,8 +140,11 @@ def test_a_read_cut_at_the_token_cap_is_outlined_whole_from_disk_inside_the_proj
     outside = rewrite.updated_output(payload(proj / "m.py", cut, tmp_path / "elsewhere"), "01CAP", CFG)
     (proj / "m.py").write_text("# changed\n" + whole)
     changed = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG)
-    for t in (outside["file"]["content"], changed["file"]["content"]):
-        assert "of m.py: lines 1-2,000 of 4,500, ~" in t and "def f0 L1-74" in t and "f59" not in t
+    # A FIFO in the project (a payload naming one): never opened for a blocking read, the part read outlined.
+    os.mkfifo(proj / "pipe.py")
+    fifo = rewrite.updated_output(payload(proj / "pipe.py", cut, proj), "01CAP", CFG)
+    for t in (outside["file"]["content"], changed["file"]["content"], fifo["file"]["content"]):
+        assert "lines 1-2,000 of 4,500, ~" in t and "def f0 L1-74" in t and "f59" not in t
 
 
 def test_targeted_small_and_unknown_outputs_are_left_alone():

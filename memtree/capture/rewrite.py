@@ -16,9 +16,11 @@ A Read with offset or limit is the agent asking for exact lines: never rewritten
 from __future__ import annotations
 
 import os
+import stat
 
 from memtree import tokens
 from memtree.capture import preview
+from memtree.outside import inside  # the project rule of memtree's own read tool
 from memtree.redact import redact_text
 
 EVENT = "PostToolUse"
@@ -88,16 +90,22 @@ def _whole_from_disk(path: str, shown: str, root: str | None) -> str | None:
     outline reaches the preview, and nothing more is stored."""
     if not root:
         return None
-    from memtree.tools import inside  # the project rule of memtree's own read tool
-
     full = os.path.realpath(path)
     if not inside(root, full):
         return None
+    try:  # non-blocking and regular files only: a FIFO or device must never stall the writer
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
     try:
-        with open(full, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(MAX_DISK_BYTES + 1)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     text = data.decode("utf-8", "replace")
     return text if len(data) <= MAX_DISK_BYTES and text.startswith(shown) else None
 

@@ -13,7 +13,7 @@ import os
 
 from memtree import budget, redact, tokens
 from memtree.errors import BadRequest, Refused
-from memtree.outside import inside, refused_outside  # noqa: F401 - inside: the tools' import point (rewrite)
+from memtree.outside import refused_outside
 from memtree.tool_opts import call_repr  # noqa: F401  (the tools' import point)
 
 
