@@ -231,6 +231,17 @@ def test_missing_file_and_directory_are_clear_errors(h):
     assert "directory" in e.value.message
 
 
+def test_a_fifo_is_refused_at_once_and_stores_nothing(h):
+    h.write("control.txt", "something\n")
+    assert "something" in h.run(read, "control.txt")  # positive control
+    os.mkfifo(os.path.join(h.root, "pipe.txt"))  # no writer: a blocking open would never return
+    before = h.counts()
+    with pytest.raises(BadRequest) as e:
+        h.run(read, "pipe.txt")
+    assert "not a regular file" in e.value.message and "\n" not in e.value.message
+    assert h.counts() == before
+
+
 def test_empty_file_is_answered_and_stores_nothing(h):
     h.write("control.txt", "something\n")
     h.run(read, "control.txt")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import threading
 from collections import OrderedDict
 
@@ -109,8 +110,10 @@ def _load(full: str, shown: str) -> Loaded:
             raise NotFound(f"{shown}: no such file") from None
         except OSError as e:
             raise BadRequest(f"{shown}: cannot stat: {e.strerror}") from None
-        if os.path.isdir(full):
+        if stat.S_ISDIR(st.st_mode):
             raise BadRequest(f"{shown} is a directory; read takes a file (list it with bash, e.g. ls {shown})")
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block the read (or never end)
+            raise BadRequest(f"{shown} is not a regular file (a FIFO, socket or device); read takes a file")
         if st.st_size > MAX_FILE_BYTES:
             raise BadRequest(f"{shown} is {st.st_size} bytes, over read's {MAX_FILE_BYTES} byte limit; "
                              f"use grep or bash (e.g. head/sed -n) on it")
