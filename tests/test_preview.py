@@ -278,3 +278,13 @@ def test_a_restructuredtext_document_is_outlined_by_its_underlined_headings():
     assert rows[2].startswith("Version 1.0 L3-48; Version 1.1 L49-94; ")  # sections share lines
     assert lines[2] == "Version 1.0" and lines[48] == "Version 1.1"
     assert "Fix issue" not in text  # control: the prose is not in the preview, its sections are
+
+
+def test_markdown_headings_skip_fenced_code_and_hash_lines_that_are_not_headings():
+    section = "".join(f"Prose line {j} about the tool.\n" for j in range(60))
+    doc = ("# Tool\n\n" + section + "## Install\n\n```bash\n# install it\npip install tool\n```\n\n" + section
+           + "#hashtag in prose\n\n## Use\n\n~~~\n## not a heading either\n~~~\n" + section + "### Details\n" + section)
+    text = rewrite.updated_output(_read_payload("/p/README.md", doc), "01MD", CFG)["file"]["content"]
+    outline = text.split("Outline", 1)[1]
+    labels = {r.split(" L", 1)[0].strip() for row in outline.split("\n")[1:] for r in row.split("; ") if " L" in r}
+    assert labels == {"# Tool", "## Install", "## Use", "### Details"}, outline

@@ -134,11 +134,30 @@ def _underlined(lines: list[str]) -> list[tuple[int, str, int]]:
     return found
 
 
+_ATX = re.compile(r"(#{1,6})(?:[ \t]|$)")
+_FENCES = ("```", "~~~")
+
+
+def _atx(lines: list[str]) -> list[tuple[int, str, int]]:
+    """Markdown ``#`` headings (one to six marks, then a blank or the line's end),
+    not the ``#`` comments of a fenced code block, nor a ``#!`` or ``#tag`` line."""
+    found, fence = [], None
+    for i, line in enumerate(lines):
+        opener = line.lstrip()[:3]
+        if fence is None and opener in _FENCES:
+            fence = opener
+        elif fence is not None:
+            if opener == fence:
+                fence = None
+        elif m := _ATX.match(line):
+            found.append((len(m.group(1)), line.strip(), i))
+    return found
+
+
 def _headings(lines: list[str]) -> list[tuple[int, str, int, int]]:
     """Document headings (Markdown ``#``, else underlined as in reStructuredText)
     as an outline: a section runs to the next heading of its level or higher."""
-    found = [(len(s) - len(s.lstrip("#")), s.strip(), i) for i, s in enumerate(lines) if s.startswith("#")]
-    found = found or _underlined(lines)
+    found = _atx(lines) or _underlined(lines)
     out = []
     for k, (level, label, start) in enumerate(found):
         end = next((f[2] - 1 for f in found[k + 1:] if f[0] <= level), len(lines) - 1)
