@@ -346,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{verb} {c.path} ({c.what})")
             if c.private and c.path.startswith(project + os.sep) and (note := keep_out_of_git(c.path)):
                 print(note)
+    if tools is not None and "recall" not in tools:
+        # Said once, after the files: the previews of large native outputs and the
+        # session brief name recall calls, which this server will not list.
+        print("note: without recall, the agent cannot fetch what previews and the session brief point to "
+              "(whole outputs stay in the store; `memtree install --tools ...,recall` lists it)")
     return 0
 
 

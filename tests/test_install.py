@@ -235,6 +235,13 @@ def test_tools_registers_serve_tools_and_an_unknown_name_is_one_line_that_writes
     assert done.returncode == 0, done.stderr
     server = local_server(project)
     assert server["args"][-3:] == ["serve", "--tools", "recall"]
+    assert "without recall" not in done.stdout
     # Positive control: all four (the default) registers no flag at all.
     install(project, "--tools", "bash,recall,read,grep")
     _assert_our_server(local_server(project))
+    # Without recall the previews' and brief's pointers lead nowhere: said once, and written all the same.
+    no_recall = install(project, "--tools", "read,grep")
+    assert no_recall.returncode == 0 and local_server(project)["args"][-2:] == ["--tools", "read,grep"]
+    assert [line for line in no_recall.stdout.splitlines() if "without recall" in line] == [
+        "note: without recall, the agent cannot fetch what previews and the session brief point to (whole outputs "
+        "stay in the store; `memtree install --tools ...,recall` lists it)"]
