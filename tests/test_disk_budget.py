@@ -151,8 +151,6 @@ def test_status_gives_the_stored_per_captured_ratio_only_once_a_mebibyte_was_cap
     caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
     rng = random.Random(3)
     try:
-        caller.call(protocol.AddNode(kind="note", content=_text(rng, "small"), status="live"))
-
         def line() -> str:
             conn = store_db.open_read(h.paths.db)
             try:
@@ -160,6 +158,9 @@ def test_status_gives_the_stored_per_captured_ratio_only_once_a_mebibyte_was_cap
             finally:
                 conn.close()
 
+        caller.call(protocol.AddNode(kind="note", content="x" * 500, status="live"))
+        assert "500 bytes captured (bytes stored per byte captured shown from 1 MiB on)" in line()
+        caller.call(protocol.AddNode(kind="note", content=_text(rng, "small"), status="live"))
         young = line()  # 60 KB captured: SQLite's fixed pages would make any ratio meaningless
         assert "59 KiB captured" in young and "bytes stored per byte captured shown from 1 MiB on" in young
         assert not re.search(r"\d\.\d\d bytes stored per byte", young), young

@@ -103,6 +103,7 @@ def summary(db_path: str, max_bytes: int, db=None) -> str:
         if captured >= RATIO_FROM_BYTES:
             line += f", {size / captured:.2f} bytes stored per byte captured"
         elif captured:  # a young store is mostly SQLite's fixed pages: a ratio would mislead
-            line += (f", {captured / 1024:.0f} KiB captured (bytes stored per byte captured shown from "
+            amount = f"{captured / 1024:.0f} KiB" if captured >= 1024 else f"{captured} bytes"
+            line += (f", {amount} captured (bytes stored per byte captured shown from "
                      f"{RATIO_FROM_BYTES // 1048576} MiB on)")
     return line
