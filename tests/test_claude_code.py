@@ -61,6 +61,19 @@ def _project(tmp_path) -> str:
     return proj
 
 
+def _installed(tmp_path) -> tuple[str, str, dict]:
+    """A fresh project with the default ``memtree install`` (hooks in
+    .claude/settings.local.json, the server in the CLI's user config at local
+    scope, the isolated one this CLI reads): (project, MEMTREE_HOME, env)."""
+    proj, home = _project(tmp_path), str(tmp_path / "home")
+    memtree_home = os.path.join(home, ".memtree")
+    env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
+    done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    return proj, memtree_home, env
+
+
 def _store_dir(proj: str, memtree_home: str) -> str:
     root, phash, _ = compute_project(proj)
     return store_paths(root, phash, home=memtree_home).store_dir
@@ -132,14 +145,7 @@ def _doctor_healthy(memtree_cmd: list[str], proj: str, env: dict) -> dict:
 
 
 def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_bin, tmp_path):
-    proj, home = _project(tmp_path), str(tmp_path / "home")
-    memtree_home = os.path.join(home, ".memtree")
-    env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
-    # The default install: hooks in .claude/settings.local.json, the server in the
-    # CLI's user config (local scope), the isolated one this CLI reads.
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, capture_output=True, text=True,
-                          timeout=60, env=env)
-    assert done.returncode == 0, done.stderr
+    proj, memtree_home, env = _installed(tmp_path)
     assert not os.path.exists(os.path.join(proj, ".mcp.json"))
     result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__memtree", "mcp__memtree__recall")
     _assert_captured_found_and_no_gap(_store_dir(proj, memtree_home), result, shown, "mcp__memtree__recall")
@@ -148,11 +154,7 @@ def test_memtree_install_captures_native_tools_that_memtree_search_finds(claude_
 
 
 def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
-    proj, home = _project(tmp_path), str(tmp_path / "home")
-    memtree_home = os.path.join(home, ".memtree")
-    env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
-    subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, check=True, capture_output=True, timeout=60,
-                   env=env)
+    proj, memtree_home, env = _installed(tmp_path)
     settings_path = os.path.join(proj, ".claude", "settings.local.json")
     with open(settings_path) as f:
         settings = json.load(f)

@@ -13,26 +13,17 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import psutil
 import pytest
 
 from memtree.paths import compute_project, store_paths
 from tests.claude_code import cli
-from tests.support import PYTHON, wait_until
-from tests.test_claude_code import _project
+from tests.support import wait_until
+from tests.test_claude_code import _installed, claude_bin  # noqa: F401 - claude_bin: the shared fixture
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
 END_S = 30.0  # a loaded 2-core box: SIGTERM to six actors, each removing its files
-
-
-@pytest.fixture(scope="module")
-def claude_bin():
-    try:
-        return cli.ensure_cli()
-    except cli.RegistryUnreachable as e:
-        pytest.skip(f"REAL CLAUDE CODE TEST NOT RUN: the npm registry is unreachable ({e})")
 
 
 def _group(pgid: int) -> list[psutil.Process]:
@@ -54,12 +45,7 @@ def _run_files(run_dir: str) -> list[str]:
 
 
 def test_after_a_real_cli_session_memtree_ends_by_itself_and_leaves_no_run_files(claude_bin, tmp_path):
-    proj, home = _project(tmp_path), str(tmp_path / "home")
-    memtree_home = os.path.join(home, ".memtree")
-    env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, capture_output=True, text=True,
-                          timeout=60, env=env)
-    assert done.returncode == 0, done.stderr
+    proj, memtree_home, env = _installed(tmp_path)
     root, phash, _ = compute_project(proj)
     paths = store_paths(root, phash, home=memtree_home)
     script = {"side_text": "ok", "turns": [
