@@ -7,6 +7,7 @@ started by the install's fallback command), ctl, the hook and every MCP tool
 must work, and no marker may appear.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -31,9 +32,11 @@ DECOYS = {
 }
 
 
-def plant_decoys(project: str, marks: str) -> None:
+def plant_decoys(project: str, marks: str, decoys: dict[str, str] = DECOYS) -> None:
+    """Each decoy, once imported, leaves a file named for it in ``marks`` (and
+    raises, but for the partial ``email`` package)."""
     os.makedirs(marks, exist_ok=True)
-    for name, rel in DECOYS.items():
+    for name, rel in decoys.items():
         path = os.path.join(project, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         breaks = "" if name == "email" else f"raise ImportError('decoy {rel} from the project was imported')\n"
@@ -45,17 +48,25 @@ def _text(res) -> str:
     return "\n".join(getattr(c, "text", "") for c in res.content)
 
 
-async def _every_tool(s, seen: dict) -> None:
+@contextlib.asynccontextmanager
+async def serving(s, entry: dict, seen: dict):
+    """The registered server command over real stdio in the project, once every
+    actor runs: ``seen`` gets the listed tools and the running actors."""
     from mcp import Client, StdioServerParameters
 
-    entry = fallback_server_entry()
-    assert entry["args"][:3] == ["-E", "-P", "-m"]
     params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=s.project,
                                    env={**os.environ, **s.env})
     async with Client(params, read_timeout_seconds=COLD_START_S * 3) as client:
         seen["tools"] = {t.name for t in (await client.list_tools()).tools}
         actors = await anyio.to_thread.run_sync(lambda: s.wait_running(["mcp", *s.expected]))
         seen["running"] = {a["name"] for a in actors if a["state"] == "RUNNING"}
+        yield client
+
+
+async def _every_tool(s, seen: dict) -> None:
+    entry = fallback_server_entry()
+    assert entry["args"][:3] == ["-E", "-P", "-m"]
+    async with serving(s, entry, seen) as client:
         ctl = os.path.join(os.path.dirname(sys.executable), "memtree")
         done = await anyio.to_thread.run_sync(lambda: subprocess.run(
             [ctl, "ctl", "status", "--json"], cwd=s.project, env={**os.environ, **s.env},

@@ -18,19 +18,10 @@ from memtree.install import server_entry
 from tests.conftest import _importable
 from tests.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, PYTHON, wait_until
+from tests.test_decoy_project import _text, plant_decoys, serving
 
 DECOYS = {"json": "json.py", "zmq": "zmq.py", "memtree": "memtree/__init__.py", "orjson": "orjson.py",
           "apsw": "apsw.py", "psutil": "psutil.py"}
-
-
-def plant(where: str, marks: str) -> None:
-    os.makedirs(marks, exist_ok=True)
-    for name, rel in DECOYS.items():
-        path = os.path.join(where, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(f"open({os.path.join(marks, name)!r}, 'w').close()\n"
-                    f"raise ImportError('decoy {rel} from the project was imported')\n")
 
 
 def _project_pythonpath(s) -> str:
@@ -39,17 +30,9 @@ def _project_pythonpath(s) -> str:
 
 
 async def _session(s, seen: dict) -> None:
-    from mcp import Client, StdioServerParameters
-
-    entry = server_entry()
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=s.project,
-                                   env={**os.environ, **s.env})
-    async with Client(params, read_timeout_seconds=COLD_START_S * 3) as client:
-        seen["tools"] = {t.name for t in (await client.list_tools()).tools}
-        actors = await anyio.to_thread.run_sync(lambda: s.wait_running(["mcp", *s.expected]))
-        seen["running"] = {a["name"] for a in actors if a["state"] == "RUNNING"}
+    async with serving(s, server_entry(), seen) as client:
         res = await client.call_tool("bash", {"command": 'echo "user-pythonpath=$PYTHONPATH"'})
-        seen["bash"] = "\n".join(getattr(c, "text", "") for c in res.content)
+        seen["bash"] = _text(res)
         run_hook(s, bash_payload(s, 1, extra="through a project PYTHONPATH"))
         seen["hook"] = await anyio.to_thread.run_sync(lambda: wait_until(
             lambda: contents(s, "%through a project PYTHONPATH%"), timeout=COLD_START_S, what="the capture stored"))
@@ -60,8 +43,8 @@ def test_a_pythonpath_into_the_project_reaches_neither_the_server_nor_the_actors
         system_factory, tmp_path):
     s = system_factory
     marks = str(tmp_path / "imported")
-    plant(os.path.join(s.project, "src"), marks)
-    plant(s.project, marks)
+    plant_decoys(os.path.join(s.project, "src"), marks, DECOYS)
+    plant_decoys(s.project, marks, DECOYS)
     s.write_config()
     user_path = _project_pythonpath(s)
     s.env["PYTHONPATH"] = user_path
