@@ -179,18 +179,24 @@ def test_a_cancelled_call_kills_the_process_group_of_its_command(h, tmp_path):
     wait_until(lambda: _gone(int(pidfile.read_text())), timeout=10, what="cancelled command's child killed")
 
 
+def _start_sleeper(f, pidfile):
+    """A bash call through the front that leaves a ``sleep 300`` child and waits
+    on it: (the pending call, the child's pid) once the child runs."""
+    pending = f.portal.start_task_soon(
+        f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
+    # Allows for the front's cold start (the mcp SDK import) on a loaded box.
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
+               what="command started")
+    return pending, int(pidfile.read_text())
+
+
 def test_a_front_that_exits_kills_the_commands_it_was_running(tmp_path):
     from tests.front_harness import Front
 
     pidfile = tmp_path / "child.pid"
     f = Front(tmp_path)
     try:
-        pending = f.portal.start_task_soon(
-            f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
-        # Allows for the front's cold start (the mcp SDK import) on a loaded box.
-        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
-                   what="command started")
-        child = int(pidfile.read_text())
+        pending, child = _start_sleeper(f, pidfile)
         assert not _gone(child)  # positive control: it runs while the front does
     finally:
         f.close()  # closes the front's stdin: the front exits
@@ -206,12 +212,7 @@ def test_a_front_stopped_by_sigterm_kills_the_commands_it_was_running(tmp_path):
     pidfile = tmp_path / "child.pid"
     f = Front(tmp_path)
     try:
-        f.portal.start_task_soon(
-            f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
-        # Allows for the front's cold start (the mcp SDK import) on a loaded box.
-        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
-                   what="command started")
-        child = int(pidfile.read_text())
+        child = _start_sleeper(f, pidfile)[1]
         shell = psutil.Process(os.getpgid(child))  # the command's bash leads the group
         front = shell.parent()
         assert "memtree.actors.mcp_front" in " ".join(front.cmdline())
@@ -228,12 +229,7 @@ def test_an_mcp_request_cancelled_by_the_client_kills_its_command_and_the_front_
     pidfile = tmp_path / "child.pid"
     f = Front(tmp_path)
     try:
-        pending = f.portal.start_task_soon(
-            f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
-        # Allows for the front's cold start (the mcp SDK import) on a loaded box.
-        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
-                   what="command started")
-        child = int(pidfile.read_text())
+        pending, child = _start_sleeper(f, pidfile)
         pending.cancel()  # the SDK client sends notifications/cancelled for an abandoned request
         wait_until(lambda: _gone(child), timeout=10, what="the cancelled request's command killed")
         assert "still-serving" in f.ok("bash", {"command": "echo still-serving"})  # same front, next call
