@@ -18,8 +18,9 @@ import orjson
 
 from memtree import protocol, redact
 from memtree.errors import BadRequest, MemtreeError
-from memtree.tools import symbols
 from memtree.tools import call_repr, check_budget, clip_line, count, display_path, finish, fit_block, resolve_path
+from memtree.tools import symbols
+from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
 
 TIMEOUT_S = 30.0
 MAX_HITS = 1000  # ripgrep is stopped after this many matches
@@ -254,8 +255,6 @@ def _symbol_block(full: str, rel: str, file_hits) -> tuple[list[str], list[bool]
     (so an Edit can be written from them), each definition once however many
     hits it holds. A hit at module level, or in a definition over
     SYMBOL_MAX_LINES, stays one ``path:N:text`` line naming what holds it."""
-    from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
-
     try:
         loaded = load_file(full, rel)
     except MemtreeError:  # gone, binary, too big: the hits as ripgrep gave them
