@@ -7,7 +7,7 @@ tool modules load on the first tool call or in the background. Its stdout is
 the MCP wire: it never prints, and logs go to stderr (logs/mcp.log).
 
 Every tool call passes one wrapper (``Front.run_tool``): argument
-validation with one-line errors, the tool, then ``memtree.budget.enforce``
+validation with one-line errors, the tool, then ``memtree.text.budget.enforce``
 on its text. Expected failures become MCP tool errors; anything else is
 logged with its traceback and the agent sees one line.
 """
@@ -22,13 +22,13 @@ import sys
 
 import anyio
 
-from memtree import mcp_sdk
+from memtree.front import mcp_sdk
 
 mcp_sdk.lean_import()  # before the first `mcp` import below: it is most of the start-up
 from mcp.server.lowlevel import Server  # noqa: E402
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations  # noqa: E402
 
-from memtree.actors import front_tools as specs  # noqa: E402
+from memtree.front import tool_table as specs  # noqa: E402
 
 log = logging.getLogger("mcp")
 
@@ -92,13 +92,13 @@ class Front:
         async with self._svc_lock:
             if self.svc is None:
                 self.ctx = self.ctx or await anyio.to_thread.run_sync(load_context)
-                svc_mod = await anyio.to_thread.run_sync(importlib.import_module, "memtree.services")
+                svc_mod = await anyio.to_thread.run_sync(importlib.import_module, "memtree.front.services")
                 self.svc = svc_mod.Services(self.ctx.config, self.ctx.paths, src=self.ctx.name)
                 self.svc.task_group = self.task_group
             return self.svc
 
     async def run_tool(self, spec, arguments: dict) -> CallToolResult:
-        from memtree import budget
+        from memtree.text import budget
         from memtree.errors import MemtreeError
         from memtree.tools import call_repr
 
@@ -122,7 +122,7 @@ class Front:
 def load_context():
     """The supervisor's context from the environment; run standalone (no
     supervisor env), the project is found as every entry point finds it (paths.start_dir)."""
-    from memtree.actorenv import ENV_STORE_DIR, ActorContext
+    from memtree.runtime.actorenv import ENV_STORE_DIR, ActorContext
 
     if os.environ.get(ENV_STORE_DIR):
         return ActorContext.from_env("mcp")
@@ -198,7 +198,7 @@ async def stop_when_orphaned(scope) -> None:
 async def serve(front: Front) -> None:
     from mcp.server.stdio import stdio_server
 
-    from memtree.mcp_stdin import StdinLines
+    from memtree.front.mcp_stdin import StdinLines
 
     stdin = StdinLines()
     try:
@@ -217,7 +217,7 @@ async def serve(front: Front) -> None:
 
 
 def main() -> int:
-    from memtree.logs import configure_logging
+    from memtree.runtime.logs import configure_logging
 
     configure_logging("mcp")
     from memtree.errors import BadRequest

@@ -6,7 +6,7 @@ a SAVEPOINT each (a failing request rolls back alone), commits, and only then
 replies and publishes ``NodesChanged`` events. A request that hits a bug gets
 an ``internal`` error reply and the writer lives: a poison request must not
 crash-loop the only writer. Storage that cannot take writes (disk full, a
-read-only database file; memtree.store.writable) is noticed before a batch or
+read-only database file; memtree.store.write.writable) is noticed before a batch or
 when its commit fails: every request gets an ``unavailable`` reply naming the
 problem (nothing unstored is acknowledged; hooks spool), ``ctl status`` shows
 it, and the writer retries with a capped backoff until it clears by itself.
@@ -23,14 +23,20 @@ import time
 import apsw
 import zmq
 
-from memtree import heartbeat, ingest, protocol, spool
+from memtree import protocol
+from memtree.capture import heartbeat
+from memtree.capture import ingest
+from memtree.capture import spool
 from memtree.actors.base import Actor, main_for
 from memtree.capture import rewrite
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
-from memtree.store import captures, mutations, rescan, vector_writes
-from memtree.store.mutations import Tx
-from memtree.store.writable import STORAGE_ERRORS, Writability, describe
+from memtree.store.write import captures
+from memtree.store.write import mutations
+from memtree.store.write import rescan
+from memtree.store.write import vectors
+from memtree.store.write.mutations import Tx
+from memtree.store.write.writable import STORAGE_ERRORS, Writability, describe
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +110,8 @@ HANDLERS = {
     protocol.Reclaim: lambda tx, rec: mutations.reclaim(tx, rec.pages),
     protocol.Redact: lambda tx, rec: {"changed": rescan.reredact(tx, rec.ids)},
     protocol.RebuildIndexes: lambda tx, rec: mutations.rebuild_indexes(tx, rec.reason),
-    protocol.PutVectors: vector_writes.put_vectors,
-    protocol.Supersede: vector_writes.supersede,
+    protocol.PutVectors: vectors.put_vectors,
+    protocol.Supersede: vectors.supersede,
 }
 # After a batch holding one of these, checkpoint the WAL so the file really shrinks.
 CHECKPOINT_AFTER = (protocol.Reclaim, protocol.Forget)  # Forget: no old page image stays in the WAL

@@ -127,7 +127,7 @@ def add_notes(endpoint: str, rows: int, clients: int, text) -> float:
     """Add ``rows`` live notes (``text(i)``) through the real writer from
     ``clients`` threads, one DEALER each; returns notes/s."""
     from memtree import protocol
-    from memtree.client import Caller
+    from memtree.runtime.client import Caller
 
     errors: list[BaseException] = []
 

@@ -105,7 +105,7 @@ class Actors:
         self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, module: str) -> subprocess.Popen:
-        from memtree.actorenv import ActorContext
+        from memtree.runtime.actorenv import ActorContext
 
         env = {**os.environ, **ActorContext(name, self.paths, self.config, None).child_env()}
         log = open(self.paths.log_file(name), "ab")
@@ -141,7 +141,7 @@ def wait_for(pred, timeout: float, what: str):
 
 def writer_up(actors: Actors) -> None:
     from memtree import protocol
-    from memtree.client import Caller
+    from memtree.runtime.client import Caller
     from memtree.errors import MemtreeError
 
     c = Caller(actors.paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=1000)
@@ -197,9 +197,10 @@ def latencies(actors: Actors, samples: int, queries: list[str]) -> tuple[list[fl
     """(ingest, hybrid search) latencies in seconds, interleaved."""
     import anyio
 
-    from memtree import protocol, search
-    from memtree.client import Caller
-    from memtree.services import Services
+    from memtree import protocol
+    from memtree.recall import search
+    from memtree.runtime.client import Caller
+    from memtree.front.services import Services
 
     async def run():
         svc = Services(actors.config, actors.paths, session_id="bench")
@@ -251,7 +252,7 @@ def bench_latency(actors: Actors, walker, texts: list[str], samples: int) -> dic
 def bench_knn(workdir: str, size: int, queries: int = 30) -> dict:
     import numpy as np
 
-    from memtree import search
+    from memtree.recall import search
     from memtree.ids import now_ms, ulid
     from memtree.recall.embeddings import LOCAL_MODEL
     from memtree.store.db import open_write

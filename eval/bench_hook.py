@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from memtree.eval.stats import fmt_ms, summary
-from memtree.install import hook_argv
+from memtree.ops.install import hook_argv
 
 
 def _payload(project: str, i: int) -> bytes:
@@ -108,7 +108,7 @@ def _print(title: str, series: dict[str, list[float]]) -> None:
 
 def _heartbeat_in_process(store_dir: str, runs: int = 2000) -> list[float]:
     """heartbeat.count alone (lock, read 6 KB, write one slot), in this process."""
-    from memtree import heartbeat
+    from memtree.capture import heartbeat
 
     out = []
     for _ in range(runs):
@@ -136,7 +136,8 @@ def _importtime(env: dict, project: str, top: int = 10) -> list[tuple[int, str]]
 
 def _round_trips(project: str, runs: int, make=_payload, rewrite: bool = False) -> list[float]:
     """The hook's network part alone, from this process: one connection per call, as the hook does."""
-    from memtree import protocol, zmtp
+    from memtree import protocol
+    from memtree.capture import zmtp
     from memtree.paths import paths_for_cwd
 
     ep = paths_for_cwd(project).endpoint(protocol.SOCK_INGEST)
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\nwhere the time goes (hook, writer stopped):")
         for us, name in _importtime(env, project):
             print(f"  {us / 1000:7.1f} ms  {name}")
-        from memtree import spool
+        from memtree.capture import spool
         from memtree.paths import paths_for_cwd
 
         print(f"\nspooled entries waiting: {spool.pending_count(paths_for_cwd(project).spool)}")

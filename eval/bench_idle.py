@@ -3,7 +3,7 @@
     .venv/bin/python -m memtree.eval.bench_idle [--seconds 10]
 
 Prints each process's use as a percent of one core over the window, from
-psutil cpu_times deltas (memtree.cpu.measure), beside `sleep` measured in
+psutil cpu_times deltas (memtree.runtime.cpu.measure), beside `sleep` measured in
 the same window as the floor.
 """
 
@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from memtree.cpu import measure
+from memtree.runtime.cpu import measure
 
 
 def _memtree() -> list[str]:
@@ -27,7 +27,7 @@ def _memtree() -> list[str]:
 
 
 def _running(project: str) -> dict[str, int] | None:
-    from memtree.ctl import CtlFailure, Supervisors
+    from memtree.ops.ctl import CtlFailure, Supervisors
     from memtree.paths import paths_for_cwd
 
     try:

@@ -62,8 +62,8 @@ def _fill(folder: str) -> str:
 
 
 def _disk_round(runs: int, workdir: str) -> int:
-    from memtree.actorenv import ActorContext
-    from memtree.client import Caller
+    from memtree.runtime.actorenv import ActorContext
+    from memtree.runtime.client import Caller
     from memtree.config.defaults import defaults
     from memtree.config.loader import Config, validate
     from memtree.errors import MemtreeError, Unavailable

@@ -26,7 +26,7 @@ from memtree.eval.stats import fmt_ms, summary
 
 
 def corpus_texts(root: str, limit: int = 4000) -> list[str]:
-    from memtree.chunking import chunk_text
+    from memtree.text.chunking import chunk_text
 
     texts = []
     for path in sorted(glob.glob(os.path.join(root, "*", "**", "*.py"), recursive=True)):
@@ -63,7 +63,7 @@ def embed_backlog(db_path: str, caller, provider, batch: int = 512) -> int:
 
 
 def time_modes(conn, queries: list[str], provider, searches: int) -> dict[str, list[float]]:
-    from memtree import search
+    from memtree.recall import search
     from memtree.store import vectors
 
     lat: dict[str, list[float]] = {m: [] for m in ("embed query", "raw knn", "bm25", "keyword", "semantic", "hybrid")}

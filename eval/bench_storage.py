@@ -39,7 +39,7 @@ def _shown_bytes(p: dict) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from memtree.install import hook_argv
+    from memtree.ops.install import hook_argv
     from memtree.paths import paths_for_cwd
     from memtree.store import budget
     from memtree.store.db import open_read

@@ -48,7 +48,7 @@ def _full_shell(root: str, argv: list[str]) -> str:
 
 
 def _symbol_lines(root: str, path: str, name: str) -> tuple[int, int]:
-    from memtree.chunking import chunk_text
+    from memtree.text.chunking import chunk_text
 
     with open(os.path.join(root, path), encoding="utf-8") as f:
         sym = chunk_text(path, f.read()).find_symbol(name)

@@ -4,7 +4,7 @@
 
 Fetches five pinned sdists (eval/recall_queries.py CORPUS) with
 ``pip download --no-deps --no-binary :all:`` into a cache dir, ingests every
-``.py`` file the way an agent's ``read`` would (memtree.chunking + PutFile to a
+``.py`` file the way an agent's ``read`` would (memtree.text.chunking + PutFile to a
 real writer process), embeds the chunks in-process with the embed walker's
 provider when it is installed, then runs each query through memtree's search
 in every mode beside plain BM25 (FTS5 bm25, no ranking) in the same run.
@@ -91,8 +91,8 @@ def eval_config():
 
 def start_writer(workdir: str, config):
     from memtree import protocol
-    from memtree.actorenv import ActorContext
-    from memtree.client import Caller
+    from memtree.runtime.actorenv import ActorContext
+    from memtree.runtime.client import Caller
     from memtree.paths import prepare_store, store_paths
 
     project = os.path.join(workdir, "project")
@@ -135,7 +135,7 @@ def stop(proc) -> None:
 def ingest(root: str, caller) -> int:
     """Every .py file of the corpus, chunked as the wrapped read chunks it, sent as PutFile."""
     from memtree import protocol
-    from memtree.chunking import chunk_text
+    from memtree.text.chunking import chunk_text
 
     n = 0
     for path in sorted(glob.glob(os.path.join(root, "*", "**", "*.py"), recursive=True)):
@@ -156,7 +156,7 @@ def embed_corpus(paths, config) -> object | None:
     the provider (queries are embedded in-process by the same function the
     walker answers EmbedQuery with), or None when no provider can load here
     (hybrid then runs degraded to keyword, as it would for a user)."""
-    from memtree.actorenv import ActorContext
+    from memtree.runtime.actorenv import ActorContext
     from memtree.recall.embeddings import ProviderUnavailable, load_provider
     from memtree.store import db as store_db
 
@@ -219,7 +219,7 @@ def metrics(spans: list[tuple[str, int, int]], gold: list[tuple[str, int, int]],
 
 def run_queries(conn, root: str, queries, vectors) -> dict:
     """{mode: {"per_query": [...]}}: spans and metrics of every query in every mode."""
-    from memtree import search
+    from memtree.recall import search
     from memtree.errors import BadRequest
 
     out: dict = {m: [] for m in MODES}
@@ -304,7 +304,7 @@ def calibrate(results: dict, penalty: float = 3.0) -> None:
 
 
 def evaluate(small: bool = False, cache: str | None = None) -> dict:
-    from memtree import search
+    from memtree.recall import search
     from memtree.store import db as store_db
 
     root = fetch(cache_dir(cache))

@@ -9,17 +9,17 @@ sends one ``Ingest`` call to the writer's ingest socket with the stdlib ZMTP
 client, and waits ``capture.hookTimeoutMs`` (default 100 ms; env
 MEMTREE_HOOK_TIMEOUT_MS wins) plus 4 ms per KB of payload for the acknowledgement, which the writer sends
 after commit. Without one, the payload is planned, filtered and redacted as
-the writer would (memtree.ingest.sanitize, the only place ``re`` is loaded)
+the writer would (memtree.capture.ingest.sanitize, the only place ``re`` is loaded)
 and appended to the store's spool for the writer to drain later; a denied
 command or path spools nothing. A config file the hook cannot read or parse
-fails closed (memtree.config_gate): nothing is sent or spooled.
+fails closed (memtree.capture.settings): nothing is sent or spooled.
 
 Always exits 0. Writes stdout only to replace a large Read/Grep/Bash output
 with the preview the writer built after committing it (the
 ``updatedToolOutput`` in the ack), or, when the capture was spooled, the same
 preview built here from the redacted spool entry. Problems
 go to ``<store>/logs/hook.log`` as one line without any payload content.
-Every run counts its outcome in the capture heartbeat (memtree.heartbeat).
+Every run counts its outcome in the capture heartbeat (memtree.capture.heartbeat).
 """
 
 import os
@@ -96,7 +96,7 @@ def _timeout_ms(texts: list[str]) -> float:
 
 def _settings(texts: list[str]) -> dict:
     """capture/bash/path sections merged (project over global); spool path only.
-    The files were checked by config_gate.usable before."""
+    The files were checked by settings.usable before."""
     import json
 
     merged: dict = {}
@@ -160,7 +160,8 @@ def _send(paths, data: bytes, timeout_ms: float, received_at: int):
     """The writer's reply: (ok, error code or None, why-not text or, when ok, the
     hook output to print: a replacement of a large output, memtree.capture.rewrite).
     An ok reply whose plan was skipped by the gate has code "skipped"."""
-    from memtree import protocol, zmtp
+    from memtree import protocol
+    from memtree.capture import zmtp
 
     rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=received_at, rewrite=True)
     try:
@@ -187,16 +188,17 @@ def _preload() -> None:
     """Import what the run needs after the ack (the heartbeat count) while the
     writer works on the capture, instead of after its reply."""
     try:
-        import fcntl  # noqa: F401 - memtree.heartbeat locks with it
+        import fcntl  # noqa: F401 - memtree.capture.heartbeat locks with it
 
-        from memtree import heartbeat  # noqa: F401
+        from memtree.capture import heartbeat  # noqa: F401
     except ImportError:
         pass  # _count reports it
 
 
 def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
     """Plan, filter and redact as the writer would, then append; return what happened (for the log)."""
-    from memtree import ingest, spool
+    from memtree.capture import ingest
+    from memtree.capture import spool
 
     def cap(v):
         if isinstance(v, str):
@@ -232,7 +234,7 @@ def _rewrite_spooled(clean: dict, settings: dict) -> None:
 
 def run(state: dict) -> str:
     """Hand the payload over; return the outcome for the capture heartbeat
-    (memtree.heartbeat.OUTCOMES). ``state`` gets the store paths and session."""
+    (memtree.capture.heartbeat.OUTCOMES). ``state`` gets the store paths and session."""
     import time
 
     received_at = int(time.time() * 1000)  # when it happened, also for a spooled copy
@@ -251,10 +253,10 @@ def run(state: dict) -> str:
     # The same rule as `memtree serve`: CLAUDE_PROJECT_DIR first, then the payload's cwd.
     payload_cwd = cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
     paths = state["paths"] = mpaths.paths_for_cwd(mpaths.start_dir(fallback=payload_cwd))
-    from memtree import config_gate
+    from memtree.capture import settings
 
-    texts, sig = config_gate.config_texts(paths.project_root, mpaths.memtree_home())
-    if not config_gate.usable(paths, texts, sig, lambda msg: _log(paths.log_dir, msg)):
+    texts, sig = settings.config_texts(paths.project_root, mpaths.memtree_home())
+    if not settings.usable(paths, texts, sig, lambda msg: _log(paths.log_dir, msg)):
         return "refused"  # fail closed: the user's deny rules are unknown, so nothing is stored
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
     ok, code, why = _send(paths, data, ack_wait_ms(_timeout_ms(texts), len(data)), received_at)
@@ -281,7 +283,7 @@ def _count(state: dict, outcome: str) -> None:
     if state.get("paths") is None:
         return  # failed before the store was known: only hook.log can tell
     try:
-        from memtree import heartbeat
+        from memtree.capture import heartbeat
 
         heartbeat.count(state["paths"].store_dir, state.get("session") or "?", outcome)
     except OSError as e:

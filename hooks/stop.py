@@ -2,7 +2,7 @@
 
 Counts the Read/Grep/Bash calls in the session's transcript and compares
 them with the capture-hook runs memtree counted for the session
-(memtree.heartbeat.record_check). A gap goes to ``<store>/logs/hook.log``
+(memtree.capture.heartbeat.record_check). A gap goes to ``<store>/logs/hook.log``
 and the heartbeat file, where ``memtree ctl status`` and ``memtree doctor``
 show it. It never blocks the agent: it always exits 0 and never writes
 stdout (a Stop hook's stdout could keep the agent going).
@@ -15,7 +15,7 @@ import sys
 def run() -> None:
     import json
 
-    from memtree import heartbeat
+    from memtree.capture import heartbeat
     from memtree import paths as mpaths
     from memtree.hooks.post_tool_use import _log
 

@@ -37,11 +37,11 @@ def _serve(argv: list[str]) -> int:
     args = p.parse_args(argv)
     front_env = {}
     if args.tools is not None:
-        from memtree.actors import front_tools
+        from memtree.front import tool_table
         from memtree.errors import BadRequest
 
         try:
-            front_env[front_tools.ENV_TOOLS] = ",".join(front_tools.parse_tools(args.tools))
+            front_env[tool_table.ENV_TOOLS] = ",".join(tool_table.parse_tools(args.tools))
         except BadRequest as e:
             print(f"memtree serve: {e.message}", file=sys.stderr)
             return 2
@@ -51,37 +51,37 @@ def _serve(argv: list[str]) -> int:
 
 
 def _ctl(argv: list[str]) -> int:
-    from memtree.ctl import main
+    from memtree.ops.ctl import main
 
     return main(argv)
 
 
 def _install(argv: list[str]) -> int:
-    from memtree.install import main
+    from memtree.ops.install import main
 
     return main(argv)
 
 
 def _doctor(argv: list[str]) -> int:
-    from memtree.doctor import main
+    from memtree.ops.doctor import main
 
     return main(argv)
 
 
 def _demo(argv: list[str]) -> int:
-    from memtree.demo import main
+    from memtree.ops.demo import main
 
     return main(argv)
 
 
 def _reembed(argv: list[str]) -> int:
-    from memtree.recall.reembed import main
+    from memtree.ops.reembed import main
 
     return main(argv)
 
 
 def _redact(argv: list[str]) -> int:
-    from memtree.redact_rescan import main
+    from memtree.ops.rescan import main
 
     return main(argv)
 

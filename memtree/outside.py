@@ -1,6 +1,6 @@
 """The project rule: memtree stores files inside the project, and outside it
 only what ``path.allowOutside`` names. One rule for the wrapped read/grep
-(memtree/tools) and for hook captures of native Read/Grep (memtree/ingest.py).
+(memtree/tools) and for hook captures of native Read/Grep (memtree/capture/ingest.py).
 
 Paths are compared after resolving symlinks, so a link inside the project
 pointing out of it is outside. Standard library only (the hook's spool path

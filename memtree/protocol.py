@@ -61,7 +61,7 @@ KINDS = ("call", "cast", "reply", "event")
 
 # The largest message the writer's sockets accept (ZMQ_MAXMSGSIZE): a peer
 # sending more is disconnected before the bytes are buffered. The hook's ZMTP
-# client refuses replies above the same size (memtree.zmtp.MAX_FRAME).
+# client refuses replies above the same size (memtree.capture.zmtp.MAX_FRAME).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 SOCK_WRITE = "write"

@@ -14,8 +14,8 @@ import signal
 import subprocess
 from typing import Callable
 
-from memtree import priority
-from memtree.cpu import CpuRate, cpu_seconds
+from memtree.runtime import priority
+from memtree.runtime.cpu import CpuRate, cpu_seconds
 from memtree.supervisor.policy import Backoff, RestartWindow
 from memtree.supervisor.spec import PERMANENT, TRANSIENT, ChildSpec
 from memtree.supervisor.states import ALIVE, State

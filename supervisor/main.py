@@ -60,8 +60,8 @@ class Launcher:
         self.preexec = _pdeathsig() if sys.platform.startswith("linux") else None
 
     def __call__(self, spec: ChildSpec) -> subprocess.Popen:
-        from memtree.actorenv import ActorContext
-        from memtree.pythonpath import child_env
+        from memtree.runtime.actorenv import ActorContext
+        from memtree.runtime.pythonpath import child_env
 
         # PYTHONPATH without the project's entries: -P alone leaves them on sys.path.
         env = child_env(dict(os.environ), self.paths.project_root)
@@ -106,7 +106,7 @@ class Supervisor:
         self.ready = False  # every child has been RUNNING (or STANDBY) once: logged as READY_LINE
 
     def child(self, name: str) -> Child:
-        from memtree.ctl import resolve_name
+        from memtree.ops.ctl import resolve_name
         from memtree.protocol import ErrorCode, ProtocolError
 
         names = [c.name for c in self.children]
@@ -281,11 +281,11 @@ class Supervisor:
     def _sweep_runtime_dirs(self) -> None:
         """Dead sessions' runtime dirs under /tmp, once per start, after the
         children are spawned (not on the path to the front's READY)."""
-        from memtree import runtime_sweep
+        from memtree.runtime import sweep
 
         t0 = time.monotonic()
         try:
-            removed = runtime_sweep.sweep_for(self.paths)
+            removed = sweep.sweep_for(self.paths)
         except OSError as e:
             log.warning("supervisor: runtime dir sweep failed: %s", e)
             return
@@ -320,7 +320,7 @@ class Supervisor:
 
 
 def _configure_logging(paths) -> None:
-    from memtree.logs import FORMAT
+    from memtree.runtime.logs import FORMAT
 
     handler = logging.FileHandler(paths.log_file("supervisor"), encoding="utf-8")
     os.chmod(paths.log_file("supervisor"), 0o600)
@@ -332,7 +332,7 @@ def _configure_logging(paths) -> None:
 
 
 def serve(project: str | None, front: bool, front_env: dict | None = None) -> int:
-    from memtree import config_gate
+    from memtree.capture import settings
     from memtree.config import ConfigError, load_config
     from memtree.paths import memtree_home, paths_for_cwd, prepare_store, start_dir
 
@@ -343,14 +343,14 @@ def serve(project: str | None, front: bool, front_env: dict | None = None) -> in
     prepare_store(paths)
     _configure_logging(paths)
     try:
-        _texts, config_sig = config_gate.config_texts(paths.project_root, memtree_home())
+        _texts, config_sig = settings.config_texts(paths.project_root, memtree_home())
         config = load_config(paths.project_root, memtree_home())
         specs = child_specs(config, front)
     except ConfigError as e:
         log.error("supervisor: %s", e.message)
         print(f"memtree serve: {e.message}", file=sys.stderr)
         return 2
-    config_gate.mark_ok(paths, config_sig)  # the hook's fast path may trust these files now
+    settings.mark_ok(paths, config_sig)  # the hook's fast path may trust these files now
     from memtree.protocol import sup_heartbeat_sock
 
     hb_endpoint = paths.endpoint(sup_heartbeat_sock(os.getpid()))

@@ -11,7 +11,7 @@ import importlib.util
 import json
 import logging
 
-from memtree.actorenv import FRONT_NAME
+from memtree.runtime.actorenv import FRONT_NAME
 from memtree.config.loader import did_you_mean
 from memtree.errors import ConfigError
 

@@ -8,7 +8,7 @@ import zmq
 
 from memtree import protocol
 from memtree.actors.base import ActorContext
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
 from memtree.store import db as store_db
 from tests.support import COLD_START_S, PYTHON, close_bound, spawn, wait_until

@@ -127,7 +127,7 @@ class System:
 
     def status(self) -> list[dict]:
         """Every actor of every supervisor, over the real control sockets (in-process, fast)."""
-        from memtree.ctl import CtlFailure, Supervisors
+        from memtree.ops.ctl import CtlFailure, Supervisors
 
         try:
             sups = Supervisors(self.paths)
@@ -186,7 +186,7 @@ class System:
 
     # -- teardown ---------------------------------------------------------------
     def shutdown(self) -> None:
-        from memtree.ctl import CtlFailure, Supervisors
+        from memtree.ops.ctl import CtlFailure, Supervisors
         from memtree.protocol import CtlShutdown
 
         try:

@@ -14,7 +14,7 @@ from anyio.from_thread import start_blocking_portal
 
 from memtree import protocol
 from memtree.actors.base import ActorContext
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from tests.actor_procs import rows, start_writer
 from tests.support import COLD_START_S, PYTHON, make_paths, reap, test_config
 

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from memtree.install import hook_argv
+from memtree.ops.install import hook_argv
 from tests.actor_procs import rows
 from tests.support import PAYLOAD_DIR
 

@@ -1,10 +1,11 @@
-"""memtree.budget: the one place budgets are checked and enforced."""
+"""memtree.text.budget: the one place budgets are checked and enforced."""
 
 from __future__ import annotations
 
 import pytest
 
-from memtree import budget, tokens
+from memtree import tokens
+from memtree.text import budget
 from memtree.errors import BadRequest
 
 TEXTS = [

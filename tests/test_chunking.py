@@ -8,7 +8,7 @@ import os
 
 import mcp
 
-from memtree.chunking import WINDOW_LINES, chunk_text, split_lines
+from memtree.text.chunking import WINDOW_LINES, chunk_text, split_lines
 
 SOURCES = sorted(glob.glob(os.path.join(os.path.dirname(mcp.__file__), "**", "*.py"), recursive=True))
 
@@ -51,7 +51,7 @@ def test_form_feeds_do_not_shift_line_numbers_and_syntax_errors_fall_back_to_win
 def test_parsing_user_code_emits_no_warnings_for_its_escape_sequences():
     import warnings
 
-    from memtree.chunking import chunk_python
+    from memtree.text.chunking import chunk_python
 
     text = 'import re\n\n\ndef words(s):\n    return re.split("\\s+", s)\n'
     with warnings.catch_warnings(record=True) as caught:

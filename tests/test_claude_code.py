@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from memtree import heartbeat
+from memtree.capture import heartbeat
 from memtree.paths import compute_project, store_paths
 from tests.claude_code import cli
 from tests.support import PYTHON

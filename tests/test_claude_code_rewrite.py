@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from memtree.eval.context_ab import cli
-from memtree.install import main as install_main
+from memtree.ops.install import main as install_main
 from tests.actor_procs import rows
 from tests.support import COLD_START_S, wait_until
 

@@ -16,7 +16,7 @@ import sys
 import anyio
 import pytest
 
-from memtree.install import fallback_server_entry
+from memtree.ops.install import fallback_server_entry
 from tests.conftest import _importable
 from tests.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, PYTHON, wait_until

@@ -13,8 +13,8 @@ import subprocess
 import anyio
 import pytest
 
-from memtree import pythonpath
-from memtree.install import server_entry
+from memtree.runtime import pythonpath
+from memtree.ops.install import server_entry
 from tests.conftest import _importable
 from tests.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, PYTHON, wait_until

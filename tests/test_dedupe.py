@@ -9,7 +9,7 @@ import math
 import pytest
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.recall.embeddings import LOCAL_MODEL
 from tests.actor_procs import rows, start_actor, start_writer
 from tests.support import COLD_START_S, make_paths, reap, wait_until

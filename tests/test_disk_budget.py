@@ -9,7 +9,7 @@ import random
 import re
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.store import budget
 from tests import support
 from tests.actor_procs import start_actor

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from memtree import heartbeat
+from memtree.capture import heartbeat
 from tests.actor_procs import rows
 from tests.hook_support import run_hook
 from tests.support import COLD_START_S, wait_until

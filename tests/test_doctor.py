@@ -84,7 +84,7 @@ def test_a_project_without_memtree_fails_each_missing_piece_with_a_fix(system_fa
             {"type": "command", "command": f"/nonexistent/python -I -S {s.project}/memtree/hooks/launch.py"}]}]}}, f)
     os.makedirs(os.path.join(s.project, "memtree", "hooks"))
     open(os.path.join(s.project, "memtree", "__init__.py"), "w").close()
-    from memtree import heartbeat
+    from memtree.capture import heartbeat
 
     heartbeat.record_check(s.paths.store_dir, "sess-lost", 4)
     _, checks = doctor(s)

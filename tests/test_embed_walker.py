@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.errors import Unavailable
 from memtree.recall.embeddings import LOCAL_MODEL, StaticProvider
 from memtree.store.vectors import from_blob

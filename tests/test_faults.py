@@ -15,7 +15,7 @@ import time
 from anyio.from_thread import start_blocking_portal
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.errors import CallTimeout, Unavailable
 from memtree.store.db import open_read
 from tests.front_harness import ids_in

@@ -6,7 +6,7 @@ import pytest
 
 from memtree import protocol
 from memtree.actors.walkers.filter import decide
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.store.triage import Pending
 from tests.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 from tests.support import COLD_START_S, make_paths, reap, test_config as make_config, wait_until

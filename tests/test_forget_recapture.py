@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from tests.actor_procs import rows
 from tests.hook_support import bash_payload, run_hook
 from tests.support import COLD_START_S, wait_until

@@ -53,7 +53,7 @@ def test_only_tools_are_declared_and_the_surface_costs_under_300_tokens_per_requ
     assert 0 < tokens.count(sent) <= 280, tokens.count(sent)
     # Folded arguments: the description says opts exists, and a wrong key
     # lists every key the tool takes (reachable from one call).
-    from memtree.tool_opts import OPTS
+    from memtree.front.opts import OPTS
 
     for t in front.tools():
         has = bool(OPTS[t.name])

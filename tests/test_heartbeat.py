@@ -7,8 +7,8 @@ import json
 import os
 import subprocess
 
-from memtree import heartbeat
-from memtree.install import hook_argv
+from memtree.capture import heartbeat
+from memtree.ops.install import hook_argv
 from tests.hook_support import bash_payload, hook_env, run_hook
 
 

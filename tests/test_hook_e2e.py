@@ -10,8 +10,8 @@ import time
 
 import psutil
 
-from memtree import spool
-from memtree.ingest import plan
+from memtree.capture import spool
+from memtree.capture.ingest import plan
 from tests.actor_procs import rows
 from tests.hook_support import bash_payload, contents, counter, real_payloads, run_hook, start_hook
 from tests.support import COLD_START_S, PYTHON, test_config as make_config, wait_until

@@ -9,7 +9,7 @@ the project, or allowed, are stored: the positive controls.
 import json
 import os
 
-from memtree import heartbeat
+from memtree.capture import heartbeat
 from tests.hook_support import contents, run_hook, rows
 from tests.support import COLD_START_S, wait_until
 

@@ -6,7 +6,7 @@ import json
 import os
 import re
 
-from memtree import spool
+from memtree.capture import spool
 from tests.actor_procs import rows
 from tests.hook_support import run_hook
 from tests.support import COLD_START_S, wait_until

@@ -10,7 +10,7 @@ import pytest
 
 from memtree import protocol
 from memtree.hooks import post_tool_use as hook
-from memtree.install import hook_argv
+from memtree.ops.install import hook_argv
 from tests.hook_support import bash_payload, contents, hook_env
 from tests.support import COLD_START_S, wait_until
 
@@ -74,7 +74,7 @@ def test_an_acknowledged_capture_imports_nothing_expensive(system):
                           capture_output=True, timeout=60)
     assert done.returncode == 0 and done.stdout == b""
     imported = {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
-    assert "memtree.zmtp" in imported and "memtree.protocol" in imported  # positive control
+    assert "memtree.capture.zmtp" in imported and "memtree.protocol" in imported  # positive control
     assert sorted(imported & EXPENSIVE) == [], done.stderr.decode()[-6000:]
     wait_until(lambda: len(contents(system, "$ echo capture-1%")) == 1, timeout=COLD_START_S, what="the capture")
 
@@ -103,7 +103,7 @@ def test_installed_in_site_packages_the_hook_path_still_imports_no_orjson():
     assert "orjson" in imports("import orjson")  # positive control: importable from that sys.path
     hot = imports("from memtree.hooks import post_tool_use; from memtree import paths, config_gate, protocol, zmtp, "
                   "heartbeat; protocol.encode_ingest_raw(b'{}'); protocol.reply_is_ok(b'{}', 'x')")
-    assert "memtree.protocol" in hot and "memtree.zmtp" in hot  # positive control
+    assert "memtree.protocol" in hot and "memtree.capture.zmtp" in hot  # positive control
     assert sorted(hot & (EXPENSIVE | {"orjson", "uuid", "platform"})) == []
 
 

@@ -1,13 +1,13 @@
 """A good citizen when idle, and an operator who can see when it is not.
 
-CPU is measured from psutil ``cpu_times`` deltas (memtree.cpu), never from
+CPU is measured from psutil ``cpu_times`` deltas (memtree.runtime.cpu), never from
 ``cpu_percent``, whose first call on a process says 0.0.
 """
 
 import json
 import os
 
-from memtree.cpu import measure
+from memtree.runtime.cpu import measure
 from memtree.supervisor.main import READY_LINE
 from tests.support import COLD_START_S, wait_until
 

@@ -1,4 +1,4 @@
-"""memtree.ingest.plan on the real Claude Code payloads and on broken ones."""
+"""memtree.capture.ingest.plan on the real Claude Code payloads and on broken ones."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import pytest
 
 from memtree.errors import BadRequest
-from memtree.ingest import plan
+from memtree.capture.ingest import plan
 from tests.support import PAYLOAD_DIR, test_config as make_config
 
 

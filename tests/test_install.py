@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from memtree.install import hook_argv
+from memtree.ops.install import hook_argv
 from tests.support import PYTHON
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

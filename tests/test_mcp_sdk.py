@@ -9,7 +9,7 @@ from tests.support import PYTHON
 PROBE = """
 import sys
 {pre}
-from memtree import mcp_sdk
+from memtree.front import mcp_sdk
 lean = mcp_sdk.lean_import()
 from mcp.server.lowlevel import Server
 from mcp.types import Tool

@@ -7,9 +7,10 @@ import pytest
 from memtree import protocol
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms
-from memtree.store import captures, mutations
+from memtree.store.write import captures
+from memtree.store.write import mutations
 from memtree.store import db as store_db
-from memtree.store.mutations import Tx
+from memtree.store.write.mutations import Tx
 from tests.support import test_config as make_config
 
 SECRET = "AKIAIOSFODNN7EXAMPLE"
@@ -208,7 +209,7 @@ def test_a_skipped_plan_stores_nothing_and_audits_the_reason_only(db):
 
 
 def test_huge_content_is_cut_before_redaction_yet_redacted_and_sized_right():
-    from memtree.store.mutations import prepare_content
+    from memtree.store.write.mutations import prepare_content
 
     key = "-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEowIBAAKCAQEA" * 200  # never terminated
     text = "token ghp_" + "a" * 36 + "\n" + "y" * 99_000 + key + "z" * 10_000_000

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.tools.read import read
 from tests.actor_procs import start_actor
 from tests import support

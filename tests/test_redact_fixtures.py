@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memtree.ingest import plan
+from memtree.capture.ingest import plan
 from memtree.redact import REDACTION_VERSION, redact_text
 from tests.leaky_cases import load_cases
 from tests.support import test_config as make_config

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.store import db as store_db
 from memtree.store.vectors import ModelMismatch, check_model, knn

@@ -271,7 +271,7 @@ def test_files_op_gives_one_hit_per_file_and_counts_its_other_matching_chunks(fr
 
 
 def test_neighbors_stops_at_its_node_cap_and_says_so(front):
-    from memtree.retrieval import MAX_NEIGHBORS
+    from memtree.recall.retrieval import MAX_NEIGHBORS
 
     root = front.add("The okapi census root node, parent of many survey nodes.")
     kids = [front.add(f"okapi survey {i}", parent_id=root) for i in range(50)]
@@ -286,7 +286,7 @@ def test_neighbors_stops_at_its_node_cap_and_says_so(front):
 
 
 def test_a_hit_shows_its_best_matching_line_and_the_best_line_near_it_exactly():
-    from memtree import render
+    from memtree.recall import render
 
     log = "\n".join(["Version 9.1.0", "-------------", "", "Released 2030-01-02", "- other change",
                      "Version 9.0.0", "-------------", "", "Released 2029-05-11", "- first change"])

@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.paths import compute_project, store_paths
 from tests.support import COLD_START_S, wait_until
 

@@ -11,7 +11,7 @@ import time
 import pytest
 import zmq
 
-from memtree import runtime_sweep
+from memtree.runtime import sweep
 from tests.support import COLD_START_S, PYTHON, reap, spawn, wait_until
 
 OLD = time.time() - 3600
@@ -68,7 +68,7 @@ def test_only_dead_sessions_dirs_are_removed(parent):
         assert holder.stdout.readline().strip() == b"held"
         sock.bind(f"ipc://{os.path.join(listening, 'write.sock')}")
         _age(dead, empty, held, listening, ours)
-        removed = runtime_sweep.sweep(parent, keep=ours)
+        removed = sweep.sweep(parent, keep=ours)
         assert removed == 2
         assert set(os.listdir(parent)) == {os.path.basename(d) for d in (held, listening, young, ours)}
         # The live dirs keep every file they had.
@@ -78,7 +78,7 @@ def test_only_dead_sessions_dirs_are_removed(parent):
         holder.stdin.close()
         holder.wait(timeout=COLD_START_S)
         _age(held)
-        assert runtime_sweep.sweep(parent, keep=ours) == 1
+        assert sweep.sweep(parent, keep=ours) == 1
         assert not os.path.exists(held)
     finally:
         sock.close()

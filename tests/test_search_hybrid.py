@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from memtree import search
+from memtree.recall import search
 from memtree.store import db as store_db
 from tests.actor_procs import start_actor
 from tests.front_harness import Front, ids_in

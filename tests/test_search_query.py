@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from memtree import search
+from memtree.recall import search
 from memtree.errors import BadRequest
 
 NASTY = ['"', '""', "'", "a\"b", "NEAR(", "foo AND", "OR", "NOT x", "col:val", "x*", "^start", "(a OR b",

@@ -4,7 +4,7 @@ import os
 import signal
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
 from tests.support import COLD_START_S, wait_until
 

@@ -156,7 +156,7 @@ def test_background_child_holding_the_output_is_killed(h, tmp_path):
 def test_a_cancelled_call_kills_the_process_group_of_its_command(h, tmp_path):
     import asyncio
 
-    from memtree.services import Services
+    from memtree.front.services import Services
 
     pidfile = tmp_path / "child.pid"
 

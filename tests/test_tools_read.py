@@ -9,7 +9,7 @@ import re
 import pytest
 
 from memtree import tokens
-from memtree.chunking import WINDOW_LINES, split_lines
+from memtree.text.chunking import WINDOW_LINES, split_lines
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.tools.read import read
 from tests.tools_harness import numbered

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.errors import BadRequest
 from memtree.store.vectors import ModelMismatch, check_model, knn
 from tests.actor_procs import read_db, rows, start_writer

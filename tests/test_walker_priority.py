@@ -9,7 +9,7 @@ import os
 
 import psutil
 
-from memtree import priority
+from memtree.runtime import priority
 
 WALKERS = {"walker.filter", "walker.staleness", "walker.pruner", "walker.embed", "walker.dedupe",
            "walker.summarize"}

@@ -10,7 +10,7 @@ import pytest
 import zmq
 
 from memtree import protocol
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.errors import NotFound, Refused
 from memtree.paths import socket_path
 from tests.actor_procs import raw_call, rows, start_writer

@@ -6,8 +6,9 @@ import json
 import os
 import time
 
-from memtree import protocol, spool
-from memtree.client import Caller
+from memtree import protocol
+from memtree.capture import spool
+from memtree.runtime.client import Caller
 from tests.actor_procs import rows, start_writer
 from tests.support import COLD_START_S, make_paths, reap, test_config as make_config, wait_until
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 import zmq
 
-from memtree import zmtp
+from memtree.capture import zmtp
 
 
 class Router:

@@ -7,7 +7,7 @@ import asyncio
 import os
 import re
 
-from memtree.services import Services
+from memtree.front.services import Services
 from tests.actor_procs import rows, start_writer
 from tests.support import make_paths, reap, test_config
 

@@ -18,9 +18,11 @@ import os
 import apsw
 import zmq
 
-from memtree import optional, priority, protocol
+from memtree import protocol
+from memtree.runtime import optional
+from memtree.runtime import priority
 from memtree.actors.base import Actor
-from memtree.client import Caller
+from memtree.runtime.client import Caller
 from memtree.errors import CallTimeout, Unavailable
 from memtree.paths import socket_path
 from memtree.store import db as store_db

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 
-from memtree import freshness, protocol
+from memtree import protocol
+from memtree.recall import freshness
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError

@@ -10,7 +10,7 @@ that matter) plus how to get the rest, while memtree keeps the whole output.
 
 Pure and standard library only (no ``ast``: a line scan finds definitions in
 any indented language and costs nothing to import). The caller stores the
-output first and redacts the preview text; see memtree.store.captures.
+output first and redacts the preview text; see memtree.store.write.captures.
 """
 
 from __future__ import annotations

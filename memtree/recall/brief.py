@@ -10,7 +10,8 @@ run failed). Live nodes only, framed as recalled data, at most
 
 from __future__ import annotations
 
-from memtree import render, tokens
+from memtree import tokens
+from memtree.recall import render
 from memtree.redact import redact_text
 from memtree.store import recent_work
 

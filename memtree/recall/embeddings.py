@@ -35,7 +35,7 @@ import os
 import urllib.error
 import urllib.request
 
-from memtree import optional
+from memtree.runtime import optional
 from memtree.errors import Unavailable
 
 LOCAL_MODEL = "wordllama-l2-supercat-256"

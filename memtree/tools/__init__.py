@@ -1,7 +1,7 @@
 """The wrapped tools (read, grep, bash): each does the work, stores the full
 output through the writer and returns a slice that fits the caller's budget.
 
-A tool is ``async def tool(svc, **args) -> str`` (see memtree/services.py).
+A tool is ``async def tool(svc, **args) -> str`` (see memtree/front/services.py).
 Bad arguments raise memtree.errors.BadRequest with a message naming the
 argument; the front turns it into a clear tool error.
 """
@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 
-from memtree import budget, redact, tokens
+from memtree import redact, tokens
+from memtree.text import budget
 from memtree.errors import BadRequest, Refused
 from memtree.outside import refused_outside
-from memtree.tool_opts import call_repr  # noqa: F401  (the tools' import point)
+from memtree.front.opts import call_repr  # noqa: F401  (the tools' import point)
 
 
 def check_budget(value) -> int:

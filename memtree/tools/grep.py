@@ -19,7 +19,7 @@ import orjson
 from memtree import protocol, redact
 from memtree.errors import BadRequest, MemtreeError
 from memtree.tools import call_repr, check_budget, clip_line, count, display_path, finish, fit_block, resolve_path
-from memtree.tools import symbols
+from memtree.text import symbols
 from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
 
 TIMEOUT_S = 30.0
@@ -27,7 +27,7 @@ MAX_HITS = 1000  # ripgrep is stopped after this many matches
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024  # of ripgrep's JSON; stopped beyond it
 MAX_LINE_BYTES = 1024 * 1024  # one JSON event (a hit's whole line); longer ones are left out and counted
 MAX_CONTEXT = 10
-SYMBOL = "symbol"  # context=symbol: each hit shown inside the definition around it (memtree.tools.symbols)
+SYMBOL = "symbol"  # context=symbol: each hit shown inside the definition around it (memtree.text.symbols)
 SYMBOL_MAX_LINES = 80  # a longer definition shows only the hit line, with the definition's name and range
 CASES = {None: "--smart-case", "smart": "--smart-case", "sensitive": "--case-sensitive",
          "insensitive": "--ignore-case", True: "--case-sensitive", False: "--ignore-case"}

@@ -1,6 +1,6 @@
 """The wrapped ``read`` tool: chunk a file into nodes, return a budgeted slice.
 
-The file is chunked by symbol (memtree.chunking) and sent to the writer as one
+The file is chunked by symbol (memtree.text.chunking) and sent to the writer as one
 ``PutFile``; the writer reuses the chunks when the file's mtime is unchanged
 and supersedes the old ones when it changed. The answer is the requested
 lines numbered as native Read numbers them (``N\t``) with one trailer line
@@ -20,7 +20,7 @@ from collections import OrderedDict
 import anyio
 
 from memtree import protocol
-from memtree.chunking import Chunked, chunk_text, split_lines
+from memtree.text.chunking import Chunked, chunk_text, split_lines
 from memtree.errors import BadRequest, NotFound
 from memtree.store.live import status_clause
 from memtree.tools import call_repr, check_budget, clip_line, count, finish, fit_block, resolve_path

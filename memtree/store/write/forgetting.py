@@ -22,7 +22,7 @@ MIN_LINE_CHARS = 12  # shorter lines ("return x", "}") are too common to tombsto
 MAX_LINES = 2000  # line keys per forgotten node
 SCAN_LINES = 64  # lines searched for in other rows at forget time (the longest ones)
 MARK = "[FORGOTTEN]"
-# The lines memtree frames every Bash capture with (memtree/ingest.py): shared
+# The lines memtree frames every Bash capture with (memtree/capture/ingest.py): shared
 # by all captures, never a forgotten text's own. Tombstoned, they were cut out
 # of every kept and future Bash capture.
 FRAME_LINE = re.compile(r"exit: \S+|--- (?:stdout|stderr|output) ---")

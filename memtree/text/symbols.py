@@ -1,7 +1,7 @@
 """The definition around a line: what ``grep opts="context=symbol"`` shows
 instead of a bare hit.
 
-Python files use the ``ast`` symbols of memtree.chunking (``Class.method``,
+Python files use the ``ast`` symbols of memtree.text.chunking (``Class.method``,
 exact ranges); any other file the line-scan outline of the rewrite previews
 (memtree.capture.preview.outline), which knows the usual definition keywords
 of indented and brace languages. The innermost definition wins: a hit in a
@@ -11,7 +11,7 @@ method names the method, not its class.
 from __future__ import annotations
 
 from memtree.capture import preview
-from memtree.chunking import Chunked
+from memtree.text.chunking import Chunked
 
 
 class Around:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 
-from memtree import freshness, render, tokens
+from memtree import tokens
+from memtree.recall import freshness
+from memtree.recall import render
 from memtree.errors import BadRequest, NotFound
 from memtree.store import reads
 

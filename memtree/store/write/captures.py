@@ -11,7 +11,7 @@ from memtree import tokens
 from memtree.errors import BadRequest, Refused
 from memtree.redact import redact_text
 from memtree.store.live import status_clause
-from memtree.store.mutations import (
+from memtree.store.write.mutations import (
     Tx, add_edges, change_status, content_hash, file_root, insert_node, is_tombstoned, prepare_content,
     session_root,
 )
@@ -201,7 +201,7 @@ def _capture_key(tool_use_id, nodes: list, prepared: list) -> str | None:
 
 
 def apply_plan(tx: Tx, plan: dict, tool_use_id: str | None = None) -> dict:
-    """Store an ingest plan (memtree.ingest.plan's output); captured nodes land pending.
+    """Store an ingest plan (memtree.capture.ingest.plan's output); captured nodes land pending.
 
     A capture whose key (``_capture_key``) was stored before gets that first
     reply again, marked ``duplicate``, and nothing new is stored."""

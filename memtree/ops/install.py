@@ -14,7 +14,7 @@ The hooks, merged with what is there:
   (an absolute interpreter with -I -S starts in ~10 ms; a version-manager
   shim costs 90-130 ms on every tool call).
 - the same, with ``stop``, as a Stop hook: the capture heartbeat's check
-  (memtree.heartbeat; it never blocks the agent).
+  (memtree.capture.heartbeat; it never blocks the agent).
 - the same, with ``session-start``, as a SessionStart hook on
   ``startup|resume|compact``: the brief of what the store holds (memtree.recall.brief).
 - the ``memtree`` stdio server (``memtree serve``; ``--tools LIST`` is passed
@@ -71,7 +71,7 @@ def check_tools(text: str | None) -> tuple[str, ...] | None:
     """``--tools`` checked as serve checks it; None when it lists every tool."""
     if text is None:
         return None
-    from memtree.actors.front_tools import LISTED, parse_tools
+    from memtree.front.tool_table import LISTED, parse_tools
     from memtree.errors import BadRequest
 
     try:
@@ -85,9 +85,9 @@ def fallback_server_entry() -> dict:
     """The module, by absolute interpreter (not the `memtree` script, whose shebang
     takes no flags). Claude Code starts the server in the project, with the
     user's environment: -P keeps the cwd off sys.path, -E a PYTHONPATH that
-    points into the project (memtree/pythonpath.py cleans it for the actors).
+    points into the project (memtree/runtime/pythonpath.py cleans it for the actors).
     -E only when memtree imports without PYTHONPATH (not a checkout run through it)."""
-    from memtree.pythonpath import memtree_root, needs_pythonpath
+    from memtree.runtime.pythonpath import memtree_root, needs_pythonpath
 
     flags = ["-P"] if needs_pythonpath(memtree_root()) else ["-E", "-P"]
     return {"type": "stdio", "command": os.path.abspath(sys.executable), "args": [*flags, "-m", "memtree.cli", "serve"]}
@@ -259,7 +259,7 @@ def plan_files(project: str, shared: bool = False, tools: tuple[str, ...] | None
     .claude/settings.local.json, the server in Claude Code's user config,
     local scope). ``shared``: the committed .claude/settings.json and .mcp.json.
     Our entries in the other place are removed, so nothing runs twice."""
-    from memtree.claude_settings import project_key, user_config_file
+    from memtree.ops.claude_settings import project_key, user_config_file
 
     local_settings = os.path.join(project, ".claude", "settings.local.json")
     shared_settings = os.path.join(project, ".claude", "settings.json")

@@ -17,7 +17,7 @@ import re
 import sys
 from typing import Callable
 
-from memtree.actorenv import FRONT_NAME
+from memtree.runtime.actorenv import FRONT_NAME
 
 COMMANDS: dict[str, Callable] = {}
 TAKES_NAME: set[str] = set()
@@ -89,7 +89,7 @@ class Supervisors:
     """The live supervisors of one store, and calls to them."""
 
     def __init__(self, paths):
-        from memtree.client import Caller
+        from memtree.runtime.client import Caller
         from memtree.protocol import sup_control_sock
 
         self.paths = paths
@@ -198,7 +198,7 @@ def _table(actors: list[dict], several: bool) -> str:
 @command("status")
 def cmd_status(sups: Supervisors, args) -> int:
     """Show every actor: state, pid, uptime, restarts, rss, cpu, heartbeat age, backlog, priority."""
-    from memtree import heartbeat
+    from memtree.capture import heartbeat
 
     statuses = sups.statuses()
     actors = [a for pid in sorted(statuses) for a in statuses[pid]["actors"]]

@@ -10,7 +10,7 @@ import json
 import os
 import shlex
 
-from memtree.install import EVENTS, MATCHER, SERVER_NAME, STOP_EVENT, _is_ours
+from memtree.ops.install import EVENTS, MATCHER, SERVER_NAME, STOP_EVENT, _is_ours
 
 PLUGIN_NAME = "memtree"
 

@@ -11,7 +11,7 @@ import orjson
 from memtree.errors import BadRequest
 from memtree.redact import REDACTION_VERSION, redact_text
 from memtree.store.live import ALL_STATUSES, status_clause
-from memtree.store.mutations import Tx, _json, clean, clean_meta, content_hash
+from memtree.store.write.mutations import Tx, _json, clean, clean_meta, content_hash
 
 
 def reredact(tx: Tx, ids: list) -> list[str]:

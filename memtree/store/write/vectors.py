@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from memtree.errors import BadRequest
 from memtree.store.live import INDEXED
-from memtree.store.mutations import Tx, _require, node_row
+from memtree.store.write.mutations import Tx, _require, node_row
 from memtree.store.vectors import to_blob
 
 

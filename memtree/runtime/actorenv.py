@@ -33,7 +33,7 @@ class ActorContext:
 
     @classmethod
     def from_env(cls, default_name: str) -> "ActorContext":
-        from memtree.pythonpath import restore_user_pythonpath
+        from memtree.runtime.pythonpath import restore_user_pythonpath
 
         restore_user_pythonpath()  # the supervisor cleaned ours; commands run for the user get theirs back
         env = os.environ

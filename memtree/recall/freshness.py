@@ -10,7 +10,7 @@ import os
 
 from memtree import protocol
 from memtree.errors import MemtreeError
-from memtree.render import metadata
+from memtree.recall.render import metadata
 
 log = logging.getLogger(__name__)
 

@@ -70,7 +70,7 @@ def _runnable(argv: list[str]) -> str | None:
 
 
 def check_hooks(rep: Report, project: str) -> None:
-    from memtree.claude_settings import hook_registrations
+    from memtree.ops.claude_settings import hook_registrations
 
     regs = hook_registrations(project)
     for event, found in regs.items():
@@ -135,7 +135,7 @@ def _initialize(entry: dict, project: str) -> tuple[bool, str]:
 
 
 def check_mcp(rep: Report, project: str) -> None:
-    from memtree.claude_settings import mcp_registrations
+    from memtree.ops.claude_settings import mcp_registrations
 
     regs = mcp_registrations(project)
     if not regs:
@@ -153,7 +153,7 @@ def check_mcp(rep: Report, project: str) -> None:
 
 def _listed_tools(entry: dict) -> tuple[tuple[str, ...], str | None]:
     """The tools the entry's ``serve --tools LIST`` lists (all without it), or why that is wrong."""
-    from memtree.actors.front_tools import LISTED, parse_tools
+    from memtree.front.tool_table import LISTED, parse_tools
     from memtree.errors import BadRequest
 
     args = [str(a) for a in entry.get("args") or []]
@@ -192,7 +192,7 @@ def check_store(rep: Report, paths, fix: bool) -> None:
 
 def _rebuild(paths) -> str | None:
     from memtree import protocol
-    from memtree.client import Caller
+    from memtree.runtime.client import Caller
     from memtree.errors import MemtreeError
 
     caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="doctor", timeout_ms=120_000)
@@ -251,7 +251,7 @@ def check_disk(rep: Report, paths, config) -> None:
 
 
 def check_actors(rep: Report, paths) -> None:
-    from memtree.ctl import CtlFailure, Supervisors
+    from memtree.ops.ctl import CtlFailure, Supervisors
 
     try:
         sups = Supervisors(paths)
@@ -276,7 +276,7 @@ def check_actors(rep: Report, paths) -> None:
 
 
 def check_spool(rep: Report, paths) -> None:
-    from memtree import spool
+    from memtree.capture import spool
 
     n = spool.pending_count(paths.spool)
     if n:
@@ -287,7 +287,7 @@ def check_spool(rep: Report, paths) -> None:
 
 
 def check_heartbeat(rep: Report, paths) -> None:
-    from memtree import heartbeat
+    from memtree.capture import heartbeat
 
     slots = heartbeat.read_all(paths.store_dir)
     if not slots:

@@ -40,7 +40,7 @@ def _next_batch(db, model: str, dim: int, size: int) -> list[tuple[str, str, str
 
 def reembed(paths, config, batch: int, out=sys.stderr) -> int:
     """Embed everything that needs it; returns how many vectors were stored."""
-    from memtree.client import Caller
+    from memtree.runtime.client import Caller
     from memtree.paths import socket_path
     from memtree.recall.embeddings import load_provider
     from memtree.store import db as store_db

@@ -4,7 +4,7 @@ The front builds one ``Services`` per process. A tool is
 ``async def tool(svc, **args) -> str``; it reads through ``svc.db()`` (the
 front's read-only connection) and writes through ``await svc.call(rec)`` (a
 writer call over DEALER -> ROUTER). Budgets are not a tool's concern: the
-front's tool wrapper applies ``memtree.budget.enforce`` once to every result.
+front's tool wrapper applies ``memtree.text.budget.enforce`` once to every result.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import zmq.asyncio
 
 from memtree import protocol
 from memtree.config import Config
-from memtree.client import NOT_OURS, dealer, match_reply
+from memtree.runtime.client import NOT_OURS, dealer, match_reply
 from memtree.errors import CallTimeout, MemtreeError, Unavailable
 from memtree.ids import ulid
 from memtree.paths import StorePaths, socket_path
@@ -38,7 +38,7 @@ WRITER_DOWN = "memtree is read-only right now: the writer is not running (memtre
 
 class AsyncCaller:
     """DEALER calls with a request id and a deadline (the Lazy Pirate of
-    memtree.client, on zmq.asyncio): a timed-out socket is closed with linger
+    memtree.runtime.client, on zmq.asyncio): a timed-out socket is closed with linger
     0 and replaced, so a late reply never answers a later call."""
 
     def __init__(self, endpoint: str, src: str, timeout_ms: int, zctx: zmq.asyncio.Context):

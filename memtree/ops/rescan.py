@@ -31,7 +31,7 @@ def _bar(done: int, total: int, width: int = 30) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from memtree import protocol
-    from memtree.client import Caller
+    from memtree.runtime.client import Caller
     from memtree.errors import MemtreeError
     from memtree.paths import paths_for_cwd, start_dir
     from memtree.redact import REDACTION_VERSION

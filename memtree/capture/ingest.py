@@ -2,7 +2,7 @@
 
 ``plan(payload, config)`` is pure apart from stat-ing files (a Read's mtime,
 which of cwd / tool_input.path a Grep hit is relative to). The writer applies
-the plan (memtree.store.captures.apply_plan); content passes the redaction
+the plan (memtree.store.write.captures.apply_plan); content passes the redaction
 gate there. Metadata strings (a command, a pattern) do not go through that
 gate, so they are redacted here.
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 
-from memtree import freshness, protocol, render
+from memtree import protocol
+from memtree.recall import freshness
+from memtree.recall import render
 from memtree.errors import BadRequest, NotFound
 from memtree.tools import call_repr
-from memtree.search import (KINDS, MAX_LIMIT, check_filters, check_limit, check_mode, fts_query, parse_time,
+from memtree.recall.search import (KINDS, MAX_LIMIT, check_filters, check_limit, check_mode, fts_query, parse_time,
                             query_vector, run, str_list)
 from memtree.store import reads
 from memtree.store.live import ALL_STATUSES, check_statuses
@@ -357,8 +359,8 @@ async def _write_op(svc, op: str, args: dict) -> str:
 
 
 async def _compose_tool(svc, node_ids, budget_tokens, fmt, query, depth) -> str:
-    from memtree import budget
-    from memtree.compose import compose
+    from memtree.text import budget
+    from memtree.recall.compose import compose
 
     return await compose(svc, node_ids, budget.check(budget_tokens), fmt, query, depth)
 

@@ -19,7 +19,7 @@ import orjson
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms, ulid
 from memtree.redact import REDACTION_VERSION, redact_text, redact_value
-from memtree.store import forgetting
+from memtree.store.write import forgetting
 from memtree.store.live import ALL_STATUSES, INDEXED, LIVE, status_clause
 
 NODE_KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")

@@ -15,7 +15,7 @@ import types
 import typing
 
 from memtree.errors import BadRequest
-from memtree.tool_opts import OPTS
+from memtree.front.opts import OPTS
 
 
 class Spec:
@@ -45,7 +45,7 @@ class Spec:
 # Every definition is paid for on every request the agent sends (four listed
 # tools, measured by eval/claude_code_surface.py; six cost 398 tokens): one
 # line saying when to use the tool, only the arguments most calls set, the
-# rest in ``opts`` (memtree/tool_opts.py). A description names the opts keys
+# rest in ``opts`` (memtree/front/opts.py). A description names the opts keys
 # an agent sets unprompted; ``budget=`` is named by every answer it cuts.
 # The stubs keep every argument: the front accepts them by name too.
 
@@ -61,7 +61,7 @@ async def note(text: str, parent_id: str | None = None) -> str: ...
 async def forget(node_id: str, reason: str) -> str: ...
 
 
-_R = "memtree.retrieval"
+_R = "memtree.recall.retrieval"
 TOOLS: dict[str, Spec] = {s.name: s for s in (
     Spec(read, "memtree.tools.read", 'For big files: outline, then lines "A-B" or a symbol. opts: ids',
          public=("path", "lines"), opts=OPTS["read"], types_={"lines": "string"}),

@@ -1,0 +1,1 @@
+"""Operator commands: ctl, doctor, install, demo, rescan, reembed, Claude Code settings."""
