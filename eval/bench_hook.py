@@ -77,7 +77,7 @@ def _time(argv: list[str], data: bytes | None, env: dict, cwd: str) -> float:
 def _heartbeat_argv(store_dir: str) -> list[str]:
     """A process that does only what the capture heartbeat adds to a hook run."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__import__("memtree").__file__)))
-    code = (f"import sys; sys.path.insert(0, {root!r}); from memtree import heartbeat; "
+    code = (f"import sys; sys.path.insert(0, {root!r}); from memtree.capture import heartbeat; "
             f"heartbeat.count({store_dir!r}, 'bench-heartbeat', 'stored')")
     return [os.path.abspath(sys.executable), "-I", "-S", "-c", code]
 

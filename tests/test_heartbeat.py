@@ -51,7 +51,7 @@ def test_each_outcome_is_counted_for_its_own_session(tmp_path):
 
 def test_concurrent_hook_processes_lose_no_count(tmp_path):
     store = str(tmp_path / "store")
-    code = ("import sys; from memtree import heartbeat\n"
+    code = ("import sys; from memtree.capture import heartbeat\n"
             "for _ in range(25): heartbeat.count(sys.argv[1], 'same', 'stored')")
     procs = [subprocess.Popen([hook_argv()[0], "-c", code, store]) for _ in range(8)]
     assert [p.wait(timeout=60) for p in procs] == [0] * 8

@@ -101,7 +101,7 @@ def test_installed_in_site_packages_the_hook_path_still_imports_no_orjson():
         return {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
 
     assert "orjson" in imports("import orjson")  # positive control: importable from that sys.path
-    hot = imports("from memtree.hooks import post_tool_use; from memtree import paths, config_gate, protocol, zmtp, "
+    hot = imports("from memtree.hooks import post_tool_use; from memtree import paths, protocol; from memtree.capture import settings, zmtp, "
                   "heartbeat; protocol.encode_ingest_raw(b'{}'); protocol.reply_is_ok(b'{}', 'x')")
     assert "memtree.protocol" in hot and "memtree.capture.zmtp" in hot  # positive control
     assert sorted(hot & (EXPENSIVE | {"orjson", "uuid", "platform"})) == []
