@@ -51,7 +51,18 @@ SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; th
 WAL_CHECKPOINT_PAGES = 1000
 
 
-def _ingest(tx, rec):
+class IngestDone:
+    """An applied Ingest: its result and the replacement to build, if any.
+    The reply is encoded after COMMIT (``Writer._finish``), when the preview
+    (a disk read and a redaction pass) no longer holds the batch's transaction."""
+
+    __slots__ = ("result", "job")
+
+    def __init__(self, result: dict, job):
+        self.result, self.job = result, job
+
+
+def _ingest(tx, rec) -> IngestDone:
     try:
         plan = ingest.plan(rec.payload, tx.config, tx.project_root)
     except BadRequest as e:
@@ -61,32 +72,21 @@ def _ingest(tx, rec):
     if 0 < rec.received_at < tx.now:
         tx.now = rec.received_at  # dated when it happened, not when a spool drain got to it
     result = captures.apply_plan(tx, plan, rec.payload.get("tool_use_id"))
-    if rec.rewrite:
-        out = _rewrite(tx, rec.payload, plan, result)
-        if out is not None:
-            result["hook_output"] = out  # last key: the hook copies it out of the reply unparsed
-    return result
+    return IngestDone(result, _rewrite_job(tx, rec.payload, plan, result) if rec.rewrite else None)
 
 
-def _rewrite(tx, payload: dict, plan: dict, result: dict) -> dict | None:
-    """What the hook should show Claude Code instead of a large native output
-    (memtree.capture.rewrite), built after the capture is in this transaction."""
+def _rewrite_job(tx, payload: dict, plan, result: dict):
+    """What the replacement needs from the store, read inside the transaction
+    (memtree.capture.rewrite.Job); None when nothing is to be replaced."""
     cfg = rewrite.settings(tx.config)
     if not cfg["rewrite"]:
         return None
-    resp = payload.get("tool_response")
-    updated = None
-    if (payload.get("tool_name") == "Read" and isinstance(resp, dict) and resp.get("type") == "file_unchanged"
-            and str(plan.get("skipped") or "").startswith("file unchanged")):
-        path = (resp.get("file") or {}).get("filePath") if isinstance(resp.get("file"), dict) else None
-        found = captures.latest_file_capture(tx, os.path.normpath(path)) if isinstance(path, str) else None
-        if found:
-            updated = rewrite.unchanged_output(path, found[1], found[2], found[0], cfg)
-    elif not plan.get("skipped"):
-        ids = result.get("ids") or result.get("deduped") or []
-        if ids:
-            updated = rewrite.updated_output(payload, captures.shown_id(tx, ids[0]), cfg)
-    return rewrite.hook_output(updated) if updated else None
+    if plan.skip is not None:
+        path = rewrite.unchanged_path(payload) if plan.skip.kind == "unchanged" else None
+        found = captures.latest_file_capture(tx, path) if path else None
+        return rewrite.Job(payload, cfg, tx.project_root, unchanged=found) if found else None
+    ids = result.get("stored") or result.get("deduped") or []
+    return rewrite.Job(payload, cfg, tx.project_root, node_id=captures.shown_id(tx, ids[0])) if ids else None
 
 
 def _set_status(tx, rec):
@@ -302,8 +302,9 @@ class Writer(Actor):
             db.execute("ROLLBACK")
             raise  # outside per-request handling: exit, the supervisor restarts us
         self.stats["batches"] += 1
-        for req in batch:
-            self._send(req.sock, req.route, req.reply)
+        # Plain replies first: nobody in the batch waits for another's preview.
+        for req in sorted(batch, key=lambda r: isinstance(r.reply, IngestDone)):
+            self._send(req.sock, req.route, self._finish(req.env.id, req.reply))
         self._publish(changed)
         if any(isinstance(req.env.body, CHECKPOINT_AFTER) for req in batch):
             self._truncate_wal()
@@ -320,8 +321,9 @@ class Writer(Actor):
             busy = 1
         self._truncate_pending = bool(busy)
 
-    def _run_one(self, src: str, rec, req_id: str, changed: dict) -> tuple[bool, bytes]:
-        """One request in its own savepoint; returns (succeeded, encoded reply)."""
+    def _run_one(self, src: str, rec, req_id: str, changed: dict) -> tuple[bool, bytes | IngestDone]:
+        """One request in its own savepoint; returns (succeeded, encoded reply,
+        or the IngestDone whose reply ``_finish`` encodes after COMMIT)."""
         self.stats["requests"] += 1
         db = self.db
         tx = Tx(db, self.config, src, project_root=self.paths.project_root)
@@ -340,13 +342,33 @@ class Writer(Actor):
             self.stats["internal"] += 1
             reply, ok = protocol.encode_error(req_id, protocol.ErrorCode.INTERNAL, INTERNAL_MESSAGE, src=self.name), False
         else:
-            reply, ok = protocol.encode_ok(req_id, result, src=self.name), True
+            ok = True
+            reply = (result if isinstance(result, IngestDone) and result.job is not None
+                     else self._encode(req_id, result))
             for status, ids in tx.changed.items():
                 changed.setdefault(status, {}).update(ids)
         for sql, params in tx.keep:  # refusal audits and counters survive a rollback
             db.execute(sql, params)
         db.execute("RELEASE req")
         return ok, reply
+
+    def _encode(self, req_id: str, result) -> bytes:
+        if isinstance(result, IngestDone):
+            return protocol.encode_ingest_reply(req_id, result.result, src=self.name)
+        return protocol.encode_ok(req_id, result, src=self.name)
+
+    def _finish(self, req_id: str, reply: bytes | IngestDone) -> bytes:
+        """The reply frame; for a committed capture with a replacement to show,
+        the preview is built now, outside the transaction. A preview that
+        fails costs only the replacement: the capture is stored and acked."""
+        if not isinstance(reply, IngestDone):
+            return reply
+        try:
+            out = rewrite.build(reply.job)
+        except Exception:
+            log.error("preview of a stored capture failed", exc_info=True)  # no payload content
+            out = None
+        return protocol.encode_ingest_reply(req_id, reply.result, out, src=self.name)
 
     def _send(self, sock, route, frame: bytes) -> None:
         try:

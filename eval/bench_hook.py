@@ -147,8 +147,50 @@ def _round_trips(project: str, runs: int, make=_payload, rewrite: bool = False) 
         t0 = time.perf_counter()
         reply = zmtp.request(ep, [frame], 5.0)
         out.append(time.perf_counter() - t0)
-        assert protocol.reply_is_ok(reply[-1], rid), reply
+        assert protocol.parse_ingest_reply(reply[-1], rid).ok, reply
     return out
+
+
+def _mixed_batches(project: str, runs: int, clients: int = 4) -> tuple[list[float], list[float]]:
+    """Ordinary captures from ``clients`` threads while one more sends rewritten
+    40 KB Reads, so they share the writer's batches: the ordinary captures'
+    ack times show what a preview built inside the batch costs its neighbours."""
+    import threading
+
+    from memtree import protocol
+    from memtree.capture import zmtp
+    from memtree.paths import paths_for_cwd
+
+    ep = paths_for_cwd(project).endpoint(protocol.SOCK_INGEST)
+    small, big, stop = [], [], threading.Event()
+
+    def send(make, i: int, rewrite: bool, into: list) -> None:
+        rid, frame = protocol.encode_ingest_raw(make(project, i), rewrite=rewrite)
+        t0 = time.perf_counter()
+        reply = zmtp.request(ep, [frame], 10.0)
+        into.append(time.perf_counter() - t0)
+        assert protocol.parse_ingest_reply(reply[-1], rid).ok, reply
+
+    def reads() -> None:
+        i = 50_000
+        while not stop.is_set():
+            send(_big_read, i, True, big)
+            i += 1
+
+    def ordinary(k: int) -> None:
+        for i in range(runs):
+            send(_payload, 100_000 * (k + 1) + i, False, small)
+
+    reader = threading.Thread(target=reads)
+    workers = [threading.Thread(target=ordinary, args=(k,)) for k in range(clients)]
+    reader.start()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    reader.join()
+    return small, big
 
 
 def _serve(project: str, env: dict) -> subprocess.Popen:
@@ -208,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         rt = _round_trips(project, max(20, args.runs // 4), _big_read, rewrite=True)
         print(f"  the same for the 40 KB Read, rewrite on (+ redaction of 40 KB, preview built and redacted): "
               f"{fmt_ms(summary(rt))}")
+        small, big = _mixed_batches(project, max(25, args.runs // 4))
+        print(f"\n  writer ingest ack, 4 clients of ordinary captures sharing batches with rewritten 40 KB Reads:\n"
+              f"    ordinary: {fmt_ms(summary(small))}\n    40 KB Read + preview: {fmt_ms(summary(big))}")
         print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")
         for us, name in _importtime(env, project):
             print(f"  {us / 1000:7.1f} ms  {name}")

@@ -157,9 +157,8 @@ def ack_wait_ms(base_ms: float, payload_bytes: int) -> float:
 
 
 def _send(paths, data: bytes, timeout_ms: float, received_at: int):
-    """The writer's reply: (ok, error code or None, why-not text or, when ok, the
-    hook output to print: a replacement of a large output, memtree.capture.rewrite).
-    An ok reply whose plan was skipped by the gate has code "skipped"."""
+    """The writer's reply as a memtree.protocol.IngestReply (``error``
+    "unreachable" when none came in time)."""
     from memtree import protocol
     from memtree.capture import zmtp
 
@@ -168,20 +167,8 @@ def _send(paths, data: bytes, timeout_ms: float, received_at: int):
         frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000,
                               meanwhile=_preload)
     except zmtp.ZmtpError as e:
-        return False, None, f"{type(e).__name__}: {e}"
-    if protocol.reply_is_ok(frames[-1], rid):
-        return (True, (None if b'"skipped":null' in frames[-1] else "skipped"),
-                protocol.reply_hook_output(frames[-1], rid))
-    try:  # not the plain ok reply: decode it properly (slow path)
-        env = protocol.decode(frames[-1])
-    except protocol.ProtocolError as e:
-        return False, None, f"undecodable reply ({e.code})"
-    if env.kind != "reply" or env.id != rid:
-        return False, None, "reply to another request"
-    if env.body.get("ok"):
-        skipped = (env.body.get("result") or {}).get("skipped") if isinstance(env.body.get("result"), dict) else None
-        return True, ("skipped" if skipped else None), None
-    return False, str((env.body.get("error") or {}).get("code", "?")), "writer error"
+        return protocol.IngestReply(error="unreachable", detail=f"{type(e).__name__}: {e}")
+    return protocol.parse_ingest_reply(frames[-1], rid)
 
 
 def _preload() -> None:
@@ -259,16 +246,15 @@ def run(state: dict) -> str:
     if not settings.usable(paths, texts, sig, lambda msg: _log(paths.log_dir, msg)):
         return "refused"  # fail closed: the user's deny rules are unknown, so nothing is stored
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
-    ok, code, why = _send(paths, data, ack_wait_ms(_timeout_ms(texts), len(data)), received_at)
-    if ok:
-        if why:  # stored and committed: now the agent may see the preview instead
-            sys.stdout.buffer.write(why)
-        return "refused" if code == "skipped" else "stored"
-    if code in NO_RETRY:
-        _log(paths.log_dir, f"writer refused the payload ({code}); not spooled")
-        return "refused" if code == "refused" else "failed"
-    if code:
-        why = f"writer error {code}"
+    reply = _send(paths, data, ack_wait_ms(_timeout_ms(texts), len(data)), received_at)
+    if reply.ok:
+        if reply.hook_output:  # stored and committed: now the agent may see the preview instead
+            sys.stdout.buffer.write(reply.hook_output)
+        return "refused" if reply.skipped else "stored"
+    if reply.error in NO_RETRY:
+        _log(paths.log_dir, f"writer refused the payload ({reply.error}); not spooled")
+        return "refused" if reply.error == "refused" else "failed"
+    why = reply.detail if reply.error == "unreachable" else f"writer error {reply.error}"
     payload = payload if payload is not None else _parse(data)
     if not isinstance(payload, dict):
         _log(paths.log_dir, f"no ack from the writer ({why}); stdin is not a JSON object, not spooled")

@@ -285,14 +285,97 @@ def encode_ingest_raw(payload_json: bytes, src: str = "hook", received_at: int =
     return rid, head.encode() + payload_json + tail.encode()
 
 
+# -- the ingest reply -------------------------------------------------------------
+# The hook reads it without a JSON parser (importing json costs more than the
+# rest of a hook run), so its layout is fixed here and only here: ``skipped``
+# first, ``stored`` next, the other fields, ``hook_output`` last.
+
+class IngestReply:
+    """What the writer answers an ``Ingest``, and what the hook makes of it.
+
+    ``stored``: ids of the nodes stored (None when only the fast path read
+    the frame and did not need them); ``skipped``: why nothing was stored, a
+    Skip kind (memtree.capture.ingest.SKIP_KINDS) or "forgotten" (every node
+    refused by a tombstone); ``hook_output``: the raw JSON (bytes) the hook
+    prints, a replacement of a large native output; ``error``: an ErrorCode
+    (or "unreachable" when no reply came), with ``detail`` for the log."""
+
+    __slots__ = ("stored", "skipped", "hook_output", "error", "detail")
+
+    def __init__(self, stored=None, skipped=None, hook_output=None, error=None, detail=None):
+        self.stored, self.skipped, self.hook_output, self.error, self.detail = (
+            stored, skipped, hook_output, error, detail)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def __repr__(self) -> str:
+        return (f"IngestReply(stored={self.stored!r}, skipped={self.skipped!r}, error={self.error!r}, "
+                f"hook_output={'yes' if self.hook_output else 'no'})")
+
+
+_INGEST_RESULT_HEAD = b',"body":{"ok":true,"result":{"skipped":'
 HOOK_OUTPUT_KEY = b',"hook_output":'
 
 
-def reply_hook_output(frame: bytes, req_id: str) -> bytes | None:
-    """The raw JSON of ``result.hook_output`` in an ok reply to ``req_id``, without a
-    parser: the writer puts it last in the result, so the frame ends with it and
-    the three closing braces of result, body and envelope. None when absent."""
-    if not reply_is_ok(frame, req_id) or not frame.endswith(b"}}}}"):
+def encode_ingest_reply(req_id: str, result: dict, hook_output: dict | None = None, src: str = "") -> bytes:
+    """An ok reply to an ``Ingest`` in the layout ``parse_ingest_reply`` reads:
+    ``result`` (memtree.store.write.captures.apply_plan's fields) with
+    ``skipped`` and ``stored`` first and ``hook_output`` last."""
+    ordered = {"skipped": result.get("skipped"), "stored": list(result.get("stored") or [])}
+    ordered.update((k, v) for k, v in result.items() if k not in ordered and k != "hook_output")
+    if hook_output is not None:
+        ordered["hook_output"] = hook_output
+    return encode_ok(req_id, ordered, src)
+
+
+def parse_ingest_reply(frame: bytes, req_id: str) -> IngestReply:
+    """An ingest reply frame as an IngestReply. An ok reply in the layout of
+    ``encode_ingest_reply`` is read by hand (``stored`` left None); anything
+    else is decoded properly."""
+    fast = _parse_ok_ingest(frame, req_id)
+    if fast is not None:
+        return fast
+    try:
+        env = decode(frame)
+    except ProtocolError as e:
+        return IngestReply(error=e.code, detail=f"undecodable reply ({e.code})")
+    if env.kind != "reply" or env.id != req_id:
+        return IngestReply(error=ErrorCode.BAD_REQUEST, detail="reply to another request")
+    if not env.body.get("ok"):
+        err = env.body.get("error") if isinstance(env.body.get("error"), dict) else {}
+        return IngestReply(error=str(err.get("code", ErrorCode.INTERNAL)), detail=str(err.get("message", "")))
+    result = env.body.get("result") if isinstance(env.body.get("result"), dict) else {}
+    out = result.get("hook_output")
+    return IngestReply(stored=result.get("stored"), skipped=result.get("skipped") or None,
+                       hook_output=_dumps(out) if isinstance(out, dict) else None)
+
+
+def _parse_ok_ingest(frame: bytes, req_id: str) -> IngestReply | None:
+    if not reply_is_ok(frame, req_id):
+        return None
+    at = frame.find(_INGEST_RESULT_HEAD)
+    if at < 0:
+        return None
+    at += len(_INGEST_RESULT_HEAD)
+    if frame.startswith(b"null", at):
+        skipped = None
+    elif frame.startswith(b'"', at):
+        end = frame.find(b'"', at + 1)
+        word = frame[at + 1:end] if end > 0 else b"\\"
+        if not word.isalpha():  # a kind is one plain word; anything else: decode properly
+            return None
+        skipped = word.decode()
+    else:
+        return None
+    return IngestReply(skipped=skipped, hook_output=_hook_output(frame))
+
+
+def _hook_output(frame: bytes) -> bytes | None:
+    """The raw JSON of ``result.hook_output``: the last key, so the frame ends
+    with it and the closing braces of result, body and envelope."""
+    if not frame.endswith(b"}}}}"):
         return None
     at = frame.find(HOOK_OUTPUT_KEY)  # structural: inside JSON strings every quote is escaped
     if at < 0:

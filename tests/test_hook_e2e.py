@@ -38,10 +38,10 @@ def _node(system, source_uri: str, kind: str, parent_id: str | None = None):
     return got[0]
 
 
-def _expected_status(pl: dict, min_size: int) -> str:
+def _expected_status(pl, min_size: int) -> str:
     """The filter rule (docs/ARCHITECTURE.md): a Grep hit follows its parent; the
     recorded outputs are all distinct, so only size can drop one."""
-    top = pl["nodes"][0]
+    top = pl.nodes[0]
     return "dropped" if len(top["content"].encode()) < min_size else "live"
 
 
@@ -50,11 +50,11 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
     for p in payloads:
         run_hook(system, p, MEMTREE_HOOK_TIMEOUT_MS="10000")
     cfg = make_config()
-    plans = [pl for pl in (plan(p, cfg) for p in payloads) if pl["nodes"]]
+    plans = [pl for pl in (plan(p, cfg) for p in payloads) if pl.nodes]
     want = {}
     for pl in plans:
         st = _expected_status(pl, cfg.capture.filterMinSize)
-        want[st] = want.get(st, 0) + len(pl["nodes"])
+        want[st] = want.get(st, 0) + len(pl.nodes)
     assert want["live"] >= 12 and len(plans) >= 10  # positive control: most recorded captures are kept
 
     def statuses():
@@ -65,7 +65,7 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
 
     for pl in plans:
         status, ids = _expected_status(pl, cfg.capture.filterMinSize), {}
-        for n in pl["nodes"]:
+        for n in pl.nodes:
             parent = n["parent"]
             nid, content, got_status, pkind, puri, parent_id = _node(
                 system, _stored_uri(n), n["kind"], ids.get(parent.get("ref")))

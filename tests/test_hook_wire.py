@@ -101,8 +101,10 @@ def test_installed_in_site_packages_the_hook_path_still_imports_no_orjson():
         return {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
 
     assert "orjson" in imports("import orjson")  # positive control: importable from that sys.path
-    hot = imports("from memtree.hooks import post_tool_use; from memtree import paths, protocol; from memtree.capture import settings, zmtp, "
-                  "heartbeat; protocol.encode_ingest_raw(b'{}'); protocol.reply_is_ok(b'{}', 'x')")
+    ok_reply = b'{"v":1,"id":"x","kind":"reply","type":"Reply","src":"writer","body":{"ok":true,"result":{"skipped":null}}}'
+    hot = imports("from memtree.hooks import post_tool_use; from memtree import paths, protocol; "
+                  "from memtree.capture import settings, zmtp, heartbeat; protocol.encode_ingest_raw(b'{}'); "
+                  f"assert protocol.parse_ingest_reply({ok_reply!r}, 'x').ok")
     assert "memtree.protocol" in hot and "memtree.capture.zmtp" in hot  # positive control
     assert sorted(hot & (EXPENSIVE | {"orjson", "uuid", "platform"})) == []
 

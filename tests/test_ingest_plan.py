@@ -9,7 +9,7 @@ import os
 import pytest
 
 from memtree.errors import BadRequest
-from memtree.capture.ingest import plan
+from memtree.capture.ingest import Skip, plan
 from tests.support import PAYLOAD_DIR, test_config as make_config
 
 
@@ -38,8 +38,8 @@ def test_a_whole_file_read_is_one_chunk_with_its_line_range_and_token_cap_flag()
     p = read_of(1)
     out = plan(p, CFG)
     f = p["tool_response"]["file"]
-    assert out["skipped"] is None and out["session_id"] == p["session_id"]
-    [n] = out["nodes"]
+    assert out.skip is None and out.session_id == p["session_id"]
+    [n] = out.nodes
     assert n["kind"] == "file_chunk" and n["parent"] == {"file": f["filePath"]}
     assert n["content"] == f["content"]
     assert n["source_uri"] == f"file://{f['filePath']}#L1-1603"
@@ -52,26 +52,27 @@ def test_an_offset_read_keeps_its_offset_range_and_stats_the_file(tmp_path):
     target = tmp_path / "big.txt"
     target.write_text(p["tool_response"]["file"]["content"])
     p["tool_input"]["file_path"] = p["tool_response"]["file"]["filePath"] = str(target)
-    [n] = plan(p, CFG)["nodes"]
+    [n] = plan(p, CFG).nodes
     assert n["source_uri"] == f"file://{target}#L100-104"
     assert n["metadata"]["truncated_by_token_cap"] is False
     assert n["mtime"] == os.stat(target).st_mtime_ns
     p["tool_input"]["file_path"] = p["tool_response"]["file"]["filePath"] = str(tmp_path / "gone.txt")
-    assert plan(p, CFG)["nodes"][0]["mtime"] == 0  # a file that is gone has no mtime
+    assert plan(p, CFG).nodes[0]["mtime"] == 0  # a file that is gone has no mtime
 
 
 def test_an_unchanged_reread_and_a_failed_read_store_nothing():
     p = read_of(1)
     p["tool_response"] = {"type": "file_unchanged", "file": {"filePath": p["tool_input"]["file_path"]}}
-    assert plan(p, CFG)["skipped"].startswith("file unchanged") and plan(p, CFG)["nodes"] == []
+    assert plan(p, CFG).skip == Skip("unchanged", "file unchanged since the last read (no content)")
+    assert plan(p, CFG).nodes == []
     failed = find(lambda p: p["tool_name"] == "Read" and p["hook_event_name"] == "PostToolUseFailure")
-    assert plan(failed, CFG)["nodes"] == [] and "failed" in plan(failed, CFG)["skipped"]
+    assert plan(failed, CFG).nodes == [] and plan(failed, CFG).skip == Skip("unsupported", "Read failed: nothing was read")
 
 
 def test_grep_content_mode_makes_a_child_per_matching_line_resolved_against_cwd():
     p = find(lambda p: p["tool_name"] == "Grep" and p["tool_input"].get("-C") == 1)
     out = plan(p, CFG)
-    parent, *hits = out["nodes"]
+    parent, *hits = out.nodes
     assert parent["kind"] == "tool_output" and parent["parent"] == {"session": p["session_id"]}
     assert parent["content"].endswith(p["tool_response"]["content"])
     assert parent["content"].splitlines()[0] == "Grep 'greet' glob *.py (content)"
@@ -91,15 +92,15 @@ def test_grep_hits_resolve_against_the_search_path_when_the_file_is_there(tmp_pa
     p["cwd"] = str(tmp_path / "elsewhere")
     p["tool_input"]["path"] = str(tmp_path / "pkg")
     p["tool_response"]["content"] = "mod.py:1:x = 1"
-    [_, hit] = plan(p, CFG)["nodes"]
+    [_, hit] = plan(p, CFG).nodes
     assert hit["source_uri"] == f"file://{tmp_path}/pkg/mod.py#L1-1"
 
 
 def test_grep_filename_and_count_modes_store_one_output_without_children():
     files = find(lambda p: p["tool_name"] == "Grep" and p["tool_response"].get("mode") == "files_with_matches")
     count = find(lambda p: p["tool_name"] == "Grep" and p["tool_response"].get("mode") == "count")
-    [f] = plan(files, CFG)["nodes"]
-    [c] = plan(count, CFG)["nodes"]
+    [f] = plan(files, CFG).nodes
+    [c] = plan(count, CFG).nodes
     assert f["content"].splitlines()[1:] == ["big.txt"] and c["content"].splitlines()[1:] == ["big.txt:5"]
     assert c["metadata"]["numMatches"] == 5 and f["content"] != c["content"]
 
@@ -107,7 +108,7 @@ def test_grep_filename_and_count_modes_store_one_output_without_children():
 def test_grep_lines_from_secret_files_are_left_out_of_text_and_children():
     p = find(lambda p: p["tool_name"] == "Grep" and p["tool_input"].get("pattern") == "def ")
     p["tool_response"]["content"] = "src/app.py:1:def greet(name):\n.env:2:API_TOKEN_SEED=def-zzz\n.env-3-X=1"
-    parent, hit = plan(p, CFG)["nodes"]
+    parent, hit = plan(p, CFG).nodes
     assert ".env" not in parent["content"] and "zzz" not in parent["content"]
     assert hit["content"] == "def greet(name):" and parent["metadata"]["denied_lines"] == 2
 
@@ -115,8 +116,8 @@ def test_grep_lines_from_secret_files_are_left_out_of_text_and_children():
 def test_bash_success_has_unknown_exit_and_failure_takes_the_exit_code_from_error():
     ok = find(lambda p: p["tool_name"] == "Bash" and p["tool_input"]["command"] == "echo hello; ls")
     bad = find(lambda p: p["tool_name"] == "Bash" and p["hook_event_name"] == "PostToolUseFailure")
-    [o] = plan(ok, CFG)["nodes"]
-    [b] = plan(bad, CFG)["nodes"]
+    [o] = plan(ok, CFG).nodes
+    [b] = plan(bad, CFG).nodes
     assert o["content"] == "$ echo hello; ls\nexit: unknown\n--- stdout ---\nhello\nREADME.md\nbig.txt\nsrc"
     assert b["content"] == "$ echo out; echo err >&2; exit 3\nexit: 3\n--- output ---\nout\nerr"
     assert (o["metadata"]["exit"], b["metadata"]["exit"]) == (None, 3)
@@ -124,20 +125,22 @@ def test_bash_success_has_unknown_exit_and_failure_takes_the_exit_code_from_erro
     # the writer keys tool outputs by the hash of the redacted content it stores
     assert o["source_uri"] == b["source_uri"] == "tool:Bash"
     ok["tool_response"]["interrupted"] = True
-    assert plan(ok, CFG)["nodes"][0]["content"].splitlines()[1] == "exit: interrupted"
+    assert plan(ok, CFG).nodes[0]["content"].splitlines()[1] == "exit: interrupted"
 
 
 def test_denied_commands_off_switch_and_other_tools_are_skipped_with_a_reason():
     ok = find(lambda p: p["tool_name"] == "Bash" and p["tool_input"]["command"] == "echo hello; ls")
-    assert plan(ok, CFG)["skipped"] is None  # positive control
+    assert plan(ok, CFG).skip is None  # positive control
     env = copy.deepcopy(ok)
     env["tool_input"]["command"] = "bash -c 'env | sort'"
-    assert plan(env, CFG)["skipped"].startswith("denied command")
-    assert plan(ok, make_config({"capture": {"bash": False}}))["skipped"] == "capture.bash is off for this project"
-    assert plan(ok, make_config({"bash": {"deny": ["^echo "]}}))["skipped"].startswith("denied command")
+    denied = plan(env, CFG).skip
+    assert denied.kind == "denied" and denied.detail.startswith("denied command")
+    assert plan(ok, make_config({"capture": {"bash": False}})).skip == Skip("off", "capture.bash is off for this project")
+    assert plan(ok, make_config({"bash": {"deny": ["^echo "]}})).skip.kind == "denied"
     mcp = find(lambda p: p["tool_name"].startswith("mcp__"))
-    assert plan(mcp, CFG) == {"skipped": f"unsupported tool {mcp['tool_name']!r}", "session_id": mcp["session_id"],
-                              "nodes": []}
+    unsupported = plan(mcp, CFG)
+    assert (unsupported.session_id, unsupported.nodes) == (mcp["session_id"], [])
+    assert unsupported.skip == Skip("unsupported", f"unsupported tool {mcp['tool_name']!r}")
 
 
 def test_denied_read_paths_are_skipped_also_through_dotdot_and_symlinks(tmp_path):
@@ -147,19 +150,11 @@ def test_denied_read_paths_are_skipped_also_through_dotdot_and_symlinks(tmp_path
     os.symlink(tmp_path / ".env", tmp_path / "harmless.txt")
     for path in (str(tmp_path / ".env"), str(tmp_path / "sub" / ".." / ".env"), str(tmp_path / "harmless.txt")):
         p["tool_input"]["file_path"] = p["tool_response"]["file"]["filePath"] = path
-        assert plan(p, CFG)["skipped"].startswith("denied path"), path
+        assert plan(p, CFG).skip.detail.startswith("denied path"), path
     p["tool_input"]["file_path"] = p["tool_response"]["file"]["filePath"] = str(tmp_path / "notes.txt")
-    assert plan(p, CFG)["skipped"] is None
+    assert plan(p, CFG).skip is None
     cfg = make_config({"path": {"deny": ["notes.*"]}})
-    assert plan(p, cfg)["skipped"].startswith("denied path")
-
-
-def test_metadata_strings_are_redacted_because_the_content_gate_does_not_see_them():
-    ok = find(lambda p: p["tool_name"] == "Bash" and p["tool_input"]["command"] == "echo hello; ls")
-    ok["tool_input"]["command"] = "curl -H 'Authorization: Bearer abcdefghijklmnop0123456789' https://x"
-    [n] = plan(ok, CFG)["nodes"]
-    assert "abcdefghijklmnop0123456789" not in json.dumps(n["metadata"])
-    assert "[REDACTED:auth_header]" in n["metadata"]["command"]
+    assert plan(p, cfg).skip.kind == "denied"
 
 
 @pytest.mark.parametrize("mutate, field", [
@@ -185,5 +180,5 @@ def test_a_payload_that_is_not_an_object_is_a_bad_request(bad):
 
 
 def test_every_real_payload_plans_without_error():
-    reasons = [plan(p, CFG)["skipped"] for p in real_payloads()]
+    reasons = [plan(p, CFG).skip for p in real_payloads()]
     assert len(reasons) >= 14 and sum(r is None for r in reasons) >= 10

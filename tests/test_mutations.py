@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memtree import protocol
+from memtree.capture.ingest import Plan, Skip
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms
 from memtree.store.write import captures
@@ -162,25 +163,25 @@ def test_put_tool_output_is_deduplicated_only_within_the_window(db):
 
 
 def grep_plan(sid="s1", output="a.py:1:def greet(name):\nb.py:2:greet()", hits=("def greet(name):", "greet()")):
-    return {"skipped": None, "session_id": sid, "nodes": [
+    return Plan(sid, [
         {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": output,
          "source_uri": "tool:Grep#x", "metadata": {"tool": "Grep"}, "mtime": 0},
         *({"ref": f"n{i + 1}", "parent": {"ref": "n0"}, "kind": "file_chunk", "content": h,
-           "source_uri": f"file:///p/a.py#L{i + 1}-{i + 1}", "metadata": {}, "mtime": 0} for i, h in enumerate(hits))]}
+           "source_uri": f"file:///p/a.py#L{i + 1}-{i + 1}", "metadata": {}, "mtime": 0} for i, h in enumerate(hits))])
 
 
 def test_an_ingest_plan_lands_pending_under_resolved_parents(db):
     out = captures.apply_plan(tx(db, actor="hook"), grep_plan())
-    out_id, *hit_ids = out["ids"]
+    out_id, *hit_ids = out["stored"]
     assert out["skipped"] is None and len(hit_ids) == 2
     session = one(db, "SELECT id, status FROM nodes WHERE kind='session' AND source_uri='session:s1'")
     assert session[1] == "live"
     assert one(db, "SELECT parent_id, status, session_id FROM nodes WHERE id=?", (out_id,)) == (session[0], "pending", "s1")
     assert {r[0] for r in db.execute("SELECT id FROM nodes WHERE parent_id=?", (out_id,))} == set(hit_ids)
-    read = {"skipped": None, "session_id": "s1", "nodes": [
+    read = Plan("s1", [
         {"ref": "n0", "parent": {"file": "/p/a.py"}, "kind": "file_chunk", "content": "def greet(name): ...",
-         "source_uri": "file:///p/a.py#L1-1", "metadata": {}, "mtime": 5}]}
-    (chunk_id,) = captures.apply_plan(tx(db, actor="hook"), read)["ids"]
+         "source_uri": "file:///p/a.py#L1-1", "metadata": {}, "mtime": 5}])
+    (chunk_id,) = captures.apply_plan(tx(db, actor="hook"), read)["stored"]
     root = one(db, "SELECT parent_id FROM nodes WHERE id=?", (chunk_id,))[0]
     assert one(db, "SELECT kind, source_uri, status FROM nodes WHERE id=?", (root,)) == ("file", "file:///p/a.py", "live")
     captures.apply_plan(tx(db, actor="hook"), read)  # a second read of the file reuses its root
@@ -190,19 +191,30 @@ def test_an_ingest_plan_lands_pending_under_resolved_parents(db):
 def test_an_ingest_plan_dedupes_tool_outputs_with_their_children_and_refuses_forgotten_ones(db):
     first = captures.apply_plan(tx(db), grep_plan())
     again = captures.apply_plan(tx(db), grep_plan())
-    assert again == {"ids": [], "skipped": None, "deduped": [first["ids"][0]]}
+    assert again == {"stored": [], "skipped": None, "deduped": [first["stored"][0]]}
     other = captures.apply_plan(tx(db), grep_plan(output="c.py:9:other output"))
-    assert len(other["ids"]) == 3  # positive control: a different output is stored with its hits
-    mutations.forget(tx(db), other["ids"][0], "leaked")
+    assert len(other["stored"]) == 3  # positive control: a different output is stored with its hits
+    mutations.forget(tx(db), other["stored"][0], "leaked")
     t = tx(db, actor="hook")
     refused = captures.apply_plan(t, grep_plan(output="c.py:9:other output", hits=("new hit",)))
-    assert refused == {"ids": [], "skipped": "refused: forgotten content", "refused": 1}
+    assert refused == {"stored": [], "skipped": "forgotten", "refused": 1}
     assert len(t.keep) == 1 and "refused" in t.keep[0][1]
 
 
+def test_plan_metadata_is_redacted_once_at_insert(db):
+    secret = "abcdefghijklmnop0123456789"
+    plan = Plan("s1", [{"ref": "n0", "parent": {"session": "s1"}, "kind": "tool_output",
+                        "content": "$ curl\nexit: 0", "source_uri": "tool:Bash", "mtime": 0,
+                        "metadata": {"tool": "Bash", "command": f"curl -H 'Authorization: Bearer {secret}' https://x"}}])
+    assert secret in plan.nodes[0]["metadata"]["command"]  # the plan keeps it raw: one pass, at insert
+    (node_id,) = captures.apply_plan(tx(db, actor="hook"), plan)["stored"]
+    meta = one(db, "SELECT metadata FROM nodes WHERE id = ?", (node_id,))[0]
+    assert secret not in meta and "[REDACTED:auth_header]" in meta
+
+
 def test_a_skipped_plan_stores_nothing_and_audits_the_reason_only(db):
-    out = captures.apply_plan(tx(db, actor="hook"), {"skipped": "denied command", "session_id": "s", "nodes": []})
-    assert out == {"ids": [], "skipped": "denied command"}
+    out = captures.apply_plan(tx(db, actor="hook"), Plan("s", [], Skip("denied", "denied command")))
+    assert out == {"stored": [], "skipped": "denied"}
     assert one(db, "SELECT count(*) FROM nodes")[0] == 0
     assert [tuple(r) for r in db.execute("SELECT actor, action, node_id, reason FROM audit")] == [
         ("hook", "skipped", None, "denied command")]

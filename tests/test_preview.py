@@ -129,7 +129,7 @@ def test_a_read_cut_at_the_token_cap_is_outlined_whole_from_disk_inside_the_proj
         p["tool_response"]["file"].update(numLines=2000, totalLines=4500, truncatedByTokenCap=True)
         return p
 
-    text = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG)["file"]["content"]
+    text = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG, str(proj))["file"]["content"]
     assert ("of m.py: all 4,500 lines, ~14.0k tokens (read from disk past the cut above), the part read in memtree "
             "node 01CAP" in text) and "def f59 L4426-4499" in text
     assert "Truncated" not in text  # the CLI's own note says that; the preview does not repeat it
@@ -137,12 +137,13 @@ def test_a_read_cut_at_the_token_cap_is_outlined_whole_from_disk_inside_the_proj
     assert "unchanged since your last Read" in again and "all 4,500 lines" in again
     assert "def f59 L4426-4499" in again
     # Negative controls: outside the project, or the file on disk no longer starts with what was read.
-    outside = rewrite.updated_output(payload(proj / "m.py", cut, tmp_path / "elsewhere"), "01CAP", CFG)
+    outside = rewrite.updated_output(payload(proj / "m.py", cut, tmp_path / "elsewhere"), "01CAP", CFG,
+                                     str(tmp_path / "elsewhere"))
     (proj / "m.py").write_text("# changed\n" + whole)
-    changed = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG)
+    changed = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG, str(proj))
     # A FIFO in the project (a payload naming one): never opened for a blocking read, the part read outlined.
     os.mkfifo(proj / "pipe.py")
-    fifo = rewrite.updated_output(payload(proj / "pipe.py", cut, proj), "01CAP", CFG)
+    fifo = rewrite.updated_output(payload(proj / "pipe.py", cut, proj), "01CAP", CFG, str(proj))
     for t in (outside["file"]["content"], changed["file"]["content"], fifo["file"]["content"]):
         assert "lines 1-2,000 of 4,500, ~" in t and "def f0 L1-74" in t and "f59" not in t
 

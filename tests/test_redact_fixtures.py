@@ -8,6 +8,7 @@ import pytest
 
 from memtree.capture.ingest import plan
 from memtree.redact import REDACTION_VERSION, redact_text
+from memtree.store.write.mutations import clean_meta
 from tests.leaky_cases import load_cases
 from tests.support import test_config as make_config
 
@@ -25,14 +26,15 @@ def test_the_fixture_is_big_enough_and_mixes_leaks_with_look_alikes():
 def test_each_case_is_skipped_or_stored_clean_with_its_benign_text_intact(case):
     out = plan(case["payload"], make_config())
     if case["expect"] == "skipped":
-        assert out["skipped"] and out["nodes"] == []
+        assert out.skip and out.nodes == []
         return
-    assert out["skipped"] is None and out["nodes"]
-    # What the writer stores: content through redact_text (mutations.prepare_content), metadata as planned.
-    stored = [redact_text(n["content"])[0] + "\n" + json.dumps(n["metadata"], ensure_ascii=False)
-              + "\n" + n["source_uri"] for n in out["nodes"]]
+    assert out.skip is None and out.nodes
+    # What the writer stores: content through redact_text (mutations.prepare_content), metadata
+    # through mutations.clean_meta, both at insert.
+    stored = [redact_text(n["content"])[0] + "\n" + json.dumps(clean_meta(n["metadata"]), ensure_ascii=False)
+              + "\n" + n["source_uri"] for n in out.nodes]
     blob = "\n".join(stored)
     leaked = [s for s in case["secrets"] if s in blob]
     assert leaked == []
-    missing = [k for k in case["keep"] if k not in "\n".join(redact_text(n["content"])[0] for n in out["nodes"])]
+    missing = [k for k in case["keep"] if k not in "\n".join(redact_text(n["content"])[0] for n in out.nodes)]
     assert missing == []

@@ -108,7 +108,7 @@ def test_read_of_a_file_the_hook_captured_supersedes_the_capture_without_calling
     async def capture(svc):
         return await svc.call(protocol.Ingest(payload=payload))
 
-    [captured] = h.run(capture)["ids"]
+    [captured] = h.run(capture)["stored"]
     h.run(lambda svc: svc.call(protocol.SetStatus(ids=[captured], status="live", expect=["pending"])))
     out = h.run(read, "pkg/small.py", symbol="two", with_ids=True)
     assert "1 earlier capture(s) of this version superseded" in out and "changed since" not in out

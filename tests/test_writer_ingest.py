@@ -44,8 +44,8 @@ def test_a_read_capture_lands_pending_under_the_file_root(writer):
     paths, _ = writer
     p = payload("Read")
     reply = ingest(paths, p)
-    assert reply["ok"] and reply["result"]["skipped"] is None and reply["result"]["ids"]
-    ids = reply["result"]["ids"]
+    assert reply["ok"] and reply["result"]["skipped"] is None and reply["result"]["stored"]
+    ids = reply["result"]["stored"]
     path = p["tool_input"]["file_path"]
     got = rows(paths, f"SELECT n.id, n.status, r.kind, r.source_uri FROM nodes n JOIN nodes r ON r.id = n.parent_id"
                       f" WHERE n.id IN ({','.join('?' * len(ids))})", ids)
@@ -58,7 +58,7 @@ def test_a_repeated_bash_output_is_stored_once_within_the_window(writer):
     paths, _ = writer
     first = ingest(paths, payload("Bash"))["result"]
     again = ingest(paths, dict(payload("Bash"), tool_use_id="toolu_another_call"))["result"]  # a new call
-    assert len(first["ids"]) >= 1 and again["ids"] == [] and again["deduped"] == [first["ids"][0]]
+    assert len(first["stored"]) >= 1 and again["stored"] == [] and again["deduped"] == [first["stored"][0]]
     assert rows(paths, "SELECT count(*) FROM nodes WHERE kind='tool_output'") == [(1,)]
 
 
@@ -67,7 +67,7 @@ def test_a_denied_command_is_skipped_and_audited_without_content(writer):
     p = dict(payload("Bash"), tool_input={"command": "env"},
              tool_response={"stdout": "HOME=/root\nAWS_SECRET_ACCESS_KEY=abc", "stderr": "", "interrupted": False})
     reply = ingest(paths, p)["result"]
-    assert reply["ids"] == [] and reply["skipped"]
+    assert reply["stored"] == [] and reply["skipped"]
     assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
     audit = rows(paths, "SELECT action, reason, detail FROM audit")
     assert [a[0] for a in audit] == ["skipped"] and "HOME=/root" not in orjson.dumps(audit).decode()
@@ -90,7 +90,7 @@ def test_a_tool_output_is_keyed_by_its_redacted_content_never_the_raw_output(wri
     p = payload("Bash")
     secret = "AKIAIOSFODNN7EXAMPLE"
     p["tool_response"]["stdout"] = f"aws_access_key_id = {secret}\nregion = eu-west-1\n"
-    [nid] = ingest(paths, p)["result"]["ids"]
+    [nid] = ingest(paths, p)["result"]["stored"]
     [(uri, content, digest)] = rows(paths, "SELECT source_uri, content, content_hash FROM nodes WHERE id = ?", [nid])
     assert secret not in content and "[REDACTED:" in content
     assert uri == f"tool:Bash#{digest}" and digest == hashlib.sha256(content.encode()).hexdigest()
@@ -103,11 +103,11 @@ def test_the_same_capture_sent_twice_is_stored_once_and_gets_the_first_reply(wri
     again = ingest(paths, p)["result"]
     assert again == dict(first, duplicate=True)
     stored = {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='file_chunk'")}
-    assert stored == set(first["ids"])
+    assert stored == set(first["stored"])
     # Positive control: another call (new tool_use_id) of the same read is a new capture.
     other = ingest(paths, dict(p, tool_use_id="toolu_a_later_read"))["result"]
-    assert "duplicate" not in other and other["ids"] and not set(other["ids"]) & stored
-    assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='file_chunk'")} == stored | set(other["ids"])
+    assert "duplicate" not in other and other["stored"] and not set(other["stored"]) & stored
+    assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='file_chunk'")} == stored | set(other["stored"])
 
 
 @pytest.mark.parametrize("sock_name", [protocol.SOCK_INGEST, protocol.SOCK_WRITE])

@@ -3,8 +3,8 @@
 ``plan(payload, config)`` is pure apart from stat-ing files (a Read's mtime,
 which of cwd / tool_input.path a Grep hit is relative to). The writer applies
 the plan (memtree.store.write.captures.apply_plan); content passes the redaction
-gate there. Metadata strings (a command, a pattern) do not go through that
-gate, so they are redacted here.
+gate there, metadata included (once per field, at insert). The spool is the
+exception: what the hook writes to disk is redacted by ``sanitize`` first.
 
 Shapes handled (docs/ARCHITECTURE.md "Ingest plan", integration-facts §1):
 - Read: tool_response {type:"text", file:{filePath, content, startLine,
@@ -33,7 +33,7 @@ import re
 
 from memtree.errors import BadRequest
 from memtree.outside import refused_outside
-from memtree.redact import command_denied, path_denied, redact_value
+from memtree.redact import command_denied, path_denied, redact_value  # redact_value: the spool's own pass
 
 TOOLS = ("Read", "Grep", "Bash")
 EVENTS = ("PostToolUse", "PostToolUseFailure")
@@ -67,15 +67,49 @@ def _field(obj: dict, key: str, types, where: str, required: bool = True, defaul
     return value
 
 
-def _clean_meta(meta: dict) -> dict:
-    return redact_value(meta)[0]
+SKIP_KINDS = ("unchanged", "denied", "outside", "unsupported", "off", "malformed")
 
 
-def _skipped(reason: str, sid: str) -> dict:
-    return {"skipped": reason, "session_id": sid, "nodes": []}
+class Skip:
+    """Why a payload stores nothing. Code branches on ``kind`` (one of
+    SKIP_KINDS); ``detail`` is for people (the audit row, the hook log)."""
+
+    __slots__ = ("kind", "detail")
+
+    def __init__(self, kind: str, detail: str):
+        if kind not in SKIP_KINDS:
+            raise ValueError(f"unknown skip kind {kind!r}")
+        self.kind, self.detail = kind, detail
+
+    def __eq__(self, other):
+        return isinstance(other, Skip) and (self.kind, self.detail) == (other.kind, other.detail)
+
+    def __repr__(self):
+        return f"Skip({self.kind!r}, {self.detail!r})"
 
 
-def plan(payload, config, project_root: str | None = None) -> dict:
+class Plan:
+    """The nodes one payload becomes, or the Skip that says why none.
+
+    ``nodes`` are dicts the writer stores in order (memtree.store.write.captures):
+    ``ref``, ``parent`` ({"file"|"session"|"ref": ...}), ``kind``, ``content``,
+    ``source_uri``, ``mtime``, ``metadata``. Metadata is raw here: it is
+    redacted once, at insert."""
+
+    __slots__ = ("session_id", "nodes", "skip")
+
+    def __init__(self, session_id: str, nodes: list, skip: Skip | None = None):
+        self.session_id, self.nodes, self.skip = session_id, nodes, skip
+
+    def __repr__(self):
+        return f"Plan({self.session_id!r}, {len(self.nodes)} nodes, skip={self.skip!r})"
+
+
+def _skipped(kind: str, detail: str, sid: str) -> Plan:
+    return Plan(sid, [], Skip(kind, detail))
+
+
+def plan(payload, config, project_root: str | None = None) -> Plan:
     """The node plan for one hook payload (see the module docstring)."""
     if not isinstance(payload, dict):
         raise BadRequest(f"Ingest payload must be a JSON object, not {type(payload).__name__}")
@@ -86,16 +120,16 @@ def plan(payload, config, project_root: str | None = None) -> dict:
     if not os.path.isabs(cwd):
         raise BadRequest("Ingest payload: field 'cwd' must be an absolute path")
     if event not in EVENTS:
-        return _skipped(f"unsupported hook event {event[:40]!r}", sid)
+        return _skipped("unsupported", f"unsupported hook event {event[:40]!r}", sid)
     if tool not in TOOLS:
-        return _skipped(f"unsupported tool {tool[:60]!r}", sid)
+        return _skipped("unsupported", f"unsupported tool {tool[:60]!r}", sid)
     tool_input = _field(payload, "tool_input", dict, "")
     failed = event == "PostToolUseFailure"
     if tool == "Bash":
         return _plan_bash(payload, tool_input, sid, failed, config)
     if failed:
         _field(payload, "error", str, "", required=False)
-        return _skipped(f"{tool} failed: nothing was read", sid)
+        return _skipped("unsupported", f"{tool} failed: nothing was read", sid)
     response = _field(payload, "tool_response", dict, "")
     deny = _denier(config, cwd, project_root)
     if tool == "Read":
@@ -104,16 +138,16 @@ def plan(payload, config, project_root: str | None = None) -> dict:
 
 
 def _denier(config, cwd: str, project_root: str | None):
-    """``deny(path) -> reason | None``: a secret file (path.deny), or one outside the project."""
+    """``deny(path) -> Skip | None``: a secret file (path.deny), or one outside the project."""
     globs = _setting(config, "path", "deny", [])
     allow = _setting(config, "path", "allowOutside", [])
 
     def deny(path: str, secret: bool = True) -> str | None:
         why = path_denied(path, globs, cwd) if secret else None
         if why:
-            return f"denied path: {why}"
+            return Skip("denied", f"denied path: {why}")
         if project_root and refused_outside(path, project_root, allow, cwd):
-            return "outside the project (path.allowOutside)"
+            return Skip("outside", "outside the project (path.allowOutside)")
         return None
     return deny
 
@@ -132,20 +166,20 @@ def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny) -> di
     path = _field(tool_input, "file_path", str, "tool_input.")
     denied = deny(path)
     if denied:
-        return _skipped(denied, sid)
+        return Plan(sid, [], denied)
     rtype = _field(response, "type", str, "tool_response.", required=False, default="text")
     file = _field(response, "file", dict, "tool_response.", required=rtype == "text", default={})
     if rtype == "file_unchanged":
-        return _skipped("file unchanged since the last read (no content)", sid)
+        return _skipped("unchanged", "file unchanged since the last read (no content)", sid)
     if rtype != "text":
-        return _skipped(f"Read of type {rtype[:20]!r} has no text to store", sid)
+        return _skipped("unsupported", f"Read of type {rtype[:20]!r} has no text to store", sid)
     content = _field(file, "content", str, "tool_response.file.")
     full = _field(file, "filePath", str, "tool_response.file.", required=False, default=path)
     full = os.path.normpath(full if os.path.isabs(full) else os.path.join(cwd, full))
     if full != os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path)):
         denied = deny(full)
         if denied:
-            return _skipped(denied, sid)
+            return Plan(sid, [], denied)
     start = _field(file, "startLine", int, "tool_response.file.", required=False, default=1)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     num = _field(file, "numLines", int, "tool_response.file.", required=False, default=lines)
@@ -159,7 +193,7 @@ def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny) -> di
         "metadata": {"tool": "Read", "path": full, "start": start, "end": end, "total_lines": total,
                      "truncated_by_token_cap": capped, "origin": "hook"},
     }
-    return {"skipped": None, "session_id": sid, "nodes": [node]}
+    return Plan(sid, [node])
 
 
 # -- Grep ----------------------------------------------------------------------
@@ -194,7 +228,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
     glob = _field(tool_input, "glob", str, "tool_input.", required=False)
     denied = deny(search_path) if search_path else deny(cwd, secret=False)  # no path: it searched the cwd
     if denied:
-        return _skipped(denied, sid)
+        return Plan(sid, [], denied)
     mode = _field(response, "mode", str, "tool_response.", required=False,
                   default=tool_input.get("output_mode") if isinstance(tool_input.get("output_mode"), str)
                   else "files_with_matches")
@@ -230,19 +264,19 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
     text = header + "\n" + "\n".join(kept)
     counts = {k: response.get(k) for k in ("numFiles", "numLines", "numMatches", "appliedLimit")
               if isinstance(response.get(k), int) and not isinstance(response.get(k), bool)}
-    meta = _clean_meta({"tool": "Grep", "pattern": pattern, "path": search_path, "glob": glob, "mode": mode,
+    meta = {"tool": "Grep", "pattern": pattern, "path": search_path, "glob": glob, "mode": mode,
                         "type": tool_input.get("type") if isinstance(tool_input.get("type"), str) else None,
                         "case_insensitive": tool_input.get("-i") is True, "hits": len(hits),
-                        "denied_lines": denied_lines, "origin": "hook", **counts})
+                        "denied_lines": denied_lines, "origin": "hook", **counts}
     nodes = [{"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": text,
               "source_uri": "tool:Grep",  # the writer appends the hash of the redacted content
               "metadata": meta, "mtime": 0}]
     for i, (full, lineno, body) in enumerate(hits, 1):
         nodes.append({"ref": f"n{i}", "parent": {"ref": "n0"}, "kind": "file_chunk", "content": body,
                       "source_uri": f"file://{full}#L{lineno}-{lineno}", "mtime": _mtime_ns(full),
-                      "metadata": _clean_meta({"tool": "Grep", "path": full, "start": lineno, "end": lineno,
-                                               "pattern": pattern, "origin": "hook"})})
-    return {"skipped": None, "session_id": sid, "nodes": nodes}
+                      "metadata": {"tool": "Grep", "path": full, "start": lineno, "end": lineno,
+                                   "pattern": pattern, "origin": "hook"}})
+    return Plan(sid, nodes)
 
 
 def _prefix_denied(line: str, resolve, deny, cache: dict) -> bool:
@@ -292,11 +326,11 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
     command = _field(tool_input, "command", str, "tool_input.")
     description = _field(tool_input, "description", str, "tool_input.", required=False, default="")
     if not _setting(config, "capture", "bash", True):
-        return _skipped("capture.bash is off for this project", sid)
+        return _skipped("off", "capture.bash is off for this project", sid)
     denied = command_denied(command, _setting(config, "bash", "deny", []), _setting(config, "path", "deny", []),
                             payload.get("cwd"))
     if denied:
-        return _skipped(f"denied command: {denied}", sid)
+        return _skipped("denied", f"denied command: {denied}", sid)
     if failed:
         error = _field(payload, "error", str, "")
         interrupted = _field(payload, "is_interrupt", bool, "", required=False, default=False)
@@ -325,15 +359,15 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
             if isinstance(v, (str, int)) and not isinstance(v, bool):
                 meta["persisted_output_path" if k.endswith("Path") else "persisted_output_size"] = v
     node = {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": content,
-            "source_uri": "tool:Bash", "metadata": _clean_meta(meta), "mtime": 0}
-    return {"skipped": None, "session_id": sid, "nodes": [node]}
+            "source_uri": "tool:Bash", "metadata": meta, "mtime": 0}
+    return Plan(sid, [node])
 
 
 # -- spool ---------------------------------------------------------------------
 
 
 def sanitize(payload: dict, config, project_root: str | None = None) -> tuple[dict | None, str]:
-    """The payload as the hook may spool it, or (None, why not).
+    """The payload as the hook may spool it and "spooled", or (None, the Skip kind).
 
     The same plan the writer makes decides (one deny implementation for hook,
     spool and writer): a skipped plan spools nothing, a Grep keeps only the
@@ -342,13 +376,13 @@ def sanitize(payload: dict, config, project_root: str | None = None) -> tuple[di
     """
     try:
         planned = plan(payload, config, project_root)
-    except BadRequest as e:
-        return None, f"malformed payload ({e.message[:80]})"
-    if planned["skipped"]:
-        return None, planned["skipped"].split(":", 1)[0]
+    except BadRequest:
+        return None, "malformed"
+    if planned.skip:
+        return None, planned.skip.kind
     out = dict(payload)
     if payload.get("tool_name") == "Grep":
-        kept = planned["nodes"][0]["content"].split("\n", 1)
+        kept = planned.nodes[0]["content"].split("\n", 1)
         response = dict(payload["tool_response"])
         response["content"] = kept[1] if len(kept) > 1 else ""
         deny = _denier(config, payload["cwd"], project_root)

@@ -1,7 +1,10 @@
 """Which native outputs to rewrite, and the exact ``updatedToolOutput`` objects.
 
-Called by the writer after the capture is committed (so the whole output is
-safe in the store before the agent is shown less of it). Every string put
+The writer reads what a replacement needs from the store inside the
+capture's transaction (a ``Job``) and builds it with ``build`` after COMMIT,
+before it replies: the whole output is safe in the store before the agent is
+shown less of it, and the preview's disk read and redaction pass hold no
+transaction that other requests wait on. Every string put
 into a replacement passes memtree.redact first. Shapes, checked on the real
 CLI 2.1.197 (../shared/claude-code/verified-2.1.197.md §1.3); anything else is
 silently ignored by the CLI:
@@ -55,12 +58,49 @@ def _lines(text: str) -> int:
     return text.count("\n") + 1
 
 
+class Job:
+    """A replacement to build for a stored capture: the payload, the rewrite
+    settings, the project root (a token-capped Read is outlined from disk only
+    inside it), and either the id the preview names (``node_id``) or, for a
+    re-Read of an unchanged file, the earlier capture ``(id, content, total
+    lines)`` the CLI refers the agent to (``unchanged``)."""
+
+    __slots__ = ("payload", "cfg", "root", "node_id", "unchanged")
+
+    def __init__(self, payload: dict, cfg: dict, root: str | None, node_id: str | None = None,
+                 unchanged: tuple | None = None):
+        self.payload, self.cfg, self.root, self.node_id, self.unchanged = payload, cfg, root, node_id, unchanged
+
+
+def unchanged_path(payload: dict) -> str | None:
+    """The file a ``file_unchanged`` Read names (normalised), or None."""
+    resp = payload.get("tool_response")
+    if payload.get("tool_name") != "Read" or not isinstance(resp, dict) or resp.get("type") != "file_unchanged":
+        return None
+    f = resp.get("file")
+    path = f.get("filePath") if isinstance(f, dict) else None
+    return os.path.normpath(path) if isinstance(path, str) else None
+
+
+def build(job: Job | None) -> dict | None:
+    """The hook output for ``job`` (see ``hook_output``), or None to leave the native output as it is."""
+    if job is None:
+        return None
+    if job.unchanged is not None:
+        node_id, stored, total = job.unchanged
+        updated = unchanged_output(unchanged_path(job.payload), stored, total, node_id, job.cfg, job.root)
+    else:
+        updated = updated_output(job.payload, job.node_id, job.cfg, job.root)
+    return hook_output(updated) if updated else None
+
+
 def hook_output(updated: dict) -> dict:
     return {"hookSpecificOutput": {"hookEventName": EVENT, "updatedToolOutput": updated}}
 
 
-def updated_output(payload: dict, node_id: str, cfg: dict) -> dict | None:
-    """The replacement for a stored PostToolUse output, or None to leave it as it is."""
+def updated_output(payload: dict, node_id: str | None, cfg: dict, root: str | None = None) -> dict | None:
+    """The replacement for a stored PostToolUse output, or None to leave it as it is.
+    ``root``: the project (None: a token-capped Read is not outlined from disk)."""
     if not cfg.get("rewrite") or payload.get("hook_event_name", EVENT) != EVENT:
         return None
     tool, ti, resp = payload.get("tool_name"), payload.get("tool_input"), payload.get("tool_response")
@@ -68,8 +108,7 @@ def updated_output(payload: dict, node_id: str, cfg: dict) -> dict | None:
         return None
     budget = int(cfg["previewTokens"] if tool == "Read" else cfg["previewTextTokens"])
     if tool == "Read":
-        cwd = payload.get("cwd")  # the project the session runs in (a file outside it is not re-read)
-        return _read(ti, resp, node_id, cfg, budget, cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None)
+        return _read(ti, resp, node_id, cfg, budget, root)
     if tool == "Grep":
         return _grep(ti, resp, node_id, cfg, budget)
     if tool == "Bash":
@@ -139,14 +178,13 @@ def unchanged_output(path: str, stored: str, total: int, node_id: str, cfg: dict
     """Claude Code answers a re-Read of an unchanged file with "refer to the earlier
     tool_result"; when that earlier result was our preview, answer with it again
     (from the stored, already redacted capture) and say how to get exact lines.
-    ``root``: the project (default: the current directory, where the
-    supervisor starts the writer)."""
+    ``root``: the project (None: the file is not outlined from disk)."""
     if not cfg.get("rewrite") or tokens.count(_cap(stored)) <= cfg["rewriteReadTokens"]:
         return None
     lead = "File unchanged since your last Read, which showed this preview. "
     read_lines = _lines(stored)
     text = _clean(_preview(path, stored, total, read_lines, node_id, int(cfg["previewTokens"]),
-                           int(cfg["previewTextTokens"]), root or os.getcwd(), lead))
+                           int(cfg["previewTextTokens"]), root, lead))
     return _read_object(path, text, total)
 
 
@@ -184,4 +222,4 @@ def _bash(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | 
     return new
 
 
-__all__ = ["settings", "updated_output", "unchanged_output", "hook_output"]
+__all__ = ["settings", "Job", "build", "unchanged_path", "updated_output", "unchanged_output", "hook_output"]

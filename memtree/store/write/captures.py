@@ -200,26 +200,39 @@ def _capture_key(tool_use_id, nodes: list, prepared: list) -> str | None:
     return f"{tool_use_id[:200]}:{h.hexdigest()[:32]}"
 
 
-def apply_plan(tx: Tx, plan: dict, tool_use_id: str | None = None) -> dict:
-    """Store an ingest plan (memtree.capture.ingest.plan's output); captured nodes land pending.
+def apply_plan(tx: Tx, plan, tool_use_id: str | None = None) -> dict:
+    """Store an ingest plan (a memtree.capture.ingest.Plan); captured nodes land pending.
 
-    A capture whose key (``_capture_key``) was stored before gets that first
-    reply again, marked ``duplicate``, and nothing new is stored."""
-    if plan.get("skipped"):
-        tx.audit("skipped", None, reason=str(plan["skipped"]))
-        return {"ids": [], "skipped": plan["skipped"]}
-    sid = plan.get("session_id") or None
-    nodes = plan.get("nodes") or []
+    Returns the fields of the ingest reply (memtree.protocol.IngestReply):
+    ``stored`` ids, ``skipped`` (the Skip kind, or "forgotten" when every node
+    was refused by a tombstone), ``deduped`` ids, ``refused`` count. A capture
+    whose key (``_capture_key``) was stored before gets that first result
+    again, marked ``duplicate``, and nothing new is stored."""
+    if plan.skip:
+        tx.audit("skipped", None, reason=plan.skip.detail)
+        return {"stored": [], "skipped": plan.skip.kind}
+    sid = plan.session_id or None
+    nodes = plan.nodes
     prepared = [prepare_content(n.get("content") or "", tx.config.capture.maxBytes) for n in nodes]
     key = _capture_key(tool_use_id, nodes, prepared)
     if key is not None:
         row = tx.db.execute("SELECT result FROM capture_keys WHERE key = ?", (key,)).fetchone()
         if row is not None:
-            return dict(orjson.loads(row[0]), duplicate=True)
+            return dict(_stored_result(orjson.loads(row[0])), duplicate=True)
     out = _store_plan(tx, sid, nodes, prepared)
     if key is not None:
         tx.db.execute("INSERT INTO capture_keys(key, result, at) VALUES (?, ?, ?)", (key, orjson.dumps(out).decode(), tx.now))
     return out
+
+
+def _stored_result(old: dict) -> dict:
+    """A capture_keys result as apply_plan returns it now (rows written before
+    the typed reply said ``ids`` and a human-readable ``skipped``)."""
+    if "ids" in old:
+        old = {**old, "stored": old.pop("ids")}
+        if old.get("skipped"):
+            old["skipped"] = "forgotten"
+    return old
 
 
 def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
@@ -258,13 +271,13 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
             continue
         refs[n.get("ref")] = node_id
         ids.append(node_id)
-    out = {"ids": ids, "skipped": None}
+    out = {"stored": ids, "skipped": None}
     if deduped:
         out["deduped"] = deduped
     if refused:
         out["refused"] = refused
         if not ids and not deduped:
-            out["skipped"] = "refused: forgotten content"
+            out["skipped"] = "forgotten"  # audited as refused by insert_node
     return out
 
 
