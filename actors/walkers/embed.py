@@ -34,7 +34,7 @@ from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.recall import embeddings
 from memtree.store import vectors
-from memtree.store.vectors import EMBED_KINDS
+from memtree.store.kinds import EMBED_KINDS
 
 log = logging.getLogger(__name__)
 

@@ -34,6 +34,7 @@ import re
 from memtree.errors import BadRequest
 from memtree.outside import refused_outside
 from memtree.redact import command_denied, path_denied, redact_value  # redact_value: the spool's own pass
+from memtree.store import uris
 
 TOOLS = ("Read", "Grep", "Bash")
 EVENTS = ("PostToolUse", "PostToolUseFailure")
@@ -189,7 +190,7 @@ def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny) -> di
     end = max(start, start + num - 1)
     node = {
         "ref": "n0", "parent": {"file": full}, "kind": "file_chunk", "content": content,
-        "source_uri": f"file://{full}#L{start}-{end}", "mtime": _mtime_ns(full),
+        "source_uri": uris.file_uri(full, start, end), "mtime": _mtime_ns(full),
         "metadata": {"tool": "Read", "path": full, "start": start, "end": end, "total_lines": total,
                      "truncated_by_token_cap": capped, "origin": "hook"},
     }
@@ -269,11 +270,11 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
                         "case_insensitive": tool_input.get("-i") is True, "hits": len(hits),
                         "denied_lines": denied_lines, "origin": "hook", **counts}
     nodes = [{"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": text,
-              "source_uri": "tool:Grep",  # the writer appends the hash of the redacted content
+              "source_uri": uris.tool_uri("Grep"),
               "metadata": meta, "mtime": 0}]
     for i, (full, lineno, body) in enumerate(hits, 1):
         nodes.append({"ref": f"n{i}", "parent": {"ref": "n0"}, "kind": "file_chunk", "content": body,
-                      "source_uri": f"file://{full}#L{lineno}-{lineno}", "mtime": _mtime_ns(full),
+                      "source_uri": uris.file_uri(full, lineno, lineno), "mtime": _mtime_ns(full),
                       "metadata": {"tool": "Grep", "path": full, "start": lineno, "end": lineno,
                                    "pattern": pattern, "origin": "hook"}})
     return Plan(sid, nodes)
@@ -359,7 +360,7 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
             if isinstance(v, (str, int)) and not isinstance(v, bool):
                 meta["persisted_output_path" if k.endswith("Path") else "persisted_output_size"] = v
     node = {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": content,
-            "source_uri": "tool:Bash", "metadata": meta, "mtime": 0}
+            "source_uri": uris.tool_uri("Bash"), "metadata": meta, "mtime": 0}
     return Plan(sid, [node])
 
 

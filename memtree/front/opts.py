@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 
-FILTERS = ("kind", "status", "since", "until", "parent_id", "session_id", "edge_kinds")
+from memtree.store.kinds import NEIGHBOR_FILTER_KEYS
 
 OPTS: dict[str, dict[str, str]] = {
     "read": {"ids": "with_ids", "budget": "budget_tokens", "symbol": "symbol"},
     "grep": {"glob": "glob", "case": "case", "context": "context", "budget": "budget_tokens"},
     "bash": {"timeout": "timeout_s", "budget": "budget_tokens"},
     "recall": {"op": "op", "limit": "limit", "budget": "budget_tokens", "mode": "mode", "depth": "depth",
-               "format": "format", **{k: "filters." + k for k in FILTERS}},
+               "format": "format", **{k: "filters." + k for k in NEIGHBOR_FILTER_KEYS}},
     "note": {"parent_id": "parent_id"},
     "forget": {},
 }

@@ -11,6 +11,7 @@ import os
 from memtree import protocol
 from memtree.errors import MemtreeError
 from memtree.recall.render import metadata
+from memtree.store import uris
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +27,7 @@ def chunk_file(node: dict) -> str | None:
     path = metadata(node).get("path")
     if isinstance(path, str) and path.startswith("/"):
         return path
-    uri = node.get("source_uri") or ""
-    if not uri.startswith("file://"):
-        return None
-    path = uri[len("file://"):]
-    return (path.rsplit("#L", 1)[0] if "#L" in path else path) or None
+    return uris.file_path(node.get("source_uri"))
 
 
 def mtime_changed(stored: int, created_at_ms: int, st) -> bool:

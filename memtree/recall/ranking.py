@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 import orjson
+from memtree.store import uris
 
 # A bare identifier, dotted name, or one with an underscore or a capital:
 # "Job", "get_in", "Job.run", "_private". A lowercase single word ("session")
@@ -86,8 +87,7 @@ class Candidate:
     def path(self) -> str:
         if isinstance(self.meta.get("path"), str):
             return self.meta["path"]
-        uri = self.node.get("source_uri") or ""
-        return uri[len("file://"):].split("#", 1)[0] if uri.startswith("file://") else ""
+        return uris.file_path(self.node.get("source_uri")) or ""
 
     @property
     def symbol(self) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from memtree.store import uris
 
 SNIPPET_CHARS = 240
 STALE_MARK = "STALE(file changed on disk since capture)"
@@ -26,11 +27,12 @@ def metadata(node: dict) -> dict:
 def source_uri(node: dict) -> str:
     """``file:///abs/path#L<start>-<end>`` for file chunks, else the stored uri."""
     uri = node.get("source_uri") or ""
-    if node.get("kind") == "file_chunk" and uri.startswith("file://") and "#L" not in uri:
+    path = uris.file_path(uri) if node.get("kind") == "file_chunk" and not uris.has_lines(uri) else None
+    if path:
         meta = metadata(node)
         start, end = meta.get("start"), meta.get("end")
         if isinstance(start, int) and isinstance(end, int):
-            return f"{uri}#L{start}-{end}"
+            return uris.file_uri(path, start, end)
     return uri
 
 
@@ -43,17 +45,7 @@ def age(ms: int, now_ms: int | None = None) -> str:
     return f"{s}s ago"
 
 
-def shown_uri(uri: str, root: str | None = None) -> str:
-    """The source as the agent needs it: a file path relative to the project
-    (no scheme), a tool without its dedup hash (``tool:Bash``)."""
-    if uri.startswith("file://"):
-        path = uri[len("file://"):]
-        if root and path.startswith(root.rstrip("/") + "/"):
-            path = path[len(root.rstrip("/")) + 1:]
-        return path
-    if uri.startswith("tool:") and "#" in uri:
-        return uri.split("#", 1)[0]
-    return uri
+shown_uri = uris.shown
 
 
 _WORD = re.compile(r"\w+")

@@ -13,14 +13,13 @@ from memtree.recall import freshness
 from memtree.recall import render
 from memtree.errors import BadRequest, NotFound
 from memtree.tools import call_repr
-from memtree.recall.search import (KINDS, MAX_LIMIT, check_filters, check_limit, check_mode, fts_query, parse_time,
+from memtree.recall.search import (MAX_LIMIT, check_filters, check_limit, check_mode, fts_query, parse_time,
                             query_vector, run, str_list)
 from memtree.store import reads
+from memtree.store.kinds import EDGE_KINDS, TREE_KINDS
 from memtree.store.live import ALL_STATUSES, check_statuses
 
 _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
-EDGE_KINDS = ("derived_from", "references", "summarizes", "supersedes", "follows")
-TREE_KINDS = ("parent", "child")
 MAX_NEIGHBOR_DEPTH = 5
 MAX_NEIGHBORS = 200  # nodes reached: a session root can link thousands
 MAX_NOTE_CHARS = 100_000
@@ -365,4 +364,4 @@ async def _compose_tool(svc, node_ids, budget_tokens, fmt, query, depth) -> str:
     return await compose(svc, node_ids, budget.check(budget_tokens), fmt, query, depth)
 
 
-__all__ = ["recall", "get", "recent", "search", "neighbors", "path_to_root", "note", "forget", "KINDS", "parse_time"]
+__all__ = ["recall", "get", "recent", "search", "neighbors", "path_to_root", "note", "forget", "parse_time"]

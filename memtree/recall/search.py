@@ -27,11 +27,10 @@ import time
 from memtree.errors import BadRequest
 from memtree.recall import ranking
 from memtree.store import reads
+from memtree.store.kinds import FILTER_KEYS, NODE_KINDS
 from memtree.store.live import ALL_STATUSES, check_statuses
 
 MODES = ("keyword", "semantic", "hybrid")
-KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")
-FILTER_KEYS = ("status", "kind", "since", "until", "parent_id", "session_id")
 MAX_LIMIT = 100
 MAX_TERMS = 32
 _DURATION = re.compile(r"^(\d+)\s*(s|m|h|d|w)$")
@@ -99,7 +98,7 @@ def check_filters(filters) -> dict:
     if filters.get("status") is not None:
         out["status"] = list(check_statuses(str_list(filters["status"], "filters.status", ALL_STATUSES)))
     if filters.get("kind") is not None:
-        out["kind"] = str_list(filters["kind"], "filters.kind", KINDS)
+        out["kind"] = str_list(filters["kind"], "filters.kind", NODE_KINDS)
     for key in ("since", "until"):
         if filters.get(key) is not None:
             out[key] = parse_time(filters[key], f"filters.{key}")

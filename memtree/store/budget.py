@@ -15,7 +15,7 @@ import os
 
 from memtree.store.live import ALL_STATUSES, status_clause
 
-CAPTURE_KINDS = ("tool_output", "file_chunk")
+from memtree.store.kinds import CAPTURE_KINDS
 # Statuses in removal order; the last step takes whatever capture is left, oldest first.
 # Rows already pruned (out of every index, kept for audit) are deleted before anything else.
 ORDER = (("pruned",), ("superseded",), ("stale",), ("pending", "live", "dropped", "forgotten"))

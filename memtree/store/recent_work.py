@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from memtree.store.live import status_clause
+from memtree.store import uris
 
 
 def _meta(text) -> dict:
@@ -44,7 +45,7 @@ def files(conn, limit: int) -> list[dict]:
                         f" ORDER BY n.created_at DESC LIMIT 400", params).fetchall()
     out: dict[str, dict] = {}
     for nid, meta, at, sid, uri in rows:
-        path = (uri or "")[len("file://"):]
+        path = uris.file_path(uri) or ""
         m = _meta(meta)
         f = out.setdefault(path, {"path": path, "id": nid, "created_at": at, "session_id": sid, "ranges": [],
                                   "total": m.get("total_lines")})

@@ -17,7 +17,7 @@ from memtree.store.reads import _filters_sql
 
 
 # Kinds whose content is embedded (session and file roots have none).
-EMBED_KINDS = ("file_chunk", "tool_output", "summary", "note", "observation")
+from memtree.store.kinds import EMBED_KINDS
 
 
 class ModelMismatch(MemtreeError):

@@ -21,6 +21,7 @@ from memtree.errors import BadRequest, MemtreeError
 from memtree.tools import call_repr, check_budget, clip_line, count, display_path, finish, fit_block, resolve_path
 from memtree.text import symbols
 from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
+from memtree.store import uris
 
 TIMEOUT_S = 30.0
 MAX_HITS = 1000  # ripgrep is stopped after this many matches
@@ -228,7 +229,7 @@ async def _store(svc, query, files, root, notes, pattern, target, globs, case, c
         for line_no, text, ctx in hits:
             body = _hit_text(rel, line_no, text, ctx)
             lines.append(body.rstrip("\n"))
-            children.append({"content": body, "source_uri": f"file://{full}#L{line_no}-{line_no}",
+            children.append({"content": body, "source_uri": uris.file_uri(full, line_no, line_no),
                              "metadata": {"path": full, "line": line_no}})
     lines += notes
     meta = {"tool": "grep", "pattern": pattern, "path": target, "glob": globs, "case": case, "context": ctx_lines,

@@ -15,6 +15,7 @@ from memtree.store.write.mutations import (
     Tx, add_edges, change_status, content_hash, file_root, insert_node, is_tombstoned, prepare_content,
     session_root,
 )
+from memtree.store import uris
 
 
 def _chunk_fields(c, i: int) -> tuple[int, int, str | None, str, str]:
@@ -114,7 +115,7 @@ def put_file(tx: Tx, rec) -> dict:
         meta = {"path": path, "start": start, "end": end, "symbol": symbol, "chunk": ckind,
                 "tokens": tokens.count(prepared[0]), "origin": "read"}
         try:
-            nid = insert_node(tx, "file_chunk", content, parent_id=root, source_uri=f"file://{path}#L{start}-{end}",
+            nid = insert_node(tx, "file_chunk", content, parent_id=root, source_uri=uris.file_uri(path, start, end),
                               metadata=meta, session_id=rec.session_id, status="live", mtime=rec.mtime,
                               prepared=prepared)
         except Refused:  # a forgotten chunk stays forgotten; the rest of the file is stored
@@ -176,7 +177,7 @@ def put_tool_output(tx: Tx, rec) -> dict:
     parent = session_root(tx, rec.session_id) if rec.session_id else None
     meta = dict(rec.metadata, tool=rec.tool)
     out_id = insert_node(tx, "tool_output", rec.content, parent_id=parent,
-                         source_uri=rec.source_uri or f"tool:{rec.tool}#{digest}", metadata=meta,
+                         source_uri=rec.source_uri or uris.tool_uri(rec.tool, digest), metadata=meta,
                          session_id=rec.session_id, status="live", prepared=prepared)
     child_ids = []
     for c in rec.children:
@@ -298,7 +299,7 @@ def latest_file_capture(tx: Tx, path: str) -> tuple[str, str, int] | None:
     rows = tx.db.execute(
         f"SELECT n.id, n.content, n.metadata FROM nodes n JOIN nodes p ON p.id = n.parent_id"
         f" WHERE p.source_uri = ? AND n.kind = 'file_chunk' AND {where} ORDER BY n.created_at DESC LIMIT 8",
-        [f"file://{path}", *params]).fetchall()
+        [uris.file_uri(path), *params]).fetchall()
     for nid, content, meta in rows:
         m = orjson.loads(meta)
         if m.get("start") == 1 and (m.get("total_lines") == m.get("end") or m.get("truncated_by_token_cap")):

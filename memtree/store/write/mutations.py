@@ -20,15 +20,13 @@ from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms, ulid
 from memtree.redact import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.write import forgetting
+from memtree.store.kinds import EDGE_KINDS, NODE_KINDS, ROOT_KINDS
 from memtree.store.live import ALL_STATUSES, INDEXED, LIVE, status_clause
+from memtree.store import uris
 
-NODE_KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")
-EDGE_KINDS = ("derived_from", "references", "summarizes", "supersedes", "follows")
 INSERT_STATUSES = ("pending", "live")
 # Statuses that take a node out of every index (FTS by trigger, vectors here).
 UNINDEXED = ("pruned", "dropped", "forgotten")
-# Kinds that are structure, not captured content: never tombstoned.
-ROOT_KINDS = ("session", "file")
 
 
 class Tx:
@@ -190,7 +188,7 @@ def session_root(tx: Tx, session_id: str) -> str:
     """Find or create the live root node of a session."""
     if not isinstance(session_id, str) or not session_id:
         raise BadRequest("session id must be a non-empty string")
-    uri = f"session:{session_id}"
+    uri = uris.session_uri(session_id)
     return _find_root(tx, "session", uri) or insert_node(
         tx, "session", "", source_uri=uri, metadata={"session": session_id}, session_id=session_id, status="live")
 
@@ -199,7 +197,7 @@ def file_root(tx: Tx, path: str) -> str:
     """Find or create the live root node of a file (source_uri ``file://<abs path>``)."""
     if not isinstance(path, str) or not path.startswith("/"):
         raise BadRequest("file path must be an absolute path")
-    uri = clean(f"file://{path}")  # looked up as stored
+    uri = clean(uris.file_uri(path))  # looked up as stored
     return _find_root(tx, "file", uri) or insert_node(
         tx, "file", "", source_uri=uri, metadata={"path": path}, status="live")
 
