@@ -51,7 +51,9 @@ def run() -> None:
     finally:
         conn.close()
     if text:
-        out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        from memtree.capture.claude_code import SESSION_EVENT, hook_output
+
+        out = hook_output(SESSION_EVENT, additionalContext=text)
         sys.stdout.write(json.dumps(out))
 
 

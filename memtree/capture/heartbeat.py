@@ -19,6 +19,7 @@ this under ``python -I -S``.
 """
 
 import os
+from memtree.capture.claude_code import CAPTURED_TOOLS
 
 MAGIC = b"MTHB0001"
 SLOTS = 64
@@ -31,7 +32,6 @@ SLOT_BYTES = SID_BYTES + 4 * len(COUNTERS) + 8 * len(_TIMES)
 FILE_BYTES = len(MAGIC) + SLOTS * SLOT_BYTES
 FILE_NAME = "heartbeat.bin"
 # The native tools memtree captures: the calls a transcript is checked for.
-CAPTURED_TOOLS = ("Read", "Grep", "Bash")
 
 
 def path_for(store_dir: str) -> str:

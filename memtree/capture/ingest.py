@@ -35,9 +35,8 @@ from memtree.errors import BadRequest
 from memtree.outside import refused_outside
 from memtree.redact import command_denied, path_denied, redact_value  # redact_value: the spool's own pass
 from memtree.store import uris
+from memtree.capture.claude_code import CAPTURE_EVENTS, CAPTURED_TOOLS, POST_TOOL_USE, POST_TOOL_USE_FAILURE
 
-TOOLS = ("Read", "Grep", "Bash")
-EVENTS = ("PostToolUse", "PostToolUseFailure")
 MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
 _HIT = re.compile(r"^(.+?):(\d+):(.*)$")
 _CONTEXT = re.compile(r"^(.+?)-(\d+)-(.*)$")
@@ -116,16 +115,16 @@ def plan(payload, config, project_root: str | None = None) -> Plan:
         raise BadRequest(f"Ingest payload must be a JSON object, not {type(payload).__name__}")
     sid = _field(payload, "session_id", str, "")
     tool = _field(payload, "tool_name", str, "")
-    event = _field(payload, "hook_event_name", str, "", required=False, default="PostToolUse")
+    event = _field(payload, "hook_event_name", str, "", required=False, default=POST_TOOL_USE)
     cwd = _field(payload, "cwd", str, "")
     if not os.path.isabs(cwd):
         raise BadRequest("Ingest payload: field 'cwd' must be an absolute path")
-    if event not in EVENTS:
+    if event not in CAPTURE_EVENTS:
         return _skipped("unsupported", f"unsupported hook event {event[:40]!r}", sid)
-    if tool not in TOOLS:
+    if tool not in CAPTURED_TOOLS:
         return _skipped("unsupported", f"unsupported tool {tool[:60]!r}", sid)
     tool_input = _field(payload, "tool_input", dict, "")
-    failed = event == "PostToolUseFailure"
+    failed = event == POST_TOOL_USE_FAILURE
     if tool == "Bash":
         return _plan_bash(payload, tool_input, sid, failed, config)
     if failed:

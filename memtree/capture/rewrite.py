@@ -25,8 +25,9 @@ from memtree import tokens
 from memtree.capture import preview
 from memtree.outside import inside  # the project rule of memtree's own read tool
 from memtree.redact import redact_text
+from memtree.capture import claude_code
+from memtree.capture.claude_code import POST_TOOL_USE
 
-EVENT = "PostToolUse"
 _PERSISTED = ("persistedOutputPath", "persistedOutputSize")
 # Previews look at no more than this much of one output: Claude Code caps Bash
 # at 30K chars and Read at 25K tokens, and the writer must stay quick.
@@ -95,13 +96,13 @@ def build(job: Job | None) -> dict | None:
 
 
 def hook_output(updated: dict) -> dict:
-    return {"hookSpecificOutput": {"hookEventName": EVENT, "updatedToolOutput": updated}}
+    return claude_code.hook_output(POST_TOOL_USE, updatedToolOutput=updated)
 
 
 def updated_output(payload: dict, node_id: str | None, cfg: dict, root: str | None = None) -> dict | None:
     """The replacement for a stored PostToolUse output, or None to leave it as it is.
     ``root``: the project (None: a token-capped Read is not outlined from disk)."""
-    if not cfg.get("rewrite") or payload.get("hook_event_name", EVENT) != EVENT:
+    if not cfg.get("rewrite") or payload.get("hook_event_name", POST_TOOL_USE) != POST_TOOL_USE:
         return None
     tool, ti, resp = payload.get("tool_name"), payload.get("tool_input"), payload.get("tool_response")
     if not isinstance(ti, dict) or not isinstance(resp, dict):

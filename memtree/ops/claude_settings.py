@@ -10,9 +10,28 @@ import json
 import os
 import shlex
 
-from memtree.ops.install import EVENTS, MATCHER, SERVER_NAME, STOP_EVENT, _is_ours
+from memtree.capture.claude_code import CAPTURE_EVENTS, MATCHER, SERVER_NAME, STOP_EVENT
 
 PLUGIN_NAME = "memtree"
+
+
+def is_ours(hook: dict) -> bool:
+    """A memtree capture hook from this or an earlier install (another interpreter or checkout)."""
+    words = [str(hook.get("command", ""))] + [str(a) for a in hook.get("args") or []]
+    try:
+        words = [w for part in words for w in shlex.split(part)]
+    except ValueError:
+        pass
+    for w in words:
+        if os.path.basename(w) == "memtree-hook":
+            return True
+        for script in ("post_tool_use.py", "launch.py"):  # earlier installs registered the former
+            if w.endswith(os.path.join("hooks", script)):
+                root = os.path.dirname(os.path.dirname(w))
+                if w.endswith(os.path.join("memtree", "hooks", script)) or os.path.isfile(
+                        os.path.join(root, "memtree", "__init__.py")):
+                    return True
+    return False
 
 
 def config_dir() -> str:
@@ -84,7 +103,7 @@ def _argv(hook: dict) -> list[str]:
 
 def hook_registrations(project: str) -> dict[str, list[tuple[str, list[str]]]]:
     """event -> [(where, argv)] for memtree's capture and Stop hooks."""
-    found: dict[str, list[tuple[str, list[str]]]] = {e: [] for e in (*EVENTS, STOP_EVENT)}
+    found: dict[str, list[tuple[str, list[str]]]] = {e: [] for e in (*CAPTURE_EVENTS, STOP_EVENT)}
     sources = [(p, _load(p).get("hooks"), None, "") for p in settings_files(project)]
     plugin = enabled_plugin(project)
     if plugin:
@@ -98,10 +117,10 @@ def hook_registrations(project: str) -> dict[str, list[tuple[str, list[str]]]]:
             for group in hooks.get(event) or []:
                 if not isinstance(group, dict):
                     continue
-                if event in EVENTS and not set(MATCHER.split("|")) <= set(str(group.get("matcher", "")).split("|")):
+                if event in CAPTURE_EVENTS and not set(MATCHER.split("|")) <= set(str(group.get("matcher", "")).split("|")):
                     continue
                 for h in group.get("hooks") or []:
-                    if isinstance(h, dict) and (where.startswith("plugin") or _is_ours(h)):
+                    if isinstance(h, dict) and (where.startswith("plugin") or is_ours(h)):
                         found[event].append((where, [_expand(a, root, data) for a in _argv(h)]))
     return found
 

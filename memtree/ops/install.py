@@ -33,14 +33,11 @@ import os
 import shlex
 import sys
 
+from memtree.capture.claude_code import CAPTURE_EVENTS, MATCHER, SERVER_NAME, SESSION_EVENT, SESSION_MATCHER, STOP_EVENT
 from memtree.errors import ConfigError
+from memtree.ops.claude_settings import is_ours, project_key, user_config_file
 
-MATCHER = "Read|Grep|Bash"
-EVENTS = ("PostToolUse", "PostToolUseFailure")
-STOP_EVENT = "Stop"
-SESSION_EVENT, SESSION_MATCHER = "SessionStart", "startup|resume|compact"
 HOOK_TIMEOUT_S = 10
-SERVER_NAME = "memtree"
 
 
 def hook_script() -> str:
@@ -93,32 +90,13 @@ def fallback_server_entry() -> dict:
     return {"type": "stdio", "command": os.path.abspath(sys.executable), "args": [*flags, "-m", "memtree.cli", "serve"]}
 
 
-def _is_ours(hook: dict) -> bool:
-    """A memtree capture hook from this or an earlier install (another interpreter or checkout)."""
-    words = [str(hook.get("command", ""))] + [str(a) for a in hook.get("args") or []]
-    try:
-        words = [w for part in words for w in shlex.split(part)]
-    except ValueError:
-        pass
-    for w in words:
-        if os.path.basename(w) == "memtree-hook":
-            return True
-        for script in ("post_tool_use.py", "launch.py"):  # earlier installs registered the former
-            if w.endswith(os.path.join("hooks", script)):
-                root = os.path.dirname(os.path.dirname(w))
-                if w.endswith(os.path.join("memtree", "hooks", script)) or os.path.isfile(
-                        os.path.join(root, "memtree", "__init__.py")):
-                    return True
-    return False
-
-
 def merge_settings(settings: dict, command: str, where: str) -> dict:
     out = dict(settings)
     hooks = out.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError(f"{where}: 'hooks' must be an object")
     hooks = dict(hooks)
-    wanted = {event: (MATCHER, command) for event in EVENTS}
+    wanted = {event: (MATCHER, command) for event in CAPTURE_EVENTS}
     wanted[STOP_EVENT] = (None, f"{command} stop")  # Stop takes no matcher
     wanted[SESSION_EVENT] = (SESSION_MATCHER, f"{command} session-start")
     for event, (matcher, cmd) in wanted.items():
@@ -131,8 +109,8 @@ def merge_settings(settings: dict, command: str, where: str) -> dict:
             inner = group.get("hooks", [])
             if not isinstance(inner, list):
                 raise ConfigError(f"{where}: 'hooks.{event}[].hooks' must be a list")
-            if any(isinstance(h, dict) and _is_ours(h) for h in inner):
-                others = [h for h in inner if not (isinstance(h, dict) and _is_ours(h))]
+            if any(isinstance(h, dict) and is_ours(h) for h in inner):
+                others = [h for h in inner if not (isinstance(h, dict) and is_ours(h))]
                 if not placed and group.get("matcher") == matcher:
                     kept.append({**group, "hooks": others + [ours]})
                     placed = True
@@ -196,8 +174,8 @@ def strip_hooks(settings: dict) -> dict:
         kept = []
         for g in groups:
             inner = g.get("hooks") if isinstance(g, dict) else None
-            if isinstance(inner, list) and any(isinstance(h, dict) and _is_ours(h) for h in inner):
-                others = [h for h in inner if not (isinstance(h, dict) and _is_ours(h))]
+            if isinstance(inner, list) and any(isinstance(h, dict) and is_ours(h) for h in inner):
+                others = [h for h in inner if not (isinstance(h, dict) and is_ours(h))]
                 if others:
                     kept.append({**g, "hooks": others})
             else:
@@ -259,7 +237,6 @@ def plan_files(project: str, shared: bool = False, tools: tuple[str, ...] | None
     .claude/settings.local.json, the server in Claude Code's user config,
     local scope). ``shared``: the committed .claude/settings.json and .mcp.json.
     Our entries in the other place are removed, so nothing runs twice."""
-    from memtree.ops.claude_settings import project_key, user_config_file
 
     local_settings = os.path.join(project, ".claude", "settings.local.json")
     shared_settings = os.path.join(project, ".claude", "settings.json")
