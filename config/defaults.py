@@ -1,6 +1,6 @@
-"""Built-in defaults. Their types are the schema: a file value must match them."""
+"""Built-in defaults. Their types are the schema: a file value must match them.
 
-from __future__ import annotations
+No imports (not even __future__): the capture hook reads this on every run."""
 
 
 def defaults() -> dict:

@@ -25,7 +25,6 @@ Every run counts its outcome in the capture heartbeat (memtree.capture.heartbeat
 import os
 import sys
 
-DEFAULT_TIMEOUT_MS = 100
 # The ack wait grows with the payload (the writer redacts and commits it
 # first; redaction alone ran at ~0.7 KB/ms on a loaded 2-core box, and a large
 # output is only rewritten once acked): an 80 KB Read gets up to ~420 ms;
@@ -69,47 +68,6 @@ def _log(log_dir: str, message: str) -> None:
             os.close(fd)
     except (OSError, ImportError):
         pass  # nowhere to report; never fail the tool call
-
-
-def _timeout_ms(texts: list[str]) -> float:
-    """MEMTREE_HOOK_TIMEOUT_MS, else capture.hookTimeoutMs (project over global),
-    found without a JSON parser (the key name is unique in the schema)."""
-    candidates = [os.environ.get("MEMTREE_HOOK_TIMEOUT_MS")]
-    for text in reversed([t for t in texts if t]):
-        at = text.find('"hookTimeoutMs"')
-        if at >= 0:
-            rest = text[at + len('"hookTimeoutMs"'):].lstrip()
-            if rest.startswith(":"):
-                rest = rest[1:].lstrip()
-                n = 0
-                while n < len(rest) and (rest[n].isdigit() or rest[n] == "."):
-                    n += 1
-                candidates.append(rest[:n])
-    for value in candidates:
-        try:
-            if value and float(value) > 0:
-                return float(value)
-        except ValueError:
-            pass
-    return DEFAULT_TIMEOUT_MS
-
-
-def _settings(texts: list[str]) -> dict:
-    """capture/bash/path sections merged (project over global); spool path only.
-    The files were checked by settings.usable before."""
-    import json
-
-    merged: dict = {}
-    for text in [t for t in texts if t]:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            for section in ("capture", "bash", "path"):
-                if isinstance(data.get(section), dict):
-                    merged.setdefault(section, {}).update(data[section])
-    return merged
 
 
 def _read_stdin() -> bytes:
@@ -182,7 +140,7 @@ def _preload() -> None:
         pass  # _count reports it
 
 
-def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
+def _spool(paths, payload: dict, sections: dict, received_at: int) -> str:
     """Plan, filter and redact as the writer would, then append; return what happened (for the log)."""
     from memtree.capture import ingest
     from memtree.capture import spool
@@ -196,25 +154,25 @@ def _spool(paths, payload: dict, settings: dict, received_at: int) -> str:
             return [cap(x) for x in v]
         return v
 
-    clean, what = ingest.sanitize(cap(payload), settings, paths.project_root)
+    clean, what = ingest.sanitize(cap(payload), sections, paths.project_root)
     if clean is None:
         return f"not spooled: {what}"
     from memtree.paths import makedirs_private
 
     makedirs_private(paths.store_dir)
     spool.append(paths.spool, clean, ts=received_at)
-    _rewrite_spooled(clean, settings)
+    _rewrite_spooled(clean, sections)
     return "spooled"
 
 
-def _rewrite_spooled(clean: dict, settings: dict) -> None:
+def _rewrite_spooled(clean: dict, sections: dict) -> None:
     """Spooled is stored safely too: show the preview of a large output, built
     here from the redacted entry (the writer has not given it an id yet)."""
     import json
 
     from memtree.capture import rewrite
 
-    updated = rewrite.updated_output(clean, None, rewrite.settings({"capture": settings.get("capture") or {}}))
+    updated = rewrite.updated_output(clean, None, rewrite.settings(sections))
     if updated is not None:
         sys.stdout.write(json.dumps(rewrite.hook_output(updated)))
 
@@ -246,7 +204,7 @@ def run(state: dict) -> str:
     if not settings.usable(paths, texts, sig, lambda msg: _log(paths.log_dir, msg)):
         return "refused"  # fail closed: the user's deny rules are unknown, so nothing is stored
     # Anything, even malformed, goes to the writer: it answers bad_request and counts it.
-    reply = _send(paths, data, ack_wait_ms(_timeout_ms(texts), len(data)), received_at)
+    reply = _send(paths, data, ack_wait_ms(settings.hook_timeout_ms(texts), len(data)), received_at)
     if reply.ok:
         if reply.hook_output:  # stored and committed: now the agent may see the preview instead
             sys.stdout.buffer.write(reply.hook_output)
@@ -259,7 +217,7 @@ def run(state: dict) -> str:
     if not isinstance(payload, dict):
         _log(paths.log_dir, f"no ack from the writer ({why}); stdin is not a JSON object, not spooled")
         return "failed"
-    done = _spool(paths, payload, _settings(texts), received_at)
+    done = _spool(paths, payload, settings.sections(texts), received_at)
     _log(paths.log_dir, f"no ack from the writer ({why}); {done}")
     return "spooled" if done == "spooled" else "refused"
 

@@ -9,10 +9,13 @@ import subprocess
 import pytest
 
 from memtree import protocol
+from memtree.capture import settings as capture_settings
+from memtree.config.defaults import defaults
 from memtree.hooks import post_tool_use as hook
 from memtree.ops.install import hook_argv
 from tests.hook_support import bash_payload, contents, hook_env
 from tests.support import COLD_START_S, wait_until
+from tests.support import test_config as make_config
 
 
 def test_a_raw_ingest_frame_decodes_like_an_encoded_ingest_call():
@@ -55,11 +58,26 @@ def test_session_id_is_found_the_same_way():
 
 def test_config_timeout_is_read_without_a_json_parser(monkeypatch):
     monkeypatch.delenv("MEMTREE_HOOK_TIMEOUT_MS", raising=False)
-    assert hook._timeout_ms([]) == hook.DEFAULT_TIMEOUT_MS
-    assert hook._timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 250
-    assert hook._timeout_ms(['{"capture": {"hookTimeoutMs": 250}}', '{"capture":{"hookTimeoutMs":40}}']) == 40
+    assert capture_settings.hook_timeout_ms([]) == defaults()["capture"]["hookTimeoutMs"]
+    assert capture_settings.hook_timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 250
+    assert capture_settings.hook_timeout_ms(['{"capture": {"hookTimeoutMs": 250}}', '{"capture":{"hookTimeoutMs":40}}']) == 40
     monkeypatch.setenv("MEMTREE_HOOK_TIMEOUT_MS", "900")
-    assert hook._timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 900
+    assert capture_settings.hook_timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 900
+
+
+def test_the_hook_gate_refuses_what_the_loader_refuses_and_plans_with_its_defaults(tmp_path):
+    class Paths:
+        store_dir = str(tmp_path / "store")
+    bad = ['{"capture": {"bash": "no"}}']  # a wrong type: `memtree serve` refuses it too
+    assert capture_settings.usable(Paths, bad, "sig-bad", lambda msg: None) is False
+    assert "capture.bash must be" in (tmp_path / "store" / capture_settings.CONFIG_ERROR).read_text()
+    good = ['{"capture": {"bash": false}}', '{"path": {"deny": ["*.pem"]}}']
+    assert capture_settings.usable(Paths, good, "sig-good", lambda msg: None) is True  # control
+    merged = capture_settings.sections(good)
+    assert merged["capture"]["bash"] is False and merged["path"]["deny"] == ["*.pem"]
+    assert merged["capture"]["hookTimeoutMs"] == defaults()["capture"]["hookTimeoutMs"]  # defaults filled in
+    assert capture_settings.get(merged, "capture", "bash") is capture_settings.get(
+        make_config({"capture": {"bash": False}}), "capture", "bash") is False
 
 
 # (orjson is absent: importtime lists the failed attempt under -S, so it is not checked here.)

@@ -36,23 +36,13 @@ from memtree.outside import refused_outside
 from memtree.redact import command_denied, path_denied, redact_value  # redact_value: the spool's own pass
 from memtree.store import uris
 from memtree.capture.claude_code import CAPTURE_EVENTS, CAPTURED_TOOLS, POST_TOOL_USE, POST_TOOL_USE_FAILURE
+from memtree.capture import settings
 
 MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
 _HIT = re.compile(r"^(.+?):(\d+):(.*)$")
 _CONTEXT = re.compile(r"^(.+?)-(\d+)-(.*)$")
 _BARE_HIT = re.compile(r"^(\d+):(.*)$")
 _EXIT = re.compile(r"^Exit code (-?\d+)\s*$")
-
-
-def _setting(config, section: str, key: str, default):
-    """A config value from a loader Config, a plain dict or None (defaults)."""
-    if config is None:
-        return default
-    sec = config.get(section) if isinstance(config, dict) else getattr(config, section, None)
-    if sec is None:
-        return default
-    value = sec.get(key, default) if isinstance(sec, dict) else getattr(sec, key, default)
-    return default if value is None else value
 
 
 def _field(obj: dict, key: str, types, where: str, required: bool = True, default=None):
@@ -139,8 +129,8 @@ def plan(payload, config, project_root: str | None = None) -> Plan:
 
 def _denier(config, cwd: str, project_root: str | None):
     """``deny(path) -> Skip | None``: a secret file (path.deny), or one outside the project."""
-    globs = _setting(config, "path", "deny", [])
-    allow = _setting(config, "path", "allowOutside", [])
+    globs = settings.get(config, "path", "deny")
+    allow = settings.get(config, "path", "allowOutside")
 
     def deny(path: str, secret: bool = True) -> str | None:
         why = path_denied(path, globs, cwd) if secret else None
@@ -325,9 +315,9 @@ def _parse_line(line: str, mode: str, single_file: str | None):
 def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) -> dict:
     command = _field(tool_input, "command", str, "tool_input.")
     description = _field(tool_input, "description", str, "tool_input.", required=False, default="")
-    if not _setting(config, "capture", "bash", True):
+    if not settings.get(config, "capture", "bash"):
         return _skipped("off", "capture.bash is off for this project", sid)
-    denied = command_denied(command, _setting(config, "bash", "deny", []), _setting(config, "path", "deny", []),
+    denied = command_denied(command, settings.get(config, "bash", "deny"), settings.get(config, "path", "deny"),
                             payload.get("cwd"))
     if denied:
         return _skipped("denied", f"denied command: {denied}", sid)

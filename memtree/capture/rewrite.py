@@ -27,6 +27,7 @@ from memtree.outside import inside  # the project rule of memtree's own read too
 from memtree.redact import redact_text
 from memtree.capture import claude_code
 from memtree.capture.claude_code import POST_TOOL_USE
+from memtree.capture import settings as capture_settings
 
 _PERSISTED = ("persistedOutputPath", "persistedOutputSize")
 # Previews look at no more than this much of one output: Claude Code caps Bash
@@ -37,14 +38,8 @@ MAX_DISK_BYTES = 2_000_000
 
 
 def settings(config) -> dict:
-    """The rewrite knobs from a loader Config or a plain dict (missing: defaults)."""
-    from memtree.config.defaults import defaults
-
-    base = defaults()["capture"]
-    cap = getattr(config, "capture", None) if not isinstance(config, dict) else config.get("capture")
-    if cap is not None and not isinstance(cap, dict):
-        cap = cap.as_dict()
-    return {**base, **(cap or {})}
+    """The rewrite knobs (the capture section, defaults filled in)."""
+    return capture_settings.section(config, "capture")
 
 
 def _cap(text: str) -> str:

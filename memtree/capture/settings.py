@@ -1,4 +1,7 @@
-"""The hook's config gate: it fails closed.
+"""The capture settings, read one way by the hook, the gate and the writer,
+with the built-in defaults of memtree.config.defaults.
+
+The config gate fails closed.
 
 The hook reads the config files without a JSON parser on its fast path
 (``json`` imports ``re``, ~20 ms). Whether the files are usable is cached as
@@ -9,10 +12,21 @@ makes the hook store nothing, not even to the spool (the user's deny rules
 are unknown), say so once in hook.log, and leave the reason in
 ``<store>/hook-config.error`` for ``memtree ctl status``.
 
-Standard library only (``os``); the hook imports it on every run.
+``get``/``section`` read a value from a loaded Config or from the plain
+sections the hook parsed itself (``sections``), so the ingest plan and the
+rewrite see the same settings in the hook and in the writer.
+
+Standard library only (``os``, and ``json`` off the fast path); the hook
+imports it on every run.
 """
 
 import os
+
+from memtree.config.defaults import defaults
+
+# The sections a capture reads: what the hook needs to plan and gate on its own.
+CAPTURE_SECTIONS = ("capture", "bash", "path")
+ENV_TIMEOUT = "MEMTREE_HOOK_TIMEOUT_MS"  # overrides capture.hookTimeoutMs (tests, benches)
 
 CONFIG_OK = "hook-config.ok"  # in the store dir: the signature of config files last parsed fine
 CONFIG_ERROR = "hook-config.error"  # in the store dir: why the hook captures nothing (ctl status shows it)
@@ -43,9 +57,14 @@ def config_texts(project_root: str, home: str) -> tuple[list[str], str]:
 
 
 def _config_problem(texts: list, paths_list: list[str]) -> str | None:
-    """Why the config cannot be used, or None (slow path: runs once per change)."""
+    """Why the config cannot be used, or None: the loader's own validation
+    (memtree.config.loader), so the hook refuses exactly what ``memtree
+    serve`` refuses (slow path: runs once per change)."""
     import json
 
+    from memtree.config.loader import ConfigError, validate
+
+    merged = defaults()
     for text, path in zip(texts, paths_list):
         if text is None:
             return f"{path}: cannot be read as UTF-8 text"
@@ -53,15 +72,72 @@ def _config_problem(texts: list, paths_list: list[str]) -> str | None:
             data = json.loads(text)
         except ValueError as e:
             return f"{path}: not valid JSON ({e.msg} at line {e.lineno})"
-        if not isinstance(data, dict):
-            return f"{path}: must hold a JSON object"
-        for section in ("capture", "bash", "path"):
-            if section in data and not isinstance(data[section], dict):
-                return f"{path}: {section} must be an object"
-        deny = [(data.get("bash") or {}).get("deny"), (data.get("path") or {}).get("deny")]
-        if any(d is not None and not (isinstance(d, list) and all(isinstance(x, str) for x in d)) for d in deny):
-            return f"{path}: bash.deny and path.deny must be lists of strings"
+        try:
+            merged = validate(data, path, merged)
+        except ConfigError as e:
+            return str(e)
     return None
+
+
+def hook_timeout_ms(texts: list) -> float:
+    """How long the hook waits for the writer's ack: $MEMTREE_HOOK_TIMEOUT_MS,
+    else capture.hookTimeoutMs (project over global), else the default. Found
+    without a JSON parser (the key name is unique in the schema)."""
+    candidates = [os.environ.get(ENV_TIMEOUT)]
+    for text in reversed([t for t in texts if t]):
+        at = text.find('"hookTimeoutMs"')
+        if at >= 0:
+            rest = text[at + len('"hookTimeoutMs"'):].lstrip()
+            if rest.startswith(":"):
+                rest = rest[1:].lstrip()
+                n = 0
+                while n < len(rest) and (rest[n].isdigit() or rest[n] == "."):
+                    n += 1
+                candidates.append(rest[:n])
+    for value in candidates:
+        try:
+            if value and float(value) > 0:
+                return float(value)
+        except ValueError:
+            pass
+    return float(defaults()["capture"]["hookTimeoutMs"])
+
+
+def sections(texts: list) -> dict:
+    """The capture sections of the config files, merged over the defaults
+    (project over global): what the hook plans with when it spools. The files
+    passed ``usable`` before."""
+    import json
+
+    merged = {name: dict(defaults()[name]) for name in CAPTURE_SECTIONS}
+    for text in [t for t in texts if t]:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            for name in CAPTURE_SECTIONS:
+                if isinstance(data.get(name), dict):
+                    merged[name].update(data[name])
+    return merged
+
+
+def section(config, name: str) -> dict:
+    """One section as a dict, defaults filled in, from a loaded Config, a dict
+    of sections (``sections``) or None (the defaults)."""
+    base = dict(defaults()[name])
+    if config is None:
+        return base
+    sec = config.get(name) if isinstance(config, dict) else getattr(config, name, None)
+    if sec is not None and not isinstance(sec, dict):
+        sec = sec.as_dict()
+    base.update(sec or {})
+    return base
+
+
+def get(config, name: str, key: str):
+    """One value (see ``section``)."""
+    return section(config, name)[key]
 
 
 def usable(paths, texts: list, sig: str, log) -> bool:
