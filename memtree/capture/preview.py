@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from memtree import tokens
+from memtree.text.fit import clip_line, fit_rows
 
 # Definition keywords by how a line starts (after indentation). Order matters:
 # longer prefixes first.
@@ -66,8 +67,7 @@ def _kept(node_id: str | None, query: str, fetch: bool = False, what: str = "who
 
 
 def _clip(line: str, limit: int = MAX_LINE_CHARS) -> str:
-    line = line.rstrip("\r\n")
-    return line if len(line) <= limit else f"{line[:limit]}…[+{len(line) - limit} chars]"
+    return clip_line(line, limit)
 
 
 def _name(rest: str) -> str:
@@ -165,17 +165,6 @@ def _headings(lines: list[str]) -> list[tuple[int, str, int, int]]:
     return out
 
 
-def _fit(rows: list[str], budget: int) -> tuple[list[str], int]:
-    kept, used = [], 0
-    for row in rows:
-        cost = tokens.count(row) + 1
-        if used + cost > budget:
-            break
-        kept.append(row)
-        used += cost
-    return kept, used
-
-
 def _short(label: str) -> str:
     """``def name(args) -> x`` -> ``def name``: the outline's fallback when signatures do not fit."""
     return label.split("(", 1)[0].split("<", 1)[0]
@@ -249,7 +238,7 @@ def _outline_rows(items, budget: int) -> tuple[list[str], str]:
         rows = built
         if _within(rows, budget):
             return rows, note
-    full, rows = rows, _fit(rows, budget)[0]
+    full, rows = rows, fit_rows(rows, budget)[0]
     return rows, f"{len(full) - len(rows)} more top-level definitions and all members not listed"
 
 
@@ -299,13 +288,13 @@ def excerpt_rows(lines: list[str], budget: int) -> tuple[list[int], list[int], l
     fmt = lambda i: f"{i + 1}: {_clip(lines[i])}"  # noqa: E731 - the cost of one shown line
     signal = [i for i in range(n) if is_signal(lines[i])]
     part = budget // 3 if signal else budget // 2
-    head, used_h = _fit([fmt(i) for i in range(min(n, 15))], part)
+    head, used_h = fit_rows([fmt(i) for i in range(min(n, 15))], part)
     head_idx = list(range(len(head)))
     tail_from = max(len(head_idx), n - 25)
-    tail, used_t = _fit([fmt(i) for i in range(n - 1, tail_from - 1, -1)], part)
+    tail, used_t = fit_rows([fmt(i) for i in range(n - 1, tail_from - 1, -1)], part)
     tail_idx = list(range(n - len(tail), n))
     middle_all = [i for i in signal if len(head_idx) <= i < n - len(tail_idx)]
-    middle, _ = _fit([fmt(i) for i in middle_all], budget - used_h - used_t)
+    middle, _ = fit_rows([fmt(i) for i in middle_all], budget - used_h - used_t)
     middle_idx = middle_all[:len(middle)]
     shown = f"lines 1-{len(head_idx)}" if head_idx else "no head"
     if middle_all:
@@ -382,7 +371,7 @@ def read_text(path: str, content: str, total_lines: int, node_id: str | None, bu
         first = min(items[0][2] - 1, 40)
         first = next((i for i in range(first) if lines[i].startswith(("import ", "from "))), first)
         room = min(left // 4, left - sum(tokens.count(r) + 1 for r in body))
-        head = _fit([_clip(lines[i]) for i in range(first)], room)[0] if first > 0 else []
+        head = fit_rows([_clip(lines[i]) for i in range(first)], room)[0] if first > 0 else []
         while head and not head[-1].strip():
             head.pop()
         what = "Outline (L<n> = file line n)"
@@ -442,7 +431,7 @@ def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int
     if len(per_file) > 1:
         base = _common_dir(list(per_file))
         top = sorted(per_file.items(), key=lambda kv: -kv[1])
-        counts, used = _fit([f"{p[len(base):]} {n}" for p, n in top], left // 3)
+        counts, used = fit_rows([f"{p[len(base):]} {n}" for p, n in top], left // 3)
         parts.append(f"Per file{f' (in {base})' if base else ''}: " + ", ".join(counts)
                      + (f", … {len(top) - len(counts)} more files" if len(counts) < len(top) else ""))
         left -= used + 4

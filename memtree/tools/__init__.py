@@ -55,26 +55,6 @@ def count(text: str) -> int:
     return tokens.count(text)
 
 
-def fit_block(lines: list[str], budget_left: int) -> tuple[list[str], int]:
-    """The leading ``lines`` (each joined with a newline) that fit ``budget_left``."""
-    kept, used = [], 0
-    for line in lines:
-        cost = tokens.count(line + "\n")
-        if used + cost > budget_left:
-            break
-        kept.append(line)
-        used += cost
-    return kept, used
-
-
-def clip_line(text: str, limit: int = 400) -> str:
-    """One display line, cut to ``limit`` characters with a note of the rest."""
-    text = text.rstrip("\r\n")
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}…[+{len(text) - limit} chars]"
-
-
 def finish(text: str, budget_tokens: int) -> str:
     """The last guard: the promise is never more than ``budget_tokens``."""
     if tokens.count(text) <= budget_tokens:
@@ -82,5 +62,5 @@ def finish(text: str, budget_tokens: int) -> str:
     return tokens.fit(text, budget_tokens)
 
 
-__all__ = ["check_budget", "call_repr", "resolve_path", "display_path", "fit_block", "clip_line", "finish",
+__all__ = ["check_budget", "call_repr", "resolve_path", "display_path", "finish",
            "BadRequest", "Refused"]

@@ -22,7 +22,8 @@ import time
 
 from memtree import protocol, redact
 from memtree.errors import BadRequest
-from memtree.tools import call_repr, check_budget, clip_line, count, finish, fit_block
+from memtree.tools import call_repr, check_budget, count, finish
+from memtree.text.fit import clip_line, fit_rows
 
 MAX_TIMEOUT_S = 600
 KILL_GRACE_S = 2.0  # after SIGTERM to the group, before SIGKILL
@@ -258,8 +259,8 @@ def _head_tail(text: str, room: int, name: str, dropped: int, where: str) -> lis
         return lines
     # Sized for the most that could be left out: the real line can only be shorter.
     room -= count(_elision(name, len(lines), len(text.encode()), dropped, where) + "\n")
-    head, used = fit_block(lines, room * 2 // 3)
-    tail_rev, _ = fit_block(list(reversed(lines[len(head):])), room - used)
+    head, used = fit_rows(lines, room * 2 // 3)
+    tail_rev, _ = fit_rows(list(reversed(lines[len(head):])), room - used)
     tail = list(reversed(tail_rev))
     skipped = lines[len(head):len(lines) - len(tail)]
     if not skipped and not dropped:

@@ -18,10 +18,11 @@ import orjson
 
 from memtree import protocol, redact
 from memtree.errors import BadRequest, MemtreeError
-from memtree.tools import call_repr, check_budget, clip_line, count, display_path, finish, fit_block, resolve_path
+from memtree.tools import call_repr, check_budget, count, display_path, finish, resolve_path
 from memtree.text import symbols
 from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
 from memtree.store import uris
+from memtree.text.fit import clip_line, fit_rows
 
 TIMEOUT_S = 30.0
 MAX_HITS = 1000  # ripgrep is stopped after this many matches
@@ -295,7 +296,7 @@ def _preview(files, root, hits, node_id, query, notes, budget, by_symbol: bool =
     for full, file_hits in files.items():
         rel = display_path(root, full)
         block, is_hit = _symbol_block(full, rel, file_hits) if by_symbol else _plain_block(rel, file_hits)
-        kept, used = fit_block(block, room)
+        kept, used = fit_rows(block, room)
         if not kept:
             break
         taken = sum(is_hit[:len(kept)])

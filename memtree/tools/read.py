@@ -23,7 +23,8 @@ from memtree import protocol
 from memtree.text.chunking import Chunked, chunk_text, split_lines
 from memtree.errors import BadRequest, NotFound
 from memtree.store.live import status_clause
-from memtree.tools import call_repr, check_budget, clip_line, count, finish, fit_block, resolve_path
+from memtree.tools import call_repr, check_budget, count, finish, resolve_path
+from memtree.text.fit import clip_line, fit_rows
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_LINE_CHARS = 1000  # one display line; a minified file must not eat the whole budget
@@ -176,7 +177,7 @@ def _compose(header: list[str], body: list[str], footer_for, budget: int, fallba
     if count(text) <= budget:
         return text
     reserve = count("\n".join(header) + "\n") + count("\n".join(footer_for(0)) + "\n")
-    kept, _ = fit_block(body, budget - reserve)
+    kept, _ = fit_rows(body, budget - reserve)
     k = len(kept)
     while k > 0 and count(build(k)) > budget:
         k -= 1
@@ -299,7 +300,7 @@ def _outline(v: View, body: list[str]) -> str:
         header = [f"{v.shown}: {n} lines, {chunked.language}{parse}; memtree {v.root}; outline (lines, symbol):"]
     fixed = count("\n".join(header) + "\n")
     share = int((v.budget - fixed) * OUTLINE_SHARE)
-    shown_entries, _ = fit_block(entries, max(0, share))
+    shown_entries, _ = fit_rows(entries, max(0, share))
     if len(shown_entries) < len(entries):
         rest = chunked.chunks[len(shown_entries):]
         shown_entries.append(f"[outline cut: {len(entries) - len(shown_entries)} more chunks, lines "
