@@ -6,6 +6,7 @@ import os
 
 from memtree import tokens
 from memtree.capture import preview, rewrite
+from memtree.text.outline import outline
 
 CFG = rewrite.settings(None)
 SRC = '''"""A module."""
@@ -48,7 +49,7 @@ def _bash_payload(stdout: str, stderr: str = "", **extra) -> dict:
 
 
 def test_outline_gives_each_definition_its_exact_line_range():
-    got = [(indent, label.split("(")[0], a, b) for indent, label, a, b in preview.outline(SRC.split("\n"))]
+    got = [(indent, label.split("(")[0], a, b) for indent, label, a, b in outline(SRC.split("\n"))]
     assert got == [(0, "class Store", 6, 14), (4, "def __init__", 9, 10), (4, "def size", 13, 14),
                    (0, "def helper", 17, 19), (0, "async def fetch", 22, 23)]
 

@@ -19,7 +19,7 @@ import orjson
 from memtree import protocol, redact
 from memtree.errors import BadRequest, MemtreeError
 from memtree.tools import call_repr, check_budget, count, display_path, finish, resolve_path
-from memtree.text import symbols
+from memtree.text import outline
 from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
 from memtree.store import uris
 from memtree.text.fit import clip_line, fit_rows
@@ -29,7 +29,7 @@ MAX_HITS = 1000  # ripgrep is stopped after this many matches
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024  # of ripgrep's JSON; stopped beyond it
 MAX_LINE_BYTES = 1024 * 1024  # one JSON event (a hit's whole line); longer ones are left out and counted
 MAX_CONTEXT = 10
-SYMBOL = "symbol"  # context=symbol: each hit shown inside the definition around it (memtree.text.symbols)
+SYMBOL = "symbol"  # context=symbol: each hit shown inside the definition around it (memtree.text.outline)
 SYMBOL_MAX_LINES = 80  # a longer definition shows only the hit line, with the definition's name and range
 CASES = {None: "--smart-case", "smart": "--smart-case", "sensitive": "--case-sensitive",
          "insensitive": "--ignore-case", True: "--case-sensitive", False: "--ignore-case"}
@@ -261,13 +261,13 @@ def _symbol_block(full: str, rel: str, file_hits) -> tuple[list[str], list[bool]
         loaded = load_file(full, rel)
     except MemtreeError:  # gone, binary, too big: the hits as ripgrep gave them
         return _plain_block(rel, file_hits)
-    defs = symbols.definitions(loaded.chunked, loaded.lines)
+    defs = outline.definitions(loaded.chunked, loaded.lines)
     block, is_hit, shown = [], [], []
     hit_lines = {line_no for line_no, _t, _c in file_hits}
     for line_no, text, _ctx in file_hits:
         if any(a <= line_no <= b for a, b in shown):
             continue  # on screen already, inside the definition an earlier hit opened
-        around = symbols.innermost(defs, line_no)
+        around = outline.innermost(defs, line_no)
         if around is not None and around.size <= SYMBOL_MAX_LINES and around.end <= len(loaded.lines):
             shown.append((around.start, around.end))
             block.append(f"{rel} {around.name} L{around.start}-{around.end}:")
