@@ -176,7 +176,7 @@ class Writer(Actor):
             return
         self._wal_pages = 0  # a failure below is retried after the next commit that grows it
         try:
-            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            store_db.checkpoint(self.db, "PASSIVE")
             self.stats["checkpoints"] += 1
         except (apsw.BusyError, apsw.LockedError):
             pass  # another connection is checkpointing: it does the work
@@ -315,7 +315,7 @@ class Writer(Actor):
         busy, so it is retried on the next ticks until it goes through (a
         forgotten text's old page images must not stay in the WAL)."""
         try:
-            busy = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0][0]
+            busy = store_db.checkpoint(self.db, "TRUNCATE")
         except STORAGE_ERRORS as e:  # committed already; the WAL is checkpointed later
             log.warning("WAL checkpoint failed: %s", describe(e))
             busy = 1

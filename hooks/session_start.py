@@ -14,24 +14,13 @@ import sys
 BUSY_TIMEOUT_S = 0.2  # a writer mid-checkpoint: wait this long, then no brief
 
 
-def _open(db: str):
-    import sqlite3
-    from urllib.parse import quote
-
-    try:
-        conn = sqlite3.connect(f"file:{quote(db)}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-        conn.execute("SELECT 1 FROM nodes LIMIT 1")
-        return conn
-    except sqlite3.Error:
-        return None
-
-
 def run() -> None:
     import json
     import time
 
     from memtree import paths as mpaths
     from memtree.recall import brief
+    from memtree.store import recent_work
 
     try:
         payload = json.loads(sys.stdin.buffer.read() or b"{}")
@@ -43,7 +32,7 @@ def run() -> None:
     paths = mpaths.paths_for_cwd(mpaths.start_dir(fallback=cwd))
     if not os.path.isfile(paths.db):
         return
-    conn = _open(paths.db)
+    conn = recent_work.open_snapshot(paths.db, BUSY_TIMEOUT_S)
     if conn is None:
         return
     try:

@@ -26,7 +26,7 @@ from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.ids import now_ms
 from memtree.store import budget
-from memtree.store.live import status_clause
+from memtree.store import sweeps
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +35,6 @@ BUDGET_ROUNDS = 20  # budget batches per tick at most, so heartbeats keep flowin
 MIB = 1048576
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-
-
-def due(db, status: str, cutoff_ms: int, limit: int = BATCH) -> list[str]:
-    """Ids of nodes in ``status`` whose last change is older than ``cutoff_ms``."""
-    where, params = status_clause("n", [status])
-    return [r[0] for r in db.execute(
-        f"SELECT n.id FROM nodes n WHERE {where} AND n.updated_at < ? ORDER BY n.updated_at LIMIT ?",
-        [*params, cutoff_ms, limit])]
 
 
 class PrunerWalker(Walker):
@@ -68,14 +60,14 @@ class PrunerWalker(Walker):
         now = now_ms()
         try:
             for status, cutoff, reason in self.steps(now):
-                ids = due(db, status, cutoff)
+                ids = sweeps.due(db, status, cutoff, BATCH)
                 if ids:
                     result = self.call_writer(protocol.SetStatus(ids=ids, status="pruned", reason=reason, expect=[status]))
                     if result is None:
                         return  # writer away; next tick
                     self._count("pruned", result.get("changed") or [], reason)
             days = self.config.retention.prunedDays
-            ids = due(db, "pruned", now - int(days * DAY_MS))
+            ids = sweeps.due(db, "pruned", now - int(days * DAY_MS), BATCH)
             if ids:
                 result = self.call_writer(protocol.Purge(ids=ids, reason=f"pruned for more than {days:g} days"))
                 if result is not None:

@@ -16,7 +16,7 @@ from memtree.recall import freshness
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
-from memtree.store.live import status_clause
+from memtree.store import sweeps
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +58,7 @@ class StalenessWalker(Walker):
         self.info = {"checked": 0, "marked_stale": 0}
 
     def batch(self, db) -> list[tuple]:
-        where, params = status_clause("n", ["live"])
-        rows = db.execute(
-            f"SELECT n.id, n.source_uri, n.metadata, n.mtime, n.created_at FROM nodes n"
-            f" WHERE n.kind = 'file_chunk' AND {where} AND n.id > ? ORDER BY n.id LIMIT ?",
-            [*params, self.cursor, BATCH],
-        ).fetchall()
+        rows = sweeps.live_chunks_after(db, self.cursor, BATCH)
         self.cursor = rows[-1][0] if len(rows) == BATCH else ""  # a short batch: wrap around
         return rows
 

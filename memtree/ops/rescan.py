@@ -15,15 +15,6 @@ import sys
 BATCH = 200
 
 
-def _stale_ids(conn, version: int) -> list[str]:
-    from memtree.store.live import ALL_STATUSES, status_clause
-
-    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
-    return [r[0] for r in conn.execute(
-        f"SELECT n.id FROM nodes n WHERE {where} AND n.kind NOT IN ('session', 'file')"
-        f" AND coalesce(json_extract(n.metadata, '$.redaction'), 0) < ?", [*params, version])]
-
-
 def _bar(done: int, total: int, width: int = 30) -> str:
     filled = width * done // total if total else width
     return f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} rows"
@@ -35,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     from memtree.errors import MemtreeError
     from memtree.paths import paths_for_cwd, start_dir
     from memtree.redact import REDACTION_VERSION
+    from memtree.store import sweeps
     from memtree.store.db import open_read
 
     p = argparse.ArgumentParser(prog="memtree redact", description="Re-apply the current redaction rules.")
@@ -48,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     conn = open_read(paths.db)
     try:
-        ids = _stale_ids(conn, REDACTION_VERSION)
+        ids = sweeps.cleaned_before(conn, REDACTION_VERSION)
     finally:
         conn.close()
     writer = Caller(paths.endpoint(protocol.SOCK_WRITE), src="redact", timeout_ms=10000)

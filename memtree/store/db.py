@@ -57,6 +57,14 @@ def open_read(path: str) -> apsw.Connection:
     return conn
 
 
+def checkpoint(conn: apsw.Connection, mode: str) -> int:
+    """Checkpoint the WAL (``PASSIVE`` never waits for readers; ``TRUNCATE``
+    also empties the file); 1 when a reader kept it from completing."""
+    if mode not in ("PASSIVE", "FULL", "RESTART", "TRUNCATE"):
+        raise ValueError(f"unknown checkpoint mode {mode!r}")
+    return conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()[0][0]
+
+
 def schema_ready(conn: apsw.Connection) -> bool:
     row = conn.execute("SELECT 1 FROM sqlite_master WHERE name='nodes'").fetchone()
     return row is not None

@@ -190,3 +190,12 @@ def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:
         counts[w] = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]
     n = conn.execute("SELECT coalesce(max(id), 0) FROM nodes_fts_docsize").fetchone()[0]
     return counts, max(n, 1)
+
+
+def chunk_ids_by_start(conn, file_id: str) -> dict[int, str]:
+    """The live chunks of a file, by their first line: start line -> id."""
+    where, params = status_clause("n", ["live"])
+    rows = conn.execute(
+        f"SELECT json_extract(n.metadata, '$.start'), n.id FROM nodes n"
+        f" WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}", [file_id, *params]).fetchall()
+    return {r[0]: r[1] for r in rows}

@@ -67,3 +67,18 @@ def tool_outputs(conn, limit: int) -> list[dict]:
 
 
 __all__ = ["totals", "notes", "files", "tool_outputs"]
+
+
+def open_snapshot(db_path: str, timeout_s: float):
+    """A read-only sqlite3 connection for the session brief (the stdlib driver:
+    a hook loads no apsw or sqlite-vec), or None when the store cannot be read
+    within ``timeout_s`` (a writer mid-checkpoint) or has no schema yet."""
+    import sqlite3
+    from urllib.parse import quote
+
+    try:
+        conn = sqlite3.connect(f"file:{quote(db_path)}?mode=ro", uri=True, timeout=timeout_s)
+        conn.execute("SELECT 1 FROM nodes LIMIT 1")
+        return conn
+    except sqlite3.Error:
+        return None

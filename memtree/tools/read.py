@@ -22,7 +22,7 @@ import anyio
 from memtree import protocol
 from memtree.text.chunking import Chunked, chunk_text, split_lines
 from memtree.errors import BadRequest, NotFound
-from memtree.store.live import status_clause
+from memtree.store import reads
 from memtree.tools import call_repr, check_budget, count, finish, resolve_path
 from memtree.text.fit import clip_line, fit_rows
 
@@ -135,11 +135,7 @@ def _load(full: str, shown: str) -> Loaded:
 def _ids_by_start(svc, root_id, chunks: list[dict], ids: list[str]) -> list[str]:
     """Chunk ids in our chunk order, looked up by start line (a reused set the
     writer returned may lack a forgotten chunk)."""
-    where, params = status_clause("n", ["live"])
-    rows = svc.db().execute(
-        f"SELECT json_extract(n.metadata, '$.start'), n.id FROM nodes n"
-        f" WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}", [root_id, *params]).fetchall()
-    by_start = {r[0]: r[1] for r in rows}
+    by_start = reads.chunk_ids_by_start(svc.db(), root_id)
     return [by_start.get(c["start"], "(not stored)") for c in chunks]
 
 
