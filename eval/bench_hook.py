@@ -116,8 +116,6 @@ def _heartbeat_in_process(store_dir: str, runs: int = 2000) -> list[float]:
         heartbeat.count(store_dir, "bench-in-process", "stored")
         out.append(time.perf_counter() - t0)
     return out
-    hook, bare = summary(series["hook"]), summary(series["bare -I -S"])
-    print(f"  hook / bare: median {hook['median'] / bare['median']:.2f}x, p95 {hook['p95'] / bare['p95']:.2f}x")
 
 
 def _importtime(env: dict, project: str, top: int = 10) -> list[tuple[int, str]]:

@@ -83,7 +83,7 @@ def test_edit_makes_old_chunks_stale_then_superseded_with_edges_and_audit(h):
     os.utime(full, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # mtime surely advanced
     plain = h.run(read, rel, symbol="added_later", budget_tokens=2000)
     assert "return 42" in plain and "changed since the last read" in plain
-    out = h.run(read, rel, symbol="added_later", with_ids=True, budget_tokens=2000)
+    h.run(read, rel, symbol="added_later", with_ids=True, budget_tokens=2000)  # the read that supersedes
     status = dict(h.rows("SELECT id, status FROM nodes WHERE kind='file_chunk'"))
     assert {i for i in old_ids if status[i] == "superseded"} == old_ids
     new_live = {i for i, s in status.items() if s == "live"}

@@ -66,7 +66,7 @@ def outline(lines: list[str]) -> list[tuple[int, str, int, int]]:
                     found.append((len(line) - len(stripped), clip_line(stripped.rstrip("{: "), 90), i))
                 break
     out = []
-    for k, (indent, label, start) in enumerate(found):
+    for indent, label, start in found:
         end = len(lines) - 1
         for j in range(start + 1, len(lines)):
             s = lines[j].lstrip()

@@ -291,7 +291,7 @@ def forget(tx: Tx, node_id: str, reason: str) -> dict:
             break
         seen += new
         rows = {n: _content(tx.db, n) for n in new}
-        for nid, (nkind, text) in rows.items():
+        for nkind, text in rows.values():
             if nkind not in ROOT_KINDS:
                 lines.update(forgetting.distinctive_lines(text))
         skip = set(seen)
