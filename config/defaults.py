@@ -46,10 +46,8 @@ def defaults() -> dict:
             "dedupeWindowS": 3600,  # same tool output within this window is stored once
             # PostToolUse rewrite: above these sizes (memtree.tokens) the agent sees a
             # preview of a native Read/Grep/Bash output instead of all of it; the store
-            # keeps the whole. Defaults from eval/context_ab's installed arm (2026-12-01,
-            # docs/ARCHITECTURE.md): 800/400 added 28,268 tokens (-82 % vs whole-file
-            # reads, every fact reached); 700/300 saved 3k more but lost core.py's member
-            # lines (a fact fell out of reach); 1000/400 and 800/600 cost 1-2k more.
+            # keeps the whole. The defaults are the smallest previews that kept every fact
+            # of the context A/B within reach (docs/ARCHITECTURE.md, "Rewriting large native outputs").
             "rewrite": True,
             "rewriteReadTokens": 2000,
             "rewriteGrepTokens": 1000,

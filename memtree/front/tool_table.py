@@ -42,8 +42,8 @@ class Spec:
 
 
 # -- schemas (never called) -------------------------------------------------------
-# Every definition is paid for on every request the agent sends (four listed
-# tools, measured by eval/claude_code_surface.py; six cost 398 tokens): one
+# Every definition is paid for on every request the agent sends (measured by
+# eval/claude_code_surface.py): one
 # line saying when to use the tool, only the arguments most calls set, the
 # rest in ``opts`` (memtree/front/opts.py). A description names the opts keys
 # an agent sets unprompted; ``budget=`` is named by every answer it cuts.
