@@ -28,6 +28,7 @@ mcp_sdk.lean_import()  # before the first `mcp` import below: it is most of the 
 from mcp.server.lowlevel import Server  # noqa: E402
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations  # noqa: E402
 
+from memtree.front import opts  # noqa: E402
 from memtree.front import tool_table as specs  # noqa: E402
 
 log = logging.getLogger("mcp")
@@ -103,7 +104,7 @@ class Front:
         from memtree.tools import call_repr
 
         try:
-            args = specs.check_args(spec, arguments)
+            args = opts.check_args(spec, arguments)
             limit = budget.check(args.get("budget_tokens"))
             svc = await self.services()
             impl = getattr(importlib.import_module(spec.module), spec.func)
