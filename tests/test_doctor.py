@@ -57,7 +57,7 @@ def test_an_installed_running_capturing_project_is_healthy_then_damage_is_found_
     os.chmod(system.paths.db, 0o644)
     code, checks = doctor(system)
     assert code == 1 and failing(checks) == {"store", "permissions"}, checks
-    assert "FTS index holds" in checks["store"]["message"] and "--fix" in checks["store"]["fix"]
+    assert "1 searchable nodes missing from the FTS index" in checks["store"]["message"] and "--fix" in checks["store"]["fix"]
     assert "store.db is 0o644" in checks["permissions"]["message"]
 
     code, checks = doctor(system, "--fix")

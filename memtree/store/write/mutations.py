@@ -20,7 +20,7 @@ from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms, ulid
 from memtree.redact import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.write import forgetting
-from memtree.store.live import ALL_STATUSES, INDEXED, LIVE, status_clause
+from memtree.store.live import ALL_STATUSES, INDEXED, status_clause
 
 NODE_KINDS = ("session", "file", "file_chunk", "tool_output", "summary", "note", "observation")
 EDGE_KINDS = ("derived_from", "references", "summarizes", "supersedes", "follows")
@@ -395,15 +395,15 @@ def reclaim(tx: Tx, pages: int) -> dict:
 
 def rebuild_indexes(tx: Tx, reason: str) -> dict:
     """Derived indexes from nodes: the FTS index holds exactly the indexed
-    statuses, and no vector outlives its live node. (The embed walker
+    statuses, and no vector outlives its node's indexed life. (The embed walker
     re-embeds live nodes that have none.)"""
     indexed, iparams = status_clause("n", INDEXED)
     tx.db.execute("INSERT INTO nodes_fts(nodes_fts) VALUES('delete-all')")
     tx.db.execute(f"INSERT INTO nodes_fts(rowid, content, source_uri)"
                   f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE {indexed}", iparams)
     fts = tx.db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
-    live, lparams = status_clause("n", LIVE)
-    tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {live})", lparams)
+    # Vectors of stale and superseded nodes are kept on purpose (store/integrity.py).
+    tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})", iparams)
     dropped = tx.db.changes()
     tx.audit("rebuild_indexes", None, None, None, reason, detail={"fts_rows": fts, "vectors_dropped": dropped})
     return {"fts_rows": fts, "vectors_dropped": dropped}
