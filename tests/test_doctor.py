@@ -86,7 +86,7 @@ def test_a_project_without_memtree_fails_each_missing_piece_with_a_fix(system_fa
     open(os.path.join(s.project, "memtree", "__init__.py"), "w").close()
     from memtree.capture import heartbeat
 
-    heartbeat.record_check(s.paths.store_dir, "sess-lost", 4)
+    heartbeat.record_check(s.paths.store_dir, "sess-lost", {"r1", "g1", "b1", "b2"})
     _, checks = doctor(s)
     assert "interpreter /nonexistent/python is missing" in checks["hook.PostToolUse"]["message"]
     assert checks["capture"]["status"] == "FAIL" and "4 of 4" in checks["capture"]["message"]
