@@ -11,6 +11,8 @@ Then the disk budget (``storage.maxBytes``, memtree.store.budget): while the
 pages in use exceed it, the oldest superseded, then stale, then any captures
 go ``pruned`` and are deleted at once (audited with the budget as reason),
 down to 90 % of the budget; each batch followed by ``Reclaim`` (FTS optimize, incremental vacuum).
+Notes are never pruned or purged, stale or superseded or over the budget:
+nothing but ``forget`` removes a note.
 Age is time since the last status change (``updated_at``, which the writer
 sets with every change). Each step is one bounded batch through the writer
 with ``expect`` set, so a node another actor changed meanwhile is left alone.
@@ -38,10 +40,12 @@ DAY_MS = 24 * HOUR_MS
 
 
 def due(db, status: str, cutoff_ms: int, limit: int = BATCH) -> list[str]:
-    """Ids of nodes in ``status`` whose last change is older than ``cutoff_ms``."""
+    """Ids of nodes in ``status`` whose last change is older than ``cutoff_ms``;
+    never a note (nothing but forget removes one)."""
     where, params = status_clause("n", [status])
     return [r[0] for r in db.execute(
-        f"SELECT n.id FROM nodes n WHERE {where} AND n.updated_at < ? ORDER BY n.updated_at LIMIT ?",
+        f"SELECT n.id FROM nodes n WHERE {where} AND n.kind != 'note' AND n.updated_at < ?"
+        f" ORDER BY n.updated_at LIMIT ?",
         [*params, cutoff_ms, limit])]
 
 

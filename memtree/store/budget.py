@@ -5,8 +5,9 @@ every index, kept only for audit), then superseded captures, then
 stale ones, then the oldest captures of any other status, each oldest first.
 Only captures (``tool_output``, ``file_chunk``) are candidates: notes,
 sessions, file roots and summaries never are, nor any node whose metadata
-says ``"pinned": true``. A capture goes with its children (a grep result's
-hits), so nothing is left orphaned.
+says ``"pinned": true``, nor a capture holding a note (a note is removed by
+nothing but forget, and keeps what it annotates). A capture goes with its
+children (a grep result's hits), so nothing is left orphaned.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def victims(db, need_bytes: int, limit: int) -> list[tuple[str, str, int]]:
             f" WHERE {where} AND n.kind IN ({kinds})"
             f" AND (p.id IS NULL OR p.kind NOT IN ({kinds}))"  # top-level captures; children follow
             f" AND COALESCE(json_extract(n.metadata, '$.pinned'), 0) = 0"
+            f" AND NOT EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = n.id AND c.kind = 'note')"  # a kept note's context
             f" ORDER BY n.updated_at, n.created_at LIMIT ?",
             [*params, *CAPTURE_KINDS, *CAPTURE_KINDS, limit]).fetchall()
         for node_id, status, size in rows:

@@ -238,6 +238,8 @@ def set_status(tx: Tx, ids: list, status: str, reason: str = "", expect: list | 
         row = node_row(tx.db, node_id)
         if row is None or row[1] == status or (expect is not None and row[1] not in expect):
             continue
+        if row[0] == "note" and status == "pruned":
+            continue  # nothing but Forget removes a note (a person or the agent decided to keep it)
         change_status(tx, node_id, row[0], row[1], status, reason)
         changed.append(node_id)
     return changed
@@ -368,7 +370,7 @@ def purge(tx: Tx, ids: list, reason: str) -> list[str]:
     purged = []
     for node_id in dict.fromkeys(ids):
         row = node_row(tx.db, node_id)
-        if row is None or row[1] != "pruned":
+        if row is None or row[1] != "pruned" or row[0] == "note":  # a note is never deleted
             continue
         tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))
         tx.db.execute("DELETE FROM edges WHERE src_id = ? OR dst_id = ?", (node_id, node_id))
