@@ -6,7 +6,7 @@ Every ``walkers.prunerIntervalMs``, by ``retention`` in config:
   (pruned nodes leave the FTS index and the vectors with the status change;
   the rows stay for audit)
 - pruned for longer than ``prunedDays`` -> ``Purge``: the row is deleted, its
-  audit rows stay.
+  audit rows stay (old ones are compacted into counts by ``Tidy``).
 Then bookkeeping's own bounded retention (``Tidy``: old audit rows compacted,
 capture keys past their retry window and applied-spool ids dropped; the WAL
 truncated after it), and then the disk budget (``storage.maxBytes``,
