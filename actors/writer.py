@@ -31,6 +31,7 @@ from memtree.actors.base import Actor, main_for
 from memtree.capture import rewrite
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
+from memtree.store.write import bookkeeping
 from memtree.store.write import captures
 from memtree.store.write import mutations
 from memtree.store.write import rescan
@@ -110,11 +111,13 @@ HANDLERS = {
     protocol.Reclaim: lambda tx, rec: mutations.reclaim(tx, rec.pages),
     protocol.Redact: lambda tx, rec: {"changed": rescan.reredact(tx, rec.ids)},
     protocol.RebuildIndexes: lambda tx, rec: mutations.rebuild_indexes(tx, rec.reason),
+    protocol.Tidy: lambda tx, rec: bookkeeping.tidy(tx, rec.spool_since),
     protocol.PutVectors: vectors.put_vectors,
     protocol.Supersede: vectors.supersede,
 }
 # After a batch holding one of these, checkpoint the WAL so the file really shrinks.
-CHECKPOINT_AFTER = (protocol.Reclaim, protocol.Forget)  # Forget: no old page image stays in the WAL
+# Forget: no old page image stays in the WAL; Tidy: the pruner's pass ends with the WAL truncated.
+CHECKPOINT_AFTER = (protocol.Reclaim, protocol.Forget, protocol.Tidy)
 # The hook's socket takes only what a hook sends.
 INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
 
@@ -138,6 +141,7 @@ class Writer(Actor):
         self._unrecorded_malformed = 0  # bad frames not yet in the counters table
         self._truncate_pending = False  # a WAL truncate after Forget/Reclaim was busy: retried on tick
         self._wal_pages = 0  # pages in the WAL after the last commit (the WAL hook)
+        self._spool_ids_unchecked = True  # at the first drain: drop ids of draining files no longer there
         self.storage = Writability(self.paths.db)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -392,7 +396,11 @@ class Writer(Actor):
         spool_applied, and a draining file is deleted only once all of it is in.
         Streams: at most SPOOL_CHUNK entries (or SPOOL_CHUNK_BYTES) in memory."""
         budget = SPOOL_BUDGET
-        for path in spool.claim(self.paths.spool):
+        files = spool.claim(self.paths.spool)
+        if self._spool_ids_unchecked:  # ids of draining files a crash left behind guard nothing
+            self._spool_ids_unchecked = False
+            self._in_tx(lambda: bookkeeping.spool_files_gone(self.db, [os.path.basename(f) for f in files]))
+        for path in files:
             chunk, size, finished = [], 0, True
             for entry in spool.read(path):
                 if entry[0] is not None and captures.is_spool_applied(self.db, entry[0]):
@@ -404,16 +412,27 @@ class Writer(Actor):
                 chunk.append(entry)
                 size += entry[3]
                 if len(chunk) >= SPOOL_CHUNK or size >= SPOOL_CHUNK_BYTES:
-                    self._apply_spool_chunk(chunk)
+                    self._apply_spool_chunk(chunk, path)
                     chunk, size = [], 0
             if chunk:
-                self._apply_spool_chunk(chunk)
+                self._apply_spool_chunk(chunk, path)
             if not finished:
                 break
             spool.release(path)
+            self._in_tx(lambda: bookkeeping.spool_file_done(self.db, os.path.basename(path)))
         self.backlog = spool.pending_count(self.paths.spool)
 
-    def _apply_spool_chunk(self, entries: list) -> None:
+    def _in_tx(self, work) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            work()
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def _apply_spool_chunk(self, entries: list, path: str) -> None:
         db = self.db
         changed: dict[str, dict[str, str]] = {}
         db.execute("BEGIN IMMEDIATE")
@@ -429,7 +448,7 @@ class Writer(Actor):
                 ok, _ = self._run_one("spool", rec, entry_id, changed)
                 if not ok:  # refused/malformed/bug: audited or logged; retrying would not help
                     mutations.bump_counter(db, "spool_failed")
-                captures.mark_spool_applied(db, entry_id, int(time.time() * 1000))
+                captures.mark_spool_applied(db, entry_id, int(time.time() * 1000), os.path.basename(path))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:

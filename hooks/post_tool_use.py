@@ -81,13 +81,13 @@ def _read_stdin() -> bytes:
     return data
 
 
-def _top_level_str(data: bytes, key: bytes):
+def _top_level_str(data: bytes, key: bytes, at_end: bool = False):
     """A top-level string field (``cwd``, ``session_id``) without a JSON parser
     (``json`` imports ``re``, ~20 ms here). Claude Code writes them near the
-    start, unescaped; anything unusual (escapes, not found) returns None and
-    the caller parses properly."""
+    start (``tool_use_id`` near the end: ``at_end``), unescaped; anything
+    unusual (escapes, not found) returns None and the caller parses properly."""
     quoted = b'"' + key + b'"'
-    at = data.find(quoted, 0, 4096)
+    at = data.rfind(quoted, max(0, len(data) - 4096)) if at_end else data.find(quoted, 0, 4096)
     if at < 0:
         return None
     rest = data[at + len(quoted):at + 4096].lstrip()
@@ -189,12 +189,14 @@ def run(state: dict) -> str:
 
     cwd = _top_level_str(data, b"cwd")
     state["session"] = _top_level_str(data, b"session_id")
+    state["tool_use_id"] = _top_level_str(data, b"tool_use_id", at_end=True)  # the heartbeat compares calls by id
     payload = None
     if cwd is None or state["session"] is None:
         payload = _parse(data)
         if isinstance(payload, dict):
             cwd = payload.get("cwd") if cwd is None else cwd
             state["session"] = payload.get("session_id") if isinstance(payload.get("session_id"), str) else "?"
+            state["tool_use_id"] = state["tool_use_id"] or payload.get("tool_use_id")
     # The same rule as `memtree serve`: CLAUDE_PROJECT_DIR first, then the payload's cwd.
     payload_cwd = cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
     paths = state["paths"] = mpaths.paths_for_cwd(mpaths.start_dir(fallback=payload_cwd))
@@ -229,7 +231,7 @@ def _count(state: dict, outcome: str) -> None:
     try:
         from memtree.capture import heartbeat
 
-        heartbeat.count(state["paths"].store_dir, state.get("session") or "?", outcome)
+        heartbeat.count(state["paths"].store_dir, state.get("session") or "?", outcome, state.get("tool_use_id"))
     except OSError as e:
         _log(state["paths"].log_dir, f"heartbeat not counted: {type(e).__name__}")
 

@@ -1,7 +1,8 @@
 """Claude Code Stop / SessionEnd hook: check the capture heartbeat.
 
-Counts the Read/Grep/Bash calls in the session's transcript and compares
-them with the capture-hook runs memtree counted for the session
+Takes the ids of the Read/Grep/Bash calls completed in the session's
+transcript and compares them with the calls whose capture-hook run memtree
+accounted for
 (memtree.capture.heartbeat.record_check). A gap goes to ``<store>/logs/hook.log``
 and the heartbeat file, where ``memtree ctl status`` and ``memtree doctor``
 show it. It never blocks the agent: it always exits 0 and never writes
@@ -28,7 +29,7 @@ def run() -> None:
         return
     paths = mpaths.paths_for_cwd(mpaths.start_dir(fallback=cwd))
     try:
-        calls = heartbeat.transcript_calls(transcript)
+        calls = heartbeat.transcript_ids(transcript)
     except OSError as e:
         _log(paths.log_dir, f"capture check: cannot read the transcript of session {sid[:12]}: {e.strerror}")
         return

@@ -183,6 +183,9 @@ Purge = _rec("Purge", ("ids", L, REQ), ("reason", S, REQ))  # delete pruned rows
 Redact = _rec("Redact", ("ids", L, REQ))  # re-apply the current redaction gate to these rows (redact --rescan)
 Reclaim = _rec("Reclaim", ("pages", I, 0))  # incremental vacuum: free pages back to the OS (0 = all)
 RebuildIndexes = _rec("RebuildIndexes", ("reason", S, REQ))  # FTS and vectors rebuilt from nodes (doctor --fix)
+# pruner, every sweep: bookkeeping's bounded retention (store/write/bookkeeping.py);
+# spool_since = capture time (ms) of the oldest spool entry not yet applied, 0 if none
+Tidy = _rec("Tidy", ("spool_since", I, 0))
 PutFile = _rec(
     "PutFile",  # chunks of one file read by the wrapped read tool
     ("path", S, REQ), ("mtime", I, REQ), ("size", I, 0), ("chunks", L, REQ), ("session_id", S, None),

@@ -46,14 +46,15 @@ def test_dedupe_supersedes_the_older_near_duplicate_and_leaves_the_rest(store):
     paths, config, w, procs = store
     nodes = {}
 
-    def add(name, kind="note", parent=None):
+    def add(name, kind="tool_output", parent=None):  # notes: tests/test_notes_kept.py
         nodes[name] = w.call(protocol.AddNode(kind=kind, content=f"content of {name} " * 5, status="live",
                                               parent_id=parent))["id"]
 
     vecs = {}
     add("old"); add("new"); vecs.update(old=basis(0), new=unit(0.99))            # a pair at 0.99
     add("below_a"); add("below_b"); vecs.update(below_a=basis(2), below_b=unit(0.965, 2))  # just below 0.97
-    add("as_note"); add("as_chunk", kind="file_chunk"); vecs.update(as_note=basis(4), as_chunk=basis(4))  # kinds differ
+    add("as_note", kind="note"); add("as_chunk", kind="file_chunk")
+    vecs.update(as_note=basis(4), as_chunk=basis(4))  # kinds differ
     add("forgotten"); add("keeps"); vecs.update(forgotten=basis(6), keeps=basis(6))  # one is forgotten first
     root = w.call(protocol.AddNode(kind="file", content="", status="live"))["id"]
     add("m1", kind="file_chunk", parent=root); add("m2", kind="file_chunk", parent=root)

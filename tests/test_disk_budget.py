@@ -54,7 +54,7 @@ def test_a_store_over_budget_loses_superseded_then_stale_then_oldest_and_shrinks
     try:
         ids = _fill(h)
         db = support_db(h)
-        used = budget.used_bytes(db)
+        used = budget.store_bytes(db)
         # Room for about half the captures: superseded and stale all go, then some of the oldest.
         limit = used - 8 * SIZE
         before = budget.file_bytes(h.paths.db)

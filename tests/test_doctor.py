@@ -57,7 +57,7 @@ def test_an_installed_running_capturing_project_is_healthy_then_damage_is_found_
     os.chmod(system.paths.db, 0o644)
     code, checks = doctor(system)
     assert code == 1 and failing(checks) == {"store", "permissions"}, checks
-    assert "FTS index holds" in checks["store"]["message"] and "--fix" in checks["store"]["fix"]
+    assert "1 searchable nodes missing from the FTS index" in checks["store"]["message"] and "--fix" in checks["store"]["fix"]
     assert "store.db is 0o644" in checks["permissions"]["message"]
 
     code, checks = doctor(system, "--fix")
@@ -86,7 +86,7 @@ def test_a_project_without_memtree_fails_each_missing_piece_with_a_fix(system_fa
     open(os.path.join(s.project, "memtree", "__init__.py"), "w").close()
     from memtree.capture import heartbeat
 
-    heartbeat.record_check(s.paths.store_dir, "sess-lost", 4)
+    heartbeat.record_check(s.paths.store_dir, "sess-lost", {"r1", "g1", "b1", "b2"})
     _, checks = doctor(s)
     assert "interpreter /nonexistent/python is missing" in checks["hook.PostToolUse"]["message"]
     assert checks["capture"]["status"] == "FAIL" and "4 of 4" in checks["capture"]["message"]

@@ -59,12 +59,12 @@ def test_concurrent_hook_processes_lose_no_count(tmp_path):
     assert (slot["seen"], slot["stored"]) == (200, 200)
 
 
-def test_transcript_calls_counts_completed_read_grep_bash_only(tmp_path):
+def test_transcript_ids_are_the_completed_read_grep_bash_calls_only(tmp_path):
     path = _transcript(tmp_path / "t.jsonl", [
         ("Read", "t1", False), ("Grep", "t2", False), ("Bash", "t3", False),
         ("Bash", "t4", True),  # failed or denied: may fire no capture hook
         ("Edit", "t5", False), ("mcp__memtree__search", "t6", False)])
-    assert heartbeat.transcript_calls(path) == 3
+    assert heartbeat.transcript_ids(path) == {"t1", "t2", "t3"}
 
 
 def test_the_real_hooks_count_outcomes_and_the_stop_hook_finds_no_gap(system, tmp_path):
@@ -114,3 +114,49 @@ def _run_stop(system, payload: dict) -> subprocess.CompletedProcess:
                           env=hook_env(system), capture_output=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, b""), done.stderr[-500:]
     return done
+
+
+def _failed_bash(system, tid: str, session: str) -> dict:
+    """A PostToolUseFailure payload as Claude Code sends it for a Bash that exited 1."""
+    return {"session_id": session, "transcript_path": "/dev/null", "cwd": system.project,
+            "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+            "tool_input": {"command": "ls /nonexistent-dir", "description": "list it"},
+            "tool_use_id": tid, "error": "Exit code 2\nls: cannot access '/nonexistent-dir': No such file or directory",
+            "is_interrupt": False, "duration_ms": 12}
+
+
+def test_the_gap_is_found_by_tool_use_id_not_by_count(system, tmp_path):
+    """A session whose successful Bash was never captured, but whose failed Bash
+    was, has one hook run for one completed call: equal counts, and a gap."""
+    lost, whole = "sess-lost-ok", "sess-whole"
+    run_hook(system, _failed_bash(system, "toolu_fail_a", lost))  # the failed call's hook ran; the good one's did not
+    ok = bash_payload(system, 7, session=whole)
+    run_hook(system, ok)  # positive control: both calls captured
+    run_hook(system, _failed_bash(system, "toolu_fail_b", whole))
+    for sid, calls in ((lost, [("Bash", "toolu_ok_a", False), ("Bash", "toolu_fail_a", True)]),
+                       (whole, [("Bash", ok["tool_use_id"], False), ("Bash", "toolu_fail_b", True)])):
+        _run_stop(system, {"session_id": sid, "transcript_path": _transcript(tmp_path / f"{sid}.jsonl", calls),
+                           "cwd": system.project, "hook_event_name": "Stop"})
+    slots = {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}
+    assert {sid for sid, s in slots.items() if s["gap"]} == {lost}
+    assert {k: slots[lost][k] for k in ("seen", "transcript_calls", "gap")} == {"seen": 1, "transcript_calls": 1, "gap": 1}
+    assert (slots[whole]["seen"], slots[whole]["gap"]) == (2, 0)
+    with open(os.path.join(system.paths.log_dir, "hook.log")) as f:
+        log = f.read()
+    assert "capture GAP" in log and lost[:12] in log and whole[:12] not in log
+
+
+def test_a_lost_hook_run_of_a_call_leaves_a_gap_and_a_later_session_in_its_slot_starts_clean(tmp_path):
+    store = str(tmp_path / "store")
+    heartbeat.count(store, "a", "stored", "toolu_1")
+    heartbeat.count(store, "a", "failed", "toolu_2")  # the hook ran but lost it: not accounted
+    path = _transcript(tmp_path / "a.jsonl", [("Bash", "toolu_1", False), ("Read", "toolu_2", False)])
+    assert heartbeat.record_check(store, "a", heartbeat.transcript_ids(path))["gap"] == 1
+    for i in range(heartbeat.SLOTS + 1):  # "a" is the least recently used: its slot goes to a new session
+        heartbeat.count(store, f"other-{i}", "stored", f"toolu_o{i}")
+    assert "a" not in {s["session"] for s in heartbeat.read_all(store)}
+    heartbeat.count(store, "a", "stored", "toolu_3")
+    path = _transcript(tmp_path / "a2.jsonl", [("Bash", "toolu_3", False), ("Bash", "toolu_1", False)])
+    # toolu_1's old record went with the evicted slot: it is a gap now, not a stale "captured"
+    assert heartbeat.record_check(store, "a", heartbeat.transcript_ids(path))["gap"] == 1
+    assert os.path.getsize(heartbeat.path_for(store)) == heartbeat.FILE_BYTES

@@ -53,6 +53,26 @@ def test_old_rows_are_redacted_on_the_way_out_and_rescan_fixes_them(system):
     assert SECRET not in content and "region eu-west-1" in content and '"redaction":' in meta
     assert rows(system.paths, "SELECT content FROM nodes WHERE id = ?", (benign_id,)) == [(BENIGN,)]
     assert rows(system.paths, "SELECT count(*) FROM audit WHERE action = 'redact' AND node_id = ?", (secret_id,)) == [(1,)]
+    # Every mutation is audited: the benign row's content stayed, but its metadata took the gate version.
+    [(benign_meta,)] = rows(system.paths, "SELECT metadata FROM nodes WHERE id = ?", (benign_id,))
+    assert '"redaction":' in benign_meta
+    audited = {r[0] for r in rows(system.paths, "SELECT node_id FROM audit WHERE action = 'redact'")}
+    assert audited == {secret_id, benign_id}
+
+
+def test_a_second_rescan_changes_nothing_and_audits_nothing(system):
+    assert system.ctl("stop", "writer").returncode == 0
+    conn = apsw.Connection(system.paths.db)
+    benign_id = _old_row(conn, BENIGN)
+    conn.close()
+    assert system.ctl("start", "writer").returncode == 0
+    for expect in ("rescanned 1 rows", "rescanned 0 rows"):  # the second finds nothing older than the gate
+        done = subprocess.run([PYTHON, "-m", "memtree.cli", "redact", "--rescan"], cwd=system.project,
+                              env={**system.env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0 and expect in done.stdout, (done.stdout, done.stderr)
+    assert rows(system.paths, "SELECT node_id, reason LIKE '%metadata%' FROM audit WHERE action = 'redact'") == \
+        [(benign_id, 1)]
 
 
 def test_rescan_without_a_writer_says_so_in_one_line(system):

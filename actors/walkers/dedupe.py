@@ -11,7 +11,11 @@ supersedes the older (``Supersede``: edge + audit with the score). Never
 across kinds, never a node with itself, never two chunks of one file (a
 file's similar small methods are not duplicates; a changed file is already
 superseded by read), and only live nodes, so a forgotten node (no vector,
-status forgotten) is never brought back. Needs no model: vectors only,
+status forgotten) is never brought back. A note is something a person or
+the agent decided to keep: two notes are duplicates only when their texts
+are the same after normalising whitespace and case (memtree.text.sameness),
+whatever the cosine ("finding number 1" and "number 10" are 0.996 apart).
+Needs no model: vectors only,
 but numpy (``requires``): without it the walker idles and says so.
 """
 
@@ -26,7 +30,8 @@ from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
 from memtree.recall.embeddings import model_name
-from memtree.store import vectors
+from memtree.store import reads, vectors
+from memtree.text.sameness import same_text
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +80,17 @@ class DedupeWalker(Walker):
 
     def _dedupe(self, db, kind: str, rows: list) -> bool:
         done: set[str] = set()
-        for score, a, b in near_pairs(db, self.model, kind, rows, self.threshold):
+        pairs = near_pairs(db, self.model, kind, rows, self.threshold)
+        texts = {}
+        if kind == "note" and pairs:
+            found = reads.get_nodes(db, list({i for _, a, b in pairs for i in (a["id"], b["id"])}))
+            texts = {nid: node["content"] for nid, node in found.items()}
+        for score, a, b in pairs:
             if a["id"] in done or b["id"] in done or (kind == "file_chunk" and a["parent_id"] == b["parent_id"]):
                 continue
+            if kind == "note" and not (a["id"] in texts and b["id"] in texts
+                                       and same_text(texts[a["id"]], texts[b["id"]])):
+                continue  # close in meaning is not the same note
             keep, old = (a, b) if newer(a, b) else (b, a)
             try:
                 res = self.call_writer(protocol.Supersede(keep_id=keep["id"], old_id=old["id"], score=round(score, 4)))

@@ -6,11 +6,16 @@ Every ``walkers.prunerIntervalMs``, by ``retention`` in config:
   (pruned nodes leave the FTS index and the vectors with the status change;
   the rows stay for audit)
 - pruned for longer than ``prunedDays`` -> ``Purge``: the row is deleted, its
-  audit rows stay.
-Then the disk budget (``storage.maxBytes``, memtree.store.budget): while the
-pages in use exceed it, the oldest superseded, then stale, then any captures
+  audit rows stay (old ones are compacted into counts by ``Tidy``).
+Then bookkeeping's own bounded retention (``Tidy``: old audit rows compacted,
+capture keys past their retry window and applied-spool ids dropped; the WAL
+truncated after it), and then the disk budget (``storage.maxBytes``,
+memtree.store.budget.store_bytes, the one size): while the pages in use
+exceed it, the oldest superseded, then stale, then any captures
 go ``pruned`` and are deleted at once (audited with the budget as reason),
 down to 90 % of the budget; each batch followed by ``Reclaim`` (FTS optimize, incremental vacuum).
+Notes are never pruned or purged, stale or superseded or over the budget:
+nothing but ``forget`` removes a note.
 Age is time since the last status change (``updated_at``, which the writer
 sets with every change). Each step is one bounded batch through the writer
 with ``expect`` set, so a node another actor changed meanwhile is left alone.
@@ -23,6 +28,7 @@ import logging
 from memtree import protocol
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
+from memtree.capture import spool
 from memtree.errors import MemtreeError
 from memtree.ids import now_ms
 from memtree.store import budget
@@ -72,13 +78,29 @@ class PrunerWalker(Walker):
                 result = self.call_writer(protocol.Purge(ids=ids, reason=f"pruned for more than {days:g} days"))
                 if result is not None:
                     self._count("purged", result.get("purged") or [], "rows deleted, audit kept")
+            if not self.tidy():
+                return  # writer away; next tick
             self.enforce_budget(db)
         except MemtreeError as e:
             log.warning("%s: writer refused a step: %s", self.ctx.name, e.message)
 
+    def tidy(self) -> bool:
+        """Bookkeeping's bounded retention (``Tidy``; the writer truncates the WAL
+        after it), before the budget is measured: it counts like the rest."""
+        since = spool.oldest_ts(self.paths.spool)
+        for _ in range(BUDGET_ROUNDS):
+            result = self.call_writer(protocol.Tidy(spool_since=since))
+            if result is None:
+                return False
+            for key in ("audit_compacted", "capture_keys_dropped"):
+                self.info[key] = self.info.get(key, 0) + (result.get(key) or 0)
+            if not result.get("more"):
+                break
+        return True
+
     def enforce_budget(self, db) -> None:
         limit = self.config.storage.maxBytes
-        used = budget.used_bytes(db)
+        used = budget.store_bytes(db)
         self.info["store_mib"] = round(used / MIB, 1)
         if used <= limit:
             return
@@ -100,10 +122,14 @@ class PrunerWalker(Walker):
                 return
             purged = result.get("purged") or []
             removed += len(purged)
+            # The removals wrote audit rows: back within bookkeeping's bound before measuring,
+            # or captures would be removed to make room for their own audit trail.
+            if not self.tidy():
+                return
             # Pages come free only once the FTS index drops the rows too: measure after that.
             if self.call_writer(protocol.Reclaim()) is None:
                 return
-            used = budget.used_bytes(db)
+            used = budget.store_bytes(db)
             if used <= target or not purged:
                 break
         self.info["over_budget_removed"] += removed

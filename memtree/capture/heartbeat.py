@@ -9,11 +9,18 @@ a forgotten hash, nothing to store such as an unchanged re-Read) or
 hook (memtree.hooks.stop) then counts the Read/Grep/Bash calls in the
 session's transcript and records ``gap`` = calls - (stored + spooled +
 refused): calls memtree has no account of (a hook that is not registered,
-a missing interpreter, a crash).
+a missing interpreter, a crash). The comparison is by ``tool_use_id``, not by
+count: each accounted run adds its id to the session's set, and ``gap`` is
+the completed calls of the transcript whose id is not in it. (By count, a
+failed call's hook run, which the transcript does not count as completed,
+hid a successful call that was never captured.)
 
-State is one fixed-size file, ``<store>/heartbeat.bin``: a header and
-``SLOTS`` slots, one per session, the least recently used slot reused, so it
-never grows. Updates take an exclusive flock (hooks of parallel tool calls
+State is one fixed-size file, ``<store>/heartbeat.bin``: a header,
+``SLOTS`` slots, one per session, the least recently used slot reused, and
+per slot a Bloom filter of the accounted ids (``BLOOM_BYTES``, ``BLOOM_K``
+probes), so it never grows. A Bloom filter never misses an id it holds, so it
+never reports a false gap; a call that was lost can hide behind a false
+positive with a probability below 0.1 % up to 1,000 calls in a session. Updates take an exclusive flock (hooks of parallel tool calls
 run concurrently). Standard library only, no ``struct``: the hook imports
 this under ``python -I -S``.
 """
@@ -21,7 +28,7 @@ this under ``python -I -S``.
 import os
 from memtree.capture.claude_code import CAPTURED_TOOLS
 
-MAGIC = b"MTHB0001"
+MAGIC = b"MTHB0002"  # 0001 had no id sets: such a file starts over
 SLOTS = 64
 SID_BYTES = 48
 # Counters in slot order; each a little-endian uint32.
@@ -29,7 +36,11 @@ COUNTERS = ("seen", "stored", "spooled", "refused", "failed", "transcript_calls"
 OUTCOMES = ("stored", "spooled", "refused", "failed")
 _TIMES = ("last_ms", "checked_ms")  # uint64 each
 SLOT_BYTES = SID_BYTES + 4 * len(COUNTERS) + 8 * len(_TIMES)
-FILE_BYTES = len(MAGIC) + SLOTS * SLOT_BYTES
+HEADER_BYTES = len(MAGIC) + SLOTS * SLOT_BYTES  # what a count reads: every slot's session and times
+BLOOM_BYTES = 4096  # per slot: 32,768 bits
+BLOOM_K = 4
+FILE_BYTES = HEADER_BYTES + SLOTS * BLOOM_BYTES
+ACCOUNTED = ("stored", "spooled", "refused")  # outcomes whose call memtree has an account of
 FILE_NAME = "heartbeat.bin"
 # The native tools memtree captures: the calls a transcript is checked for.
 
@@ -82,8 +93,32 @@ def _pick(data: bytes, key: bytes) -> tuple[int, bool]:
     return (empty if empty >= 0 else oldest), False
 
 
-def _update(store_dir: str, session_id: str, change) -> None:
-    """Lock, read the file, apply ``change(slot)`` to the session's slot, write it back."""
+def _probes(tool_use_id: str) -> list[int]:
+    """Bit positions of an id: FNV-1a 64 and double hashing (stdlib only, no
+    hashlib import on the hook's path; Python's hash() is salted per process)."""
+    h1 = h2 = 0xCBF29CE484222325
+    for b in tool_use_id.encode("utf-8", "replace"):
+        h1 = ((h1 ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    for b in tool_use_id.encode("utf-8", "replace")[::-1]:
+        h2 = ((h2 ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    h2 |= 1
+    bits = BLOOM_BYTES * 8
+    return [(h1 + i * h2) % bits for i in range(BLOOM_K)]
+
+
+def _bloom_at(i: int) -> int:
+    return HEADER_BYTES + i * BLOOM_BYTES
+
+
+def _has(bloom: bytes, tool_use_id: str) -> bool:
+    return all(bloom[p >> 3] & (1 << (p & 7)) for p in _probes(tool_use_id))
+
+
+def _update(store_dir: str, session_id: str, change, add_id: str | None = None, check=None) -> None:
+    """Lock, read the header, apply ``change(slot)`` to the session's slot,
+    write it back; ``add_id`` goes into the slot's id set, ``check(bloom)``
+    (if given) reads it first. A slot taken by a new session starts with an
+    empty set."""
     import fcntl
 
     from memtree.paths import makedirs_private
@@ -92,16 +127,26 @@ def _update(store_dir: str, session_id: str, change) -> None:
     fd = os.open(path_for(store_dir), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        data = os.pread(fd, FILE_BYTES, 0)
-        if len(data) != FILE_BYTES or not data.startswith(MAGIC):
-            data = MAGIC + b"\0" * (FILE_BYTES - len(MAGIC))  # new or damaged: start over
-            os.pwrite(fd, data, 0)
+        data = os.pread(fd, HEADER_BYTES, 0)
+        if len(data) != HEADER_BYTES or not data.startswith(MAGIC) or os.fstat(fd).st_size != FILE_BYTES:
+            data = MAGIC + b"\0" * (HEADER_BYTES - len(MAGIC))  # new, old or damaged: start over
+            os.pwrite(fd, data + b"\0" * (FILE_BYTES - HEADER_BYTES), 0)
         key = _sid_key(session_id)
         i, found = _pick(data, key)
         base = len(MAGIC) + i * SLOT_BYTES
         slot = _decode_slot(data[base:base + SLOT_BYTES] if found else bytes(SLOT_BYTES))
         slot["session"] = session_id
+        bloom = os.pread(fd, BLOOM_BYTES, _bloom_at(i)) if found else bytes(BLOOM_BYTES)
+        if check is not None:
+            check(bloom)
         change(slot)
+        if add_id:
+            bits = bytearray(bloom)
+            for p in _probes(add_id):
+                bits[p >> 3] |= 1 << (p & 7)
+            bloom = bytes(bits)
+        if add_id or not found:  # a reused slot forgets the old session's ids
+            os.pwrite(fd, bloom, _bloom_at(i))
         os.pwrite(fd, _encode_slot(slot), base)
     finally:
         os.close(fd)  # releases the lock
@@ -117,6 +162,7 @@ def ensure(store_dir: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if os.fstat(fd).st_size != FILE_BYTES or not os.pread(fd, len(MAGIC), 0) == MAGIC:
+            os.ftruncate(fd, 0)
             os.pwrite(fd, MAGIC + b"\0" * (FILE_BYTES - len(MAGIC)), 0)
     finally:
         os.close(fd)
@@ -128,8 +174,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def count(store_dir: str, session_id: str, outcome: str) -> None:
-    """One hook run for ``session_id`` ended in ``outcome`` (one of OUTCOMES)."""
+def count(store_dir: str, session_id: str, outcome: str, tool_use_id: str | None = None) -> None:
+    """One hook run for ``session_id`` ended in ``outcome`` (one of OUTCOMES);
+    an accounted run adds its call's ``tool_use_id`` to the session's set."""
     now = _now_ms()
 
     def change(slot: dict) -> None:
@@ -137,24 +184,31 @@ def count(store_dir: str, session_id: str, outcome: str) -> None:
         slot[outcome] = slot.get(outcome, 0) + 1
         slot["last_ms"] = now
 
-    _update(store_dir, session_id or "?", change)
+    add = tool_use_id if outcome in ACCOUNTED and isinstance(tool_use_id, str) and tool_use_id else None
+    _update(store_dir, session_id or "?", change, add_id=add)
 
 
-def record_check(store_dir: str, session_id: str, transcript_calls: int) -> dict:
-    """The Stop hook's comparison; returns the session's slot afterwards."""
+def record_check(store_dir: str, session_id: str, transcript_ids) -> dict:
+    """The Stop hook's comparison: the ids of the transcript's completed calls
+    (``transcript_ids``) against the ids the hook accounted for; returns the
+    session's slot afterwards."""
     now = _now_ms()
+    ids = {i for i in transcript_ids if isinstance(i, str) and i}
     out: dict = {}
+    missing = [0]
+
+    def check(bloom: bytes) -> None:
+        missing[0] = sum(1 for i in ids if not _has(bloom, i))
 
     def change(slot: dict) -> None:
-        accounted = slot.get("stored", 0) + slot.get("spooled", 0) + slot.get("refused", 0)
-        slot["transcript_calls"] = transcript_calls
-        slot["gap"] = max(0, transcript_calls - accounted)
+        slot["transcript_calls"] = len(ids)
+        slot["gap"] = missing[0]
         slot["checks"] = slot.get("checks", 0) + 1
         slot["checked_ms"] = now
         slot["last_ms"] = max(slot.get("last_ms", 0), now)
         out.update(slot)
 
-    _update(store_dir, session_id or "?", change)
+    _update(store_dir, session_id or "?", change, check=check)
     return out
 
 
@@ -162,10 +216,10 @@ def read_all(store_dir: str) -> list[dict]:
     """Every session slot in use, most recent first (empty when there is no file)."""
     try:
         with open(path_for(store_dir), "rb") as f:
-            data = f.read(FILE_BYTES)
+            data = f.read(HEADER_BYTES)
     except OSError:
         return []
-    if len(data) != FILE_BYTES or not data.startswith(MAGIC):
+    if len(data) != HEADER_BYTES or not data.startswith(MAGIC):
         return []
     slots = []
     for i in range(SLOTS):
@@ -175,10 +229,11 @@ def read_all(store_dir: str) -> list[dict]:
     return sorted(slots, key=lambda s: s["last_ms"], reverse=True)
 
 
-def transcript_calls(transcript_path: str, tools=CAPTURED_TOOLS) -> int:
-    """Calls of ``tools`` in a Claude Code session transcript (JSONL) that
-    completed without error. A call the user denied, or one that failed,
-    may fire no capture hook at all: counting it would report a false gap."""
+def transcript_ids(transcript_path: str, tools=CAPTURED_TOOLS) -> set[str]:
+    """The tool_use_ids of the calls of ``tools`` in a Claude Code session
+    transcript (JSONL) that completed without error. A call the user denied,
+    or one that failed, may fire no capture hook at all: expecting one would
+    report a false gap (a failed call whose hook did run is simply not asked for)."""
     import json
 
     wanted, ok = set(), set()
@@ -199,7 +254,7 @@ def transcript_calls(transcript_path: str, tools=CAPTURED_TOOLS) -> int:
                     wanted.add(block.get("id"))
                 elif block.get("type") == "tool_result" and not block.get("is_error"):
                     ok.add(block.get("tool_use_id"))
-    return len((wanted & ok) - {None})
+    return {i for i in wanted & ok if isinstance(i, str) and i}
 
 
 def problems(slots: list[dict]) -> list[str]:

@@ -146,3 +146,32 @@ def _count_lines(path: str) -> int:
         while block := f.read(1 << 20):
             n += block.count(b"\n")
     return n
+
+
+def oldest_ts(path: str) -> int:
+    """Capture time (ms) of the first entry of the spool and of each
+    unfinished drain, the oldest of them; 0 when there is none. Entries are
+    appended about in capture order (a hook appends seconds after its capture
+    at most), so the first line of each file stands for it; reads one line per file."""
+    folder, base = os.path.split(path)
+    try:
+        names = os.listdir(folder or ".")
+    except FileNotFoundError:
+        return 0
+    oldest = 0
+    for name in names:
+        if name == base or (name.startswith(base + ".") and name.endswith(DRAINING_SUFFIX)):
+            try:
+                with open(os.path.join(folder, name), "rb") as f:
+                    first = f.readline(1 << 16)
+                ts = json.loads(first).get("ts") if first.endswith(b"\n") else None
+            except (OSError, ValueError, AttributeError):
+                ts = None
+            if ts is None:  # a huge or damaged first line: the file's own age stands for it
+                try:
+                    ts = int(os.stat(os.path.join(folder, name)).st_mtime * 1000)
+                except OSError:
+                    continue
+            if isinstance(ts, int) and ts > 0 and (oldest == 0 or ts < oldest):
+                oldest = ts
+    return oldest

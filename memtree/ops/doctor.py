@@ -238,16 +238,39 @@ def check_disk(rep: Report, paths, config) -> None:
     except OSError:
         rep.add("disk", SKIP, f"cannot stat {where}")
         return
-    size = budget.file_bytes(paths.db)
+    size, files = _store_size(paths.db), budget.file_bytes(paths.db)
     limit = config.storage.maxBytes if config else None
     msg = f"{free / 1073741824:.1f} GiB free; store {size / 1048576:.1f} MiB"
     msg += f" of a {limit / 1048576:.0f} MiB budget" if limit else ""
+    msg += f" (files {files / 1048576:.1f} MiB with the WAL)"
     if free < MIN_FREE_BYTES:
         rep.add("disk", FAIL, msg, "free disk space, or lower storage.maxBytes")
     elif limit and size > limit * 1.1:
         rep.add("disk", FAIL, msg + " (over budget)", "check walker.pruner in `memtree ctl status` and its log")
     else:
         rep.add("disk", OK, msg)
+
+
+def _store_size(db_path: str) -> int:
+    """The store's size as the pruner measures it (memtree.store.budget.store_bytes);
+    0 before the store exists."""
+    import apsw
+
+    from memtree.store import budget
+    from memtree.store.db import open_read
+
+    if not os.path.exists(db_path):
+        return 0
+    try:
+        db = open_read(db_path)
+    except apsw.Error:
+        return budget.file_bytes(db_path)  # unreadable: the files are all there is to go by
+    try:
+        return budget.store_bytes(db)
+    except apsw.Error:
+        return budget.file_bytes(db_path)
+    finally:
+        db.close()
 
 
 def check_actors(rep: Report, paths) -> None:

@@ -1,12 +1,14 @@
-"""The disk budget (``storage.maxBytes``): how big the store is, and what goes first.
+"""The disk budget (``storage.maxBytes``): how big the store is (``store_bytes``,
+the one definition), and what goes first.
 
 Removal order when the store is over budget: rows already pruned (out of
 every index, kept only for audit), then superseded captures, then
 stale ones, then the oldest captures of any other status, each oldest first.
 Only captures (``tool_output``, ``file_chunk``) are candidates: notes,
 sessions, file roots and summaries never are, nor any node whose metadata
-says ``"pinned": true``. A capture goes with its children (a grep result's
-hits), so nothing is left orphaned.
+says ``"pinned": true``, nor a capture holding a note (a note is removed by
+nothing but forget, and keeps what it annotates). A capture goes with its
+children (a grep result's hits), so nothing is left orphaned.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from memtree.store.kinds import CAPTURE_KINDS
 ORDER = (("pruned",), ("superseded",), ("stale",), ("pending", "live", "dropped", "forgotten"))
 ROW_OVERHEAD = 200  # bytes per row besides its content (ids, metadata, indexes): an estimate
 TARGET = 0.9  # prune down to this fraction of the budget, so one capture does not start it again
+AUDIT_SHARE = 0.1  # of the budget, for audit rows; older ones are compacted (store/write/bookkeeping.py)
 
 
 def file_bytes(db_path: str) -> int:
-    """Bytes on disk: the database file and its write-ahead log."""
+    """Bytes of the files on disk (the database and its write-ahead log): shown
+    beside the store's size, never compared with the budget (the WAL is
+    truncated after each budget pass, so the two meet then)."""
     total = 0
     for suffix in ("", "-wal"):
         try:
@@ -34,8 +39,11 @@ def file_bytes(db_path: str) -> int:
     return total
 
 
-def used_bytes(db) -> int:
-    """Bytes in pages that hold data (free pages excluded: vacuum returns those)."""
+def store_bytes(db) -> int:
+    """The store's size, the one the budget is about (pruner, doctor, ctl status):
+    bytes in the pages that hold data as committed, WAL included, whatever
+    table they hold (nodes, indexes, vectors, and bookkeeping alike). Free pages
+    are not counted: a budget pass hands them back to the OS."""
     size = db.execute("PRAGMA page_size").fetchone()[0]
     count = db.execute("PRAGMA page_count").fetchone()[0]
     free = db.execute("PRAGMA freelist_count").fetchone()[0]
@@ -55,7 +63,7 @@ def bytes_per_content_byte(db) -> float:
     where, params = status_clause("n", ALL_STATUSES)
     stored = db.execute(f"SELECT COALESCE(SUM(length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD}), 0)"
                         f" FROM nodes n WHERE {where}", params).fetchone()[0]
-    return max(1.0, used_bytes(db) / stored) if stored else 1.0
+    return max(1.0, store_bytes(db) / stored) if stored else 1.0
 
 
 def victims(db, need_bytes: int, limit: int) -> list[tuple[str, str, int]]:
@@ -67,13 +75,17 @@ def victims(db, need_bytes: int, limit: int) -> list[tuple[str, str, int]]:
     kinds = ",".join("?" * len(CAPTURE_KINDS))
     for statuses in ORDER:
         where, params = status_clause("n", statuses)
+        # Superseded and stale: longest in that status first. The rest: oldest capture
+        # first, by when it was captured (a spooled capture's status changes later).
+        order = "n.updated_at, n.created_at" if len(statuses) == 1 else "n.created_at, n.id"
         rows = db.execute(
             f"SELECT n.id, n.status, length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD} FROM nodes n"
             f" LEFT JOIN nodes p ON p.id = n.parent_id"
             f" WHERE {where} AND n.kind IN ({kinds})"
             f" AND (p.id IS NULL OR p.kind NOT IN ({kinds}))"  # top-level captures; children follow
             f" AND COALESCE(json_extract(n.metadata, '$.pinned'), 0) = 0"
-            f" ORDER BY n.updated_at, n.created_at LIMIT ?",
+            f" AND NOT EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = n.id AND c.kind = 'note')"  # a kept note's context
+            f" ORDER BY {order} LIMIT ?",
             [*params, *CAPTURE_KINDS, *CAPTURE_KINDS, limit]).fetchall()
         for node_id, status, size in rows:
             group = [(node_id, status, size), *children(db, node_id)]
@@ -96,14 +108,18 @@ RATIO_FROM_BYTES = 1048576  # captured bytes before the stored-per-captured rati
 
 def summary(db_path: str, max_bytes: int, db=None) -> str:
     """One line for ``memtree ctl status``: size, budget, bytes stored per byte captured."""
-    size = file_bytes(db_path)
-    line = f"store: {size / 1048576:.1f} MiB on disk (budget storage.maxBytes {max_bytes / 1048576:.0f} MiB)"
-    if db is not None:
-        captured = captured_bytes(db)
-        if captured >= RATIO_FROM_BYTES:
-            line += f", {size / captured:.2f} bytes stored per byte captured"
-        elif captured:  # a young store is mostly SQLite's fixed pages: a ratio would mislead
-            amount = f"{captured / 1024:.0f} KiB" if captured >= 1024 else f"{captured} bytes"
-            line += (f", {amount} captured (bytes stored per byte captured shown from "
-                     f"{RATIO_FROM_BYTES // 1048576} MiB on)")
+    files = file_bytes(db_path)
+    if db is None:
+        return (f"store: {files / 1048576:.1f} MiB of files on disk (budget storage.maxBytes "
+                f"{max_bytes / 1048576:.0f} MiB)")
+    size = store_bytes(db)
+    line = (f"store: {size / 1048576:.1f} MiB (budget storage.maxBytes {max_bytes / 1048576:.0f} MiB;"
+            f" files {files / 1048576:.1f} MiB with the WAL)")
+    captured = captured_bytes(db)
+    if captured >= RATIO_FROM_BYTES:
+        line += f", {size / captured:.2f} bytes stored per byte captured"
+    elif captured:  # a young store is mostly SQLite's fixed pages: a ratio would mislead
+        amount = f"{captured / 1024:.0f} KiB" if captured >= 1024 else f"{captured} bytes"
+        line += (f", {amount} captured (bytes stored per byte captured shown from "
+                 f"{RATIO_FROM_BYTES // 1048576} MiB on)")
     return line

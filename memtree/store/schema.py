@@ -127,6 +127,18 @@ def m003_capture_keys(db) -> None:
                " at INTEGER NOT NULL) WITHOUT ROWID")
 
 
+@migration
+def m004_bookkeeping_retention(db) -> None:
+    # Bookkeeping has its own bounded retention (store/write/bookkeeping.py):
+    # an applied-spool id is kept only while the draining file it guards exists
+    # (``file`` names it), and audit rows past their share of the budget are
+    # compacted into per-month counts.
+    db.execute("ALTER TABLE spool_applied ADD COLUMN file TEXT")
+    db.execute("CREATE TABLE IF NOT EXISTS audit_rollup(month TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,"
+               " n INTEGER NOT NULL, first_at INTEGER NOT NULL, last_at INTEGER NOT NULL,"
+               " PRIMARY KEY (month, actor, action)) WITHOUT ROWID")
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

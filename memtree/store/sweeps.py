@@ -29,8 +29,9 @@ def cleaned_before(conn, version: int) -> list[str]:
 
 
 def due(conn, status: str, cutoff_ms: int, limit: int) -> list[str]:
-    """Ids of nodes in ``status`` whose last change is older than ``cutoff_ms``, oldest first."""
+    """Ids of nodes in ``status`` whose last change is older than ``cutoff_ms``,
+    oldest first; never a note (nothing but forget removes one)."""
     where, params = status_clause("n", [status])
     return [r[0] for r in conn.execute(
-        f"SELECT n.id FROM nodes n WHERE {where} AND n.updated_at < ? ORDER BY n.updated_at LIMIT ?",
-        [*params, cutoff_ms, limit])]
+        f"SELECT n.id FROM nodes n WHERE {where} AND n.kind != 'note' AND n.updated_at < ?"
+        f" ORDER BY n.updated_at LIMIT ?", [*params, cutoff_ms, limit])]

@@ -311,8 +311,9 @@ def is_spool_applied(db, entry_id: str) -> bool:
     return db.execute("SELECT 1 FROM spool_applied WHERE entry_id = ?", (entry_id,)).fetchone() is not None
 
 
-def mark_spool_applied(db, entry_id: str, at: int) -> None:
-    db.execute("INSERT OR IGNORE INTO spool_applied(entry_id, at) VALUES (?, ?)", (entry_id, at))
+def mark_spool_applied(db, entry_id: str, at: int, file: str | None = None) -> None:
+    """``file``: the draining file the entry came from; its ids go with it (store/write/bookkeeping.py)."""
+    db.execute("INSERT OR IGNORE INTO spool_applied(entry_id, at, file) VALUES (?, ?, ?)", (entry_id, at, file))
 
 
 __all__ = ["put_file", "put_tool_output", "apply_plan", "recent_output", "shown_id", "latest_file_capture",

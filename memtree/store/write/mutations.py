@@ -21,7 +21,7 @@ from memtree.ids import now_ms, ulid
 from memtree.redact import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.write import forgetting
 from memtree.store.kinds import EDGE_KINDS, NODE_KINDS, ROOT_KINDS
-from memtree.store.live import ALL_STATUSES, INDEXED, LIVE, status_clause
+from memtree.store.live import ALL_STATUSES, INDEXED, status_clause
 from memtree.store import uris
 
 INSERT_STATUSES = ("pending", "live")
@@ -236,6 +236,8 @@ def set_status(tx: Tx, ids: list, status: str, reason: str = "", expect: list | 
         row = node_row(tx.db, node_id)
         if row is None or row[1] == status or (expect is not None and row[1] not in expect):
             continue
+        if row[0] == "note" and status == "pruned":
+            continue  # nothing but Forget removes a note (a person or the agent decided to keep it)
         change_status(tx, node_id, row[0], row[1], status, reason)
         changed.append(node_id)
     return changed
@@ -366,7 +368,7 @@ def purge(tx: Tx, ids: list, reason: str) -> list[str]:
     purged = []
     for node_id in dict.fromkeys(ids):
         row = node_row(tx.db, node_id)
-        if row is None or row[1] != "pruned":
+        if row is None or row[1] != "pruned" or row[0] == "note":  # a note is never deleted
             continue
         tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))
         tx.db.execute("DELETE FROM edges WHERE src_id = ? OR dst_id = ?", (node_id, node_id))
@@ -393,15 +395,15 @@ def reclaim(tx: Tx, pages: int) -> dict:
 
 def rebuild_indexes(tx: Tx, reason: str) -> dict:
     """Derived indexes from nodes: the FTS index holds exactly the indexed
-    statuses, and no vector outlives its live node. (The embed walker
+    statuses, and no vector outlives its node's indexed life. (The embed walker
     re-embeds live nodes that have none.)"""
     indexed, iparams = status_clause("n", INDEXED)
     tx.db.execute("INSERT INTO nodes_fts(nodes_fts) VALUES('delete-all')")
     tx.db.execute(f"INSERT INTO nodes_fts(rowid, content, source_uri)"
                   f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE {indexed}", iparams)
     fts = tx.db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
-    live, lparams = status_clause("n", LIVE)
-    tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {live})", lparams)
+    # Vectors of stale and superseded nodes are kept on purpose (store/integrity.py).
+    tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})", iparams)
     dropped = tx.db.changes()
     tx.audit("rebuild_indexes", None, None, None, reason, detail={"fts_rows": fts, "vectors_dropped": dropped})
     return {"fts_rows": fts, "vectors_dropped": dropped}

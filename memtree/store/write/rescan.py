@@ -27,11 +27,18 @@ def reredact(tx: Tx, ids: list) -> list[str]:
         if row is None:
             continue
         content, meta = redact_text(row[0])[0], dict(clean_meta(orjson.loads(row[1] or "{}")), redaction=REDACTION_VERSION)
-        uri = clean(row[2])
+        uri, meta_text = clean(row[2]), _json(meta)
+        text_changed = content != row[0] or uri != row[2]
+        if not text_changed and meta_text == row[1]:
+            continue  # nothing to change, nothing to audit
+        # updated_at stays: it dates the last status change, which the pruner ages by.
         tx.db.execute("UPDATE nodes SET content = ?, content_hash = ?, metadata = ?, source_uri = ? WHERE id = ?",
-                      (content, content_hash(content), _json(meta), uri, node_id))
-        if content != row[0] or uri != row[2]:
+                      (content, content_hash(content), meta_text, uri, node_id))
+        if text_changed:
             tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))  # made from the old text
-            tx.audit("redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied")
+            tx.audit("redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied: content changed")
             changed.append(node_id)
+        else:  # every mutation is audited, a metadata-only one too
+            tx.audit("redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied: metadata only "
+                                                f"(redaction version)")
     return changed

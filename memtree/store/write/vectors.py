@@ -5,9 +5,16 @@ its transaction, with audit rows like every other mutation (store/mutations.py).
 from __future__ import annotations
 
 from memtree.errors import BadRequest
-from memtree.store.live import INDEXED
+from memtree.store.live import ALL_STATUSES, INDEXED, status_clause
 from memtree.store.write.mutations import Tx, _require, node_row
 from memtree.store.vectors import to_blob
+from memtree.text.sameness import same_text
+
+
+def _text(tx: Tx, node_id: str) -> str:
+    where, params = status_clause("n", ALL_STATUSES)
+    row = tx.db.execute(f"SELECT n.content FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
+    return row[0] if row else ""
 
 
 def put_vectors(tx: Tx, rec) -> dict:
@@ -38,7 +45,8 @@ def put_vectors(tx: Tx, rec) -> dict:
 
 def supersede(tx: Tx, rec) -> dict:
     """A near-duplicate: ``keep_id`` supersedes ``old_id`` (edge + audit with
-    the score). Both must be live and of one kind; nothing else is touched."""
+    the score). Both must be live and of one kind, and two notes the same
+    text after normalising whitespace and case; nothing else is touched."""
     if rec.keep_id == rec.old_id:
         raise BadRequest("a node cannot supersede itself")
     keep, old = _require(tx.db, rec.keep_id, "keep_id"), _require(tx.db, rec.old_id, "old_id")
@@ -46,6 +54,8 @@ def supersede(tx: Tx, rec) -> dict:
         raise BadRequest(f"near-duplicates must be of one kind, not {keep[0]} and {old[0]}")
     if keep[1] != "live" or old[1] != "live":
         return {"superseded": False}
+    if keep[0] == "note" and not same_text(_text(tx, rec.keep_id), _text(tx, rec.old_id)):
+        return {"superseded": False}  # a note stands in for another only word for word (text/sameness.py)
     reason = rec.reason or f"near-duplicate of {rec.keep_id} (cosine {rec.score:.4f})"
     tx.db.execute("UPDATE nodes SET status = 'superseded', updated_at = ? WHERE id = ?", (tx.now, rec.old_id))
     tx.audit("supersede", rec.old_id, "live", "superseded", reason, detail={"by": rec.keep_id, "score": rec.score})
