@@ -46,7 +46,7 @@ def test_capture_keys_expire_after_their_retry_window_and_a_forgotten_capture_st
         old, waiting, fresh = (_read(system, f"{m}.py", m) for m in ("oldcap", "waitcap", "freshcap"))
         long_ago = now_ms() - HOUR_MS
         for payload in (old, waiting):  # captured an hour ago (a spool drained late dates them so)
-            assert w.call(protocol.Ingest(payload=payload, received_at=long_ago))["ids"]
+            assert w.call(protocol.Ingest(payload=payload, received_at=long_ago))["stored"]
         run_hook(system, fresh)
         assert _keys(system) == {"toolu_oldcap", "toolu_waitcap", "toolu_freshcap"}
 
