@@ -145,7 +145,7 @@ def _round_trips(project: str, runs: int, make=_payload, rewrite: bool = False) 
         t0 = time.perf_counter()
         reply = zmtp.request(ep, [frame], 5.0)
         out.append(time.perf_counter() - t0)
-        assert protocol.parse_ingest_reply(reply[-1], rid).ok, reply
+        assert protocol.reply_is_ok(reply[-1], rid), reply
     return out
 
 
@@ -167,7 +167,7 @@ def _mixed_batches(project: str, runs: int, clients: int = 4) -> tuple[list[floa
         t0 = time.perf_counter()
         reply = zmtp.request(ep, [frame], 10.0)
         into.append(time.perf_counter() - t0)
-        assert protocol.parse_ingest_reply(reply[-1], rid).ok, reply
+        assert protocol.reply_is_ok(reply[-1], rid), reply
 
     def reads() -> None:
         i = 50_000
