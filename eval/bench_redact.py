@@ -1,4 +1,4 @@
-"""Redaction throughput (memtree/redact.py), KB per ms, per kind of input, now vs
+"""Redaction throughput (memtree/gate), KB per ms, per kind of input, now vs
 the rules as they were at a baseline commit, measured interleaved in the same run.
 
 The baseline is the file at ``--before`` (default: the last commit before the
@@ -21,11 +21,11 @@ import sys
 import tempfile
 import time
 
-from memtree import redact
+from memtree import gate
 from memtree.eval.stats import summary
 
 BASELINE = "ab8fc07"  # main before the prefilter rework of redact.py
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(redact.__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(gate.__file__))))
 
 
 def _inputs() -> dict[str, str]:
@@ -58,7 +58,7 @@ def _inputs() -> dict[str, str]:
 
 
 def _baseline(rev: str):
-    """The redaction module as it was at ``rev``, loaded under another name."""
+    """The redaction module as it was at ``rev`` (memtree/redact.py, before the gate split), loaded under another name."""
     try:
         src = subprocess.run(["git", "-C", _ROOT, "show", f"{rev}:memtree/redact.py"], capture_output=True,
                              check=True, timeout=30).stdout
@@ -85,10 +85,10 @@ def _kbms(samples: list[float], size: int) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--before", default=BASELINE, help="git revision whose redact.py is the baseline")
+    ap.add_argument("--before", default=BASELINE, help="git revision whose memtree/redact.py is the baseline")
     args = ap.parse_args(argv)
     old = _baseline(args.before)
-    impls = [("now", redact)] + ([(f"before ({args.before})", old)] if old else [])
+    impls = [("now", gate)] + ([(f"before ({args.before})", old)] if old else [])
     if not old:
         print(f"baseline {args.before}: not available (no git checkout); current figures only")
     inputs = _inputs()

@@ -122,8 +122,7 @@ def inputs() -> list[tuple[str, list]]:
 
 
 def api() -> dict:
-    from memtree.outside import refused_outside
-    from memtree.redact import command_denied, path_denied, redact_text, redact_value
+    from memtree.gate import command_denied, path_denied, redact_text, redact_value, refused_outside
 
     return {"redact_text": redact_text, "redact_value": redact_value, "command_denied": command_denied,
             "path_denied": path_denied, "refused_outside": refused_outside}

@@ -146,7 +146,7 @@ def _closure(start: str) -> set[str]:
 # defaults on every run, the loader's validation once per config change).
 HOOK_MAY_IMPORT = ("memtree.capture", "memtree.gate", "memtree.text", "memtree.hooks.post_tool_use",
                    "memtree.config", "memtree.store.uris", "memtree.store.kinds", "memtree.tokens",
-                   "memtree.paths", "memtree.protocol", "memtree.errors", "memtree.redact", "memtree.outside")
+                   "memtree.paths", "memtree.protocol", "memtree.errors")
 PACKAGES = ("memtree", "memtree.store", "memtree.config", "memtree.hooks")  # their __init__ only
 
 

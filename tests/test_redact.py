@@ -1,4 +1,4 @@
-"""memtree.redact rules: commands, paths, text, with benign look-alikes beside each."""
+"""memtree.gate rules: commands, paths, text, with benign look-alikes beside each."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from memtree.redact import command_denied, path_denied, redact_text, redact_value
+from memtree.gate import command_denied, path_denied, redact_text, redact_value
 
 DENIED = ["env", "printenv", "printenv HOME", "bash -c 'env'", "bash -c 'env | sort'", 'sh -c "printenv"', "(env)",
           "env | sort", "sudo env", "sudo -E env", "command env", "ls; env", "make && printenv FOO", "set",

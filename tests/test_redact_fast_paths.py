@@ -1,4 +1,4 @@
-"""memtree.redact's fast paths give the answers of the plain forms they replace.
+"""The gate engine's fast paths (memtree/gate/engine.py) give the answers of the plain forms they replace.
 
 Redaction runs before the writer acks a capture, so it avoids work: hints are
 scanned once (and not at all when a part of them is absent), some hints are
@@ -16,7 +16,9 @@ import re
 
 import pytest
 
-from memtree import redact as r
+from memtree.gate import engine as e
+from memtree.gate import replace as rp
+from memtree.gate.rules import BASE64, KEY_LINE, NAMED, RULES, named_pair_trigger
 from tests.leaky_cases import load_cases
 
 TOKENS = [" ", "\n", "\t", "\u2003", "-u", "-U", "--user", "-a", "--auth", "--password", "--PASSWORD", "--token",
@@ -52,11 +54,10 @@ def _texts() -> list[str]:
 
 
 TEXTS = _texts()
-FALLBACK_OPS = ("||", "??", " or ", "${")
 
 
 def test_the_corpus_reaches_every_fast_path():  # positive control for the checks below
-    tags = {t for text in TEXTS for t in r.redact_text(text)[1]}
+    tags = {t for text in TEXTS for t in e.redact_text(text)[1]}
     assert {"aws_access_key_id", "github_token", "basic_auth", "cli_secret", "key_material", "base64_secret",
             "secret_value"} <= tags
 
@@ -64,37 +65,40 @@ def test_the_corpus_reaches_every_fast_path():  # positive control for the check
 def test_hints_found_are_exactly_the_hints_present():
     for text in TEXTS:
         low = text.lower()
-        plain = {h for h in r._HINTS if h in low} | {c for c in r._CASED if re.search(c, text)}
-        assert r._hints_in(low, text) == plain, text
+        plain = {h for h in e.HINTS if h in low} | {c for c in e.CASED if re.search(c, text)}
+        assert e.hints_in(low, text) == plain, text
 
 
 def test_cased_hints_cover_every_match_of_their_rule():
-    cased = [(rule[0], next(iter(rule[3]))) for rule in r._RULES if next(iter(rule[3])) in r._CASED]
-    assert len(cased) == 2
+    cased = [(rule.pattern, rule.cased.source) for rule in RULES if rule.cased]
+    assert len(cased) == 2 and all(rule.hints == {rule.cased.source} for rule in RULES if rule.cased)
     hits = 0
     for text in TEXTS:
-        for spec, pattern in cased:
-            if r._compiled(spec).search(text):
+        for lazy, pattern in cased:
+            if lazy.rx().search(text):
                 hits += 1
                 assert re.search(pattern, text), text
     assert hits > 20
 
 
 def test_named_pair_trigger_answers_as_its_one_regex():
-    plain = re.compile(r"(?:" + r._NAMED[3:-1] + r"|_key)[\"']\s*,\s*[\"']")
+    plain = re.compile(r"(?:" + NAMED[3:-1] + r"|_key)[\"']\s*,\s*[\"']")
     found = 0
     for text in TEXTS:
         low = text.lower()
         expect = plain.search(low) is not None
         found += expect
-        assert r._named_pair_trigger(low) == expect, text
+        assert named_pair_trigger(low) == expect, text
     assert found > 50
 
 
-def _plain_on_lines(text: str, spec: list, repl, ops: tuple) -> str:
-    rx, lines = r._compiled(spec), text.split("\n")
+FALLBACK = next(rule for rule in RULES if rule.ops)
+
+
+def _plain_on_lines(text: str, lazy, repl, ops: tuple) -> str:
+    rx, lines = lazy.rx(), text.split("\n")
     for i, line in enumerate(lines):
-        if any(o in line for o in ops) and any(h in line.lower() for h in r._NAMED_HINTS):
+        if any(o in line for o in ops) and any(h in line.lower() for h in FALLBACK.hints):
             lines[i] = rx.sub(repl, line)
     return "\n".join(lines)
 
@@ -102,15 +106,14 @@ def _plain_on_lines(text: str, spec: list, repl, ops: tuple) -> str:
 def test_fallback_lines_found_by_find_are_the_lines_a_loop_visits():
     changed = 0
     for text in TEXTS:
-        fast = r._on_lines(text, r._FALLBACK, r._value_repl(set()), FALLBACK_OPS)
-        assert fast == _plain_on_lines(text, r._FALLBACK, r._value_repl(set()), FALLBACK_OPS), text
+        fast = e.on_lines(text, FALLBACK.pattern, rp.value(FALLBACK, set()), FALLBACK.ops, FALLBACK.hints)
+        assert fast == _plain_on_lines(text, FALLBACK.pattern, rp.value(FALLBACK, set()), FALLBACK.ops), text
         changed += fast != text
     assert changed > 20
 
 
-@pytest.mark.parametrize("name", ["_KEY_LINE", "_BASE64"])
-def test_base64_rules_on_run_lines_match_a_sub_over_the_whole_text(name):
-    spec = getattr(r, name)
+@pytest.mark.parametrize("lazy", [KEY_LINE, BASE64], ids=["key_line", "base64"])
+def test_base64_rules_on_run_lines_match_a_sub_over_the_whole_text(lazy):
     hits = 0
     for text in TEXTS:
         seen = []
@@ -119,33 +122,38 @@ def test_base64_rules_on_run_lines_match_a_sub_over_the_whole_text(name):
             seen.append(m.group(0))
             return "<" + m.group(0)[::-1] + ">"
 
-        expect = r._compiled(spec).sub(lambda m: "<" + m.group(0)[::-1] + ">", text)
-        assert r._on_run_lines(spec, text, repl) == expect, text
+        expect = lazy.rx().sub(lambda m: "<" + m.group(0)[::-1] + ">", text)
+        assert e.on_run_lines(lazy, text, repl) == expect, text
         hits += bool(seen)
     assert hits > 20
 
 
 @pytest.mark.parametrize("tag", ["basic_auth", "cli_secret"])
 def test_rules_found_one_character_back_match_a_plain_sub(tag):
-    rules = [rule for rule in r._RULES if rule[1] == tag and isinstance(rule[4], tuple) and rule[4][1]]
+    rules = [rule for rule in RULES if rule.tag == tag and rule.back]
     assert len(rules) == 1
-    spec, _tag, _group, _hints, (words, back) = rules[0]
-    rx, hits = r._compiled(spec), 0
+    rule = rules[0]
+    rx, hits = rule.pattern.rx(), 0
     for text in TEXTS:
         expect = rx.sub(lambda m: "<>", text)
-        assert r._sub_from(spec, words, text, r._folded(text), lambda m: "<>", back) == expect, text
+        assert e.sub_from(rule.pattern, rule.starts, text, e.folded(text), lambda m: "<>", rule.back) == expect, text
         hits += expect != text
     assert hits > 20
 
 
-STARTS = ["_STRONG_STARTS", "_WEAK_STARTS", "_NEAR_STARTS", "_KEYED_STARTS"]
+WORD_RULES = [rule for rule in RULES if rule.lits]
+IDS = [f"{i}-{rule.tag}" for i, rule in enumerate(WORD_RULES)]
 
 
-@pytest.mark.parametrize("name", STARTS)
-def test_every_alternative_of_a_word_rule_begins_with_one_of_its_literals(name):
+def test_the_word_rules_with_literal_starts_are_all_checked():
+    assert len(WORD_RULES) == 4
+
+
+@pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)
+def test_every_alternative_of_a_word_rule_begins_with_one_of_its_literals(rule):
     from re import _parser
 
-    words, lits = getattr(r, name)
+    words, lits = rule.starts.source, rule.lits
     op, (_, alternatives) = _parser.parse(words)[0]
     assert str(op) == "BRANCH"
     for alt in alternatives:
@@ -154,17 +162,16 @@ def test_every_alternative_of_a_word_rule_begins_with_one_of_its_literals(name):
             if str(o) != "LITERAL":
                 break
             lead += chr(v)
-        assert any(lead.startswith(w) for w in lits), (name, lead)
+        assert any(lead.startswith(w) for w in lits), (rule, lead)
     assert len(alternatives) >= len(lits)
 
 
-@pytest.mark.parametrize("name", STARTS)
-def test_literal_finder_finds_what_the_regex_search_finds(name):
-    words, lits = getattr(r, name)
-    rx, found = re.compile(words), 0
+@pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)
+def test_literal_finder_finds_what_the_regex_search_finds(rule):
+    rx, lits, found = rule.starts.rx(), rule.lits, 0
     for text in TEXTS:
         low = text.lower()
-        fast, pos = r._literal_finder(rx, lits, low), 0
+        fast, pos = e.literal_finder(rx, lits, low), 0
         while True:
             m = rx.search(low, pos)
             expect = -1 if m is None else m.start()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memtree.capture.ingest import plan
-from memtree.redact import REDACTION_VERSION, redact_text
+from memtree.gate import REDACTION_VERSION, redact_text
 from memtree.store.write.mutations import clean_meta
 from tests.leaky_cases import load_cases
 from tests.support import test_config as make_config

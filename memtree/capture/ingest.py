@@ -19,7 +19,7 @@ Shapes handled (docs/ARCHITECTURE.md "Ingest plan", integration-facts §1):
 
 Given ``project_root``, Read/Grep of files outside the project (after
 resolving symlinks) are skipped unless ``path.allowOutside`` names them: the
-rule of memtree's own read/grep (memtree/outside.py). A skipped capture is
+rule of memtree's own read/grep (memtree/gate/paths.py). A skipped capture is
 counted as refused by the hook and its native output is left as it is.
 
 A malformed payload raises BadRequest naming the field, never its content.
@@ -32,8 +32,7 @@ import os
 import re
 
 from memtree.errors import BadRequest
-from memtree.outside import refused_outside
-from memtree.redact import command_denied, path_denied, redact_value  # redact_value: the spool's own pass
+from memtree.gate import command_denied, path_denied, redact_value, refused_outside  # redact_value: the spool's own pass
 from memtree.store import uris
 from memtree.capture.claude_code import CAPTURE_EVENTS, CAPTURED_TOOLS, POST_TOOL_USE, POST_TOOL_USE_FAILURE
 from memtree.capture import settings

@@ -5,7 +5,7 @@ capture's transaction (a ``Job``) and builds it with ``build`` after COMMIT,
 before it replies: the whole output is safe in the store before the agent is
 shown less of it, and the preview's disk read and redaction pass hold no
 transaction that other requests wait on. Every string put
-into a replacement passes memtree.redact first. Shapes, checked on the real
+into a replacement passes memtree.gate first. Shapes, checked on the real
 CLI 2.1.197 (../shared/claude-code/verified-2.1.197.md §1.3); anything else is
 silently ignored by the CLI:
 - Read  ``{type:"text", file:{filePath, content, numLines, startLine, totalLines}}``
@@ -23,8 +23,8 @@ import stat
 
 from memtree import tokens
 from memtree.capture import preview
-from memtree.outside import inside  # the project rule of memtree's own read tool
-from memtree.redact import redact_text
+from memtree.gate.paths import inside  # the project rule of memtree's own read tool
+from memtree.gate import redact_text
 from memtree.capture import claude_code
 from memtree.capture.claude_code import POST_TOOL_USE
 from memtree.capture import settings as capture_settings

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     from memtree.runtime.client import Caller
     from memtree.errors import MemtreeError
     from memtree.paths import paths_for_cwd, start_dir
-    from memtree.redact import REDACTION_VERSION
+    from memtree.gate import REDACTION_VERSION
     from memtree.store import sweeps
     from memtree.store.db import open_read
 

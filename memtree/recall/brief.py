@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from memtree import tokens
 from memtree.recall import render
-from memtree.redact import redact_text
+from memtree.gate import redact_text
 from memtree.store import recent_work
 
 BUDGET_TOKENS = 1500

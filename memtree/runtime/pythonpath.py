@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memtree.outside import inside
+from memtree.gate.paths import inside
 
 ENV_USER = "MEMTREE_USER_PYTHONPATH"  # "" when the user had none (Python treats an empty one as unset)
 

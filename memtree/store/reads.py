@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import orjson
 
-from memtree.redact import REDACTION_VERSION, redact_text, redact_value
+from memtree.gate import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.live import ALL_STATUSES, status_clause
 
 COLS = ("id", "parent_id", "kind", "source_uri", "content", "status", "mtime", "created_at",

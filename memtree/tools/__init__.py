@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import os
 
-from memtree import redact, tokens
+from memtree import gate, tokens
 from memtree.text import budget
 from memtree.errors import BadRequest, Refused
-from memtree.outside import refused_outside
 from memtree.front.opts import call_repr  # noqa: F401  (the tools' import point)
 
 
@@ -27,7 +26,7 @@ def resolve_path(svc, path, what: str = "path") -> tuple[str, str]:
 
     Relative paths are taken from the project root. Refused, before anything
     is opened or stored, when the path as given, with ``..`` folded, or after
-    resolving symlinks is on the secret-path denylist (redact.path_denied
+    resolving symlinks is on the secret-path denylist (gate.path_denied
     checks all three).
     """
     if not isinstance(path, str) or not path.strip():
@@ -35,11 +34,11 @@ def resolve_path(svc, path, what: str = "path") -> tuple[str, str]:
     if "\x00" in path:
         raise BadRequest(f"{what} contains a NUL byte")
     root = svc.project_root
-    reason = redact.path_denied(path, svc.config.path.deny, base_dir=root)
+    reason = gate.path_denied(path, svc.config.path.deny, base_dir=root)
     if reason:
         raise Refused(f"{path}: refused, {reason} (secret files are never read or stored by memtree)")
     full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
-    if refused_outside(full, root, getattr(svc.config.path, "allowOutside", None)):
+    if gate.refused_outside(full, root, getattr(svc.config.path, "allowOutside", None)):
         raise Refused(f"{path}: refused, it is outside the project {root} (after resolving symlinks); "
                       f"to allow it, add a glob matching {full} to path.allowOutside in .memtree/config.json")
     return full, display_path(root, full)

@@ -5,7 +5,7 @@ The command runs as ``bash -c`` in its own process group, so a timeout, a
 cancelled call or the front's exit kills everything it started. The shell's
 exit is reported at once; background processes still holding its output are
 killed with the group (run_command has the one rule). Output beyond
-``bash.maxOutputBytes`` is counted and dropped. A command on the denylist (redact.command_denied, config
+``bash.maxOutputBytes`` is counted and dropped. A command on the denylist (gate.command_denied, config
 ``bash.deny``) still runs but nothing of it is stored; so is everything when
 ``capture.bash`` is off. The writer's redaction gate cleans what is stored.
 """
@@ -20,7 +20,7 @@ import subprocess
 import threading
 import time
 
-from memtree import protocol, redact
+from memtree import gate, protocol
 from memtree.errors import BadRequest
 from memtree.tools import call_repr, check_budget, count, finish
 from memtree.text.fit import clip_line, fit_rows
@@ -225,7 +225,7 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
     timeout = _check_args(command, timeout_s, conf.timeoutS)
     res = await run_command(command, svc.project_root, timeout, int(conf.maxOutputBytes))
     status = _status(res, timeout)
-    denied = redact.command_denied(command, conf.deny, svc.config.path.deny, svc.project_root)  # as the hook checks it
+    denied = gate.command_denied(command, conf.deny, svc.config.path.deny, svc.project_root)  # as the hook checks it
     if denied is None and not svc.config.capture.bash:
         denied = "capture.bash is off for this project"
     if denied:

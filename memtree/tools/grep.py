@@ -3,7 +3,7 @@ stored as one ``tool_output`` node with a child per hit, a bounded preview back.
 
 Secret paths are kept out twice: ripgrep gets a ``--glob !<pattern>`` per
 denylist entry so it never opens them, and every hit is checked again with
-redact.path_denied before it is shown or stored.
+gate.path_denied before it is shown or stored.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 
 import orjson
 
-from memtree import protocol, redact
+from memtree import gate, protocol
 from memtree.errors import BadRequest, MemtreeError
 from memtree.tools import call_repr, check_budget, count, display_path, finish, resolve_path
 from memtree.text import outline
@@ -43,11 +43,11 @@ def rg_binary() -> str:
 
 
 def deny_globs(extra) -> list[str]:
-    """ripgrep exclusions for the secret-path denylist (redact's, then config path.deny)."""
+    """ripgrep exclusions for the secret-path denylist (the gate's, then config path.deny)."""
     out = []
-    for d in sorted(redact._DENY_DIRS):
+    for d in sorted(gate.paths.DENY_DIRS):
         out += ["--glob", f"!**/{d}/**"]
-    for pat in list(redact._DENY_NAMES) + ["credentials"] + list(extra or ()):
+    for pat in list(gate.paths.DENY_NAMES) + ["credentials"] + list(extra or ()):
         out += ["--glob", f"!{pat}", "--glob", f"!**/{pat}"]
     return out
 
@@ -171,7 +171,7 @@ def collect(events: list[dict], root: str, extra_deny, context: int = 0) -> tupl
             continue
         rel = _text(data.get("path") or {})
         full = os.path.normpath(os.path.join(root, rel))
-        if redact.path_denied(full, extra_deny, base_dir=root):
+        if gate.path_denied(full, extra_deny, base_dir=root):
             withheld += kind == "match"
             continue
         line_no, text = data.get("line_number") or 0, _text(data.get("lines") or {})

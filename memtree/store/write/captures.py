@@ -9,7 +9,7 @@ import orjson
 
 from memtree import tokens
 from memtree.errors import BadRequest, Refused
-from memtree.redact import redact_text
+from memtree.gate import redact_text
 from memtree.store.live import status_clause
 from memtree.store.write.mutations import (
     Tx, add_edges, change_status, content_hash, file_root, insert_node, is_tombstoned, prepare_content,

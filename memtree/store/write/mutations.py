@@ -18,7 +18,7 @@ import orjson
 
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms, ulid
-from memtree.redact import REDACTION_VERSION, redact_text, redact_value
+from memtree.gate import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.write import forgetting
 from memtree.store.kinds import EDGE_KINDS, NODE_KINDS, ROOT_KINDS
 from memtree.store.live import ALL_STATUSES, INDEXED, status_clause
@@ -35,7 +35,7 @@ class Tx:
     def __init__(self, db, config, actor: str, at: int | None = None, project_root: str | None = None):
         self.db = db
         self.config = config
-        self.project_root = project_root  # hook captures outside it are refused (memtree/outside.py)
+        self.project_root = project_root  # hook captures outside it are refused (memtree/gate/paths.py)
         self.actor = actor or "?"
         self.now = at or now_ms()
         self.changed: dict[str, dict[str, str]] = {}  # status -> {node id: kind}

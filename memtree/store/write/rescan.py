@@ -9,7 +9,7 @@ from __future__ import annotations
 import orjson
 
 from memtree.errors import BadRequest
-from memtree.redact import REDACTION_VERSION, redact_text
+from memtree.gate import REDACTION_VERSION, redact_text
 from memtree.store.live import ALL_STATUSES, status_clause
 from memtree.store.write.mutations import Tx, _json, clean, clean_meta, content_hash
 
