@@ -45,6 +45,8 @@ def _class8() -> list[dict]:
                     "Uptime: 3600  Threads: 2  Questions: 17\n", [p6], keep=["Uptime: 3600"]))
     out.append(bash("benign_short_p_flags", 8, "mkdir -p 'build/out dir' && docker run -p 8080:80 nginx",
                     "started nginx on 8080\n", [], keep=["mkdir -p 'build/out dir'", "docker run -p 8080:80 nginx"]))
+    out.append(bash("benign_p_flag_shell_reference", 8, 'mysql -uroot -p"$MYSQL_PWD" -e "select 1"', "1\n1\n", [],
+                    keep=['-p"$MYSQL_PWD"']))
     return out
 
 
@@ -71,11 +73,11 @@ def _class9() -> list[dict]:
     out.append(grep("make_native_grep", 9, {"mk/publish.mk": f"export GITHUB_TOKEN ?= {p6}\nexport BRANCH ?= main\n"},
                     "TOKEN", [p6]))
     bmk = ("TOKEN_LIMIT ?= 4096\nSECRETS_DIR ?= $(HOME)/.secrets\nPASSWORD_FILE := /run/secrets/db_password\n"
-           "API_TOKEN ?= $(shell cat .token)\nDB_PASSWORD ?= $(VAULT_DB_PASSWORD)\n")
+           "API_TOKEN ?= $(shell cat .token)\nDB_PASSWORD ?= $(VAULT_DB_PASSWORD)\n\ncount := 0\nx.token += 1\n")
     out.append(read("benign_make_references", 9, "mk/refs.mk", bmk, [],
                     keep=["TOKEN_LIMIT ?= 4096", "SECRETS_DIR ?= $(HOME)/.secrets",
                           "PASSWORD_FILE := /run/secrets/db_password", "API_TOKEN ?= $(shell cat .token)",
-                          "DB_PASSWORD ?= $(VAULT_DB_PASSWORD)"]))
+                          "DB_PASSWORD ?= $(VAULT_DB_PASSWORD)", "x.token += 1"]))
     return out
 
 
@@ -228,10 +230,10 @@ def _class12() -> list[dict]:
                           'token := os.Getenv("GITHUB_TOKEN")', 'password: ENV["DB_PASSWORD"],']))
     p5 = pw(13)
     tpl = ("data:\n  password: {{ .Values.db.password | b64enc }}\n  redis-password: {{ .Values.redis.password }}\n"
-           f"  token: ${{API_TOKEN}}\n  fallback-password: {p5}\n")
+           f"  token: ${{API_TOKEN}}\n  api-token: \"{{{{ .Values.api.token }}}}\"\n  fallback-password: {p5}\n")
     out.append(read("ref_templates", 12, "chart/templates/secret.yaml", tpl, [p5],
                     keep=["password: {{ .Values.db.password | b64enc }}", "redis-password: {{ .Values.redis.password }}",
-                          "token: ${API_TOKEN}"]))
+                          "token: ${API_TOKEN}", 'api-token: "{{ .Values.api.token }}"']))
     p6 = pw(16)
     env = ("AWS_SECRET_ACCESS_KEY=settings.AWS_SECRET_ACCESS_KEY,\n"
            f"export AWS_SESSION_TOKEN=\"{p6}\"\n")

@@ -40,9 +40,11 @@ def quoted(m: re.Match, group) -> bool:
 def reference(m: re.Match, group) -> bool:
     """Whether an unquoted ``group`` only names another value (see REFERENCE):
     redact literals, never a name, a lookup or a call."""
+    s = m.start(group)
+    if m.string.startswith(_TEMPLATES, s):
+        return True  # "{{ .Values.pw }}", '${DB_PASSWORD}': filled in later, quoted or not
     if quoted(m, group):
         return False
-    s = m.start(group)
     end = m.string.find("\n", s)
     rest = m.string[s: len(m.string) if end < 0 else end]
     for part in _LEAD.rx().match(rest).group(0).split("."):
@@ -56,6 +58,7 @@ def reference(m: re.Match, group) -> bool:
                               or name.lower() in m.group(0)[: s - m.start()].lower())
 
 
+_TEMPLATES = ("{{", "${", "<%", "#{", "%(", "$(")
 _LEAD = Lazy(r"[\w$.]*")
 # A variable-like name (no digit) closing an argument: ``token=token,``, ``secret=secret_name)``.
 BARE_NAME = Lazy(r"([A-Za-z_][A-Za-z_]*)[ \t]*([,)])")
@@ -92,7 +95,7 @@ def assignment(rule, tags: set):
         for g in ("v1", "v2", "v3"):
             if m.group(g) is not None:
                 break
-        if g != "v2" and reference(m, g):
+        if reference(m, g):
             return m.group(0)  # f(SecretId=secret_name), key=settings.KEY,: passes a value on, holds none
         tags.add("secret_value")
         return put(m, g, SECRET)
@@ -152,9 +155,9 @@ def make(rule, tags: set):
         v = m.group(g).strip()
         if not v or v[0] in "$<%*[{" or "$(" in v or "${" in v or v.lower() in NOT_VALUES:
             return m.group(0)
-        if g == "v2" and m.group("sep") in (":=", "+=") and not m.group("name").isupper() and \
-                (reference(m, g) or v.replace("_", "a").replace(".", "a").isalnum() and not v[0].isdigit()):
-            return m.group(0)
+        if g == "v2" and m.group("sep") in (":=", "+=") and not m.group("name").isupper() and (reference(m, g) or not (
+                len(v) >= 8 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v))):
+            return m.group(0)  # code (token := next, count += 1) unless the value looks like a credential
         tags.add("secret_value")
         s, e = m.span(g)
         return m.group(0)[: s - m.start()] + SECRET + m.group(0)[s - m.start() + len(v):]
