@@ -11,8 +11,8 @@ run failed). Live nodes only, framed as recalled data, at most
 from __future__ import annotations
 
 from memtree import tokens
-from memtree.recall import render
 from memtree.gate import redact_text
+from memtree.recall import render
 from memtree.store import recent_work
 
 BUDGET_TOKENS = 1500
