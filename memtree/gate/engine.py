@@ -22,14 +22,11 @@ from memtree.gate.rules import ANSI, BASE64, KEY_LINE, KEY_TAIL, RULES
 
 # The ``cased`` patterns of the rules, searched in the text itself.
 CASED = {r.cased.source: r.cased for r in RULES if r.cased}
-# Every hint once, shortest first, each with the short hints inside it: when
+# Every hint once, shortest first, each with the shorter hints inside it: when
 # one of those is absent so is the hint, without scanning the text for it (a
 # scan of a text without the hint reads all of it; most hints are absent).
-# Only hints of up to 4 characters count as parts: they answer most of it, and
-# all pairs of ~100 hints cost the hook's spool path a millisecond more.
 HINTS = sorted({h for r in RULES for h in r.hints if h not in CASED}, key=lambda h: (len(h), h))
-_SHORT = [g for g in HINTS if len(g) <= 4]
-_HINT_PARTS = tuple((h, tuple(g for g in _SHORT if len(g) < len(h) and g in h)) for h in HINTS)
+_HINT_PARTS = tuple((h, tuple(g for g in HINTS if len(g) < len(h) and g in h)) for h in HINTS)
 
 
 def hints_in(low: str, text: str) -> set[str]:
