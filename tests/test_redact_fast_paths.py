@@ -148,7 +148,7 @@ IDS = [f"{i}-{rule.tag}" for i, rule in enumerate(WORD_RULES)]
 
 
 def test_the_word_rules_with_literal_starts_are_all_checked():
-    assert len(WORD_RULES) == 5
+    assert len(WORD_RULES) == 7
 
 
 @pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)
@@ -183,4 +183,4 @@ def test_literal_finder_finds_what_the_regex_search_finds(rule):
                 break
             found += 1
             pos = expect + 1 + (pos % 3)  # callers skip ahead by varying amounts, never back
-    assert found > 100
+    assert found > 50

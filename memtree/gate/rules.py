@@ -196,9 +196,12 @@ RULES = [
          starts=r"--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)",
          back=1),
     # mysql -p'x' / -p"x" (and the tools with its convention), set -x's '-px'
-    Rule("cli_secret", r"(?:(?<=[\s=])|^)(?:-p(?P<q>['\"])(?P<v>(?!\[REDACTED|\$)[^'\"\n]{2,})(?P=q)"
-         r"|(?P<q2>['\"])-p(?P<v2>(?!\[REDACTED|\$)[^'\"\s]{2,})(?P=q2))", ("-p",), lines=r"-p['\"]|['\"]-p",
-         replace=rp.value),
+    # (two rules, each found by str.find of its literal start: a trigger regex without one is
+    # tried at every offset)
+    Rule("cli_secret", r"(?:(?<=[\s=])|^)-p(?P<q>['\"])(?P<v>(?!\[REDACTED|\$)[^'\"\n]{2,})(?P=q)", ("-p",),
+         starts=r"-p['\"]", lits=("-p",), replace=rp.value),
+    Rule("cli_secret", r"(?:(?<=[\s=])|^)(?P<q>['\"])-p(?P<v>(?!\[REDACTED|\$)[^'\"\s]{2,})(?P=q)", ("-p",),
+         starts="'-p|\"-p", lits=("'-p", '"-p'), replace=rp.value),
     Rule("mysql_password", r"\b(?:mysql|mariadb)[a-z]*\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})",
          ("mysql", "mariadb"), group=1, starts="mysql|mariadb"),
 
