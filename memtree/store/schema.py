@@ -139,6 +139,41 @@ def m004_bookkeeping_retention(db) -> None:
                " PRIMARY KEY (month, actor, action)) WITHOUT ROWID")
 
 
+@migration
+def m005_vector_index(db) -> None:
+    # Sign-bit codes beside the vectors and a log of the nodes whose vector,
+    # status, kind or time changed, so a reader's in-memory first pass
+    # (store/vector_index.py) stays in step with every write path without
+    # any of them knowing: the triggers run in the writer's transaction.
+    from memtree.store.vector_index import code_of
+
+    db.execute("ALTER TABLE nodes_vec ADD COLUMN code BLOB")
+    rows = db.execute("SELECT rowid, embedding FROM nodes_vec").fetchall()
+    db.executemany("UPDATE nodes_vec SET code = ? WHERE rowid = ?", [(code_of(e), r) for r, e in rows])
+    db.execute("""
+    CREATE TABLE vec_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, node_rowid INTEGER NOT NULL);
+    CREATE TRIGGER vec_log_ins AFTER INSERT ON nodes_vec BEGIN
+        INSERT INTO vec_log(node_rowid) SELECT rowid FROM nodes WHERE id = new.node_id;
+    END;
+    CREATE TRIGGER vec_log_upd AFTER UPDATE ON nodes_vec BEGIN
+        INSERT INTO vec_log(node_rowid) SELECT rowid FROM nodes WHERE id = new.node_id;
+    END;
+    CREATE TRIGGER vec_log_del AFTER DELETE ON nodes_vec BEGIN
+        INSERT INTO vec_log(node_rowid) SELECT rowid FROM nodes WHERE id = old.node_id;
+    END;
+    CREATE TRIGGER vec_log_node AFTER UPDATE OF status, kind, created_at ON nodes
+    WHEN (old.status IS NOT new.status OR old.kind IS NOT new.kind OR old.created_at IS NOT new.created_at)
+        AND EXISTS (SELECT 1 FROM nodes_vec WHERE node_id = new.id) BEGIN
+        INSERT INTO vec_log(node_rowid) VALUES (new.rowid);
+    END;
+    CREATE TRIGGER vec_log_node_del AFTER DELETE ON nodes
+    WHEN EXISTS (SELECT 1 FROM nodes_vec WHERE node_id = old.id) BEGIN
+        INSERT INTO vec_log(node_rowid) VALUES (old.rowid);
+    END;
+    INSERT OR IGNORE INTO counters(name, value) VALUES ('vec_log_trimmed', 0);
+    """)
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

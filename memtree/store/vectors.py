@@ -1,14 +1,16 @@
 """Vectors: KNN over live nodes with sqlite-vec, and the model-safety check.
 
 Vectors live in ``nodes_vec`` as float32 blobs with their model name and
-dimension; sqlite-vec's ``vec_distance_cosine`` ranks them (brute force:
-~60 ms for 100k x 384 here, and exact, so filters sit inside the SQL and a
-hidden node can never starve a live one). Reads only; the writer stores.
+dimension, and their sign bits (``code``); sqlite-vec's ``vec_distance_cosine``
+ranks the candidates the in-memory sign-bit pass names (store/vector_index.py),
+whose filters match the SQL's, so a hidden node can never starve a live one.
+Reads only; the writer stores.
 """
 
 from __future__ import annotations
 
 import array
+import json
 
 from memtree.errors import MemtreeError
 from memtree.protocol import ErrorCode
@@ -58,14 +60,36 @@ def check_model(db, model: str, dim: int) -> None:
 
 def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None = None) -> list[tuple[str, float]]:
     """[(node_id, cosine distance)], nearest first, over live nodes (or the
-    statuses named in ``filters``) matching the search filters."""
-    where, params = _filters_sql(filters or {})
+    statuses named in ``filters``) matching the search filters.
+
+    With a model: the sign-bit first pass (store/vector_index.py) names at
+    most ``RERANK`` (or 10 x k) candidates that already pass the filters, and only those
+    are scored exactly here, under the same SQL filters; it names every match
+    when there are no more, so a small store is searched exhaustively."""
+    filters = filters or {}
+    where, params = _filters_sql(filters)
+    blob = to_blob(query_vector)
+    rowids = None
+    if model is not None:
+        from memtree.store import vector_index
+
+        # Never fewer first-pass candidates than ten times the hits asked for.
+        rowids = vector_index.candidates(db, model, len(blob) // 4, blob, filters,
+                                         max(vector_index.RERANK, 10 * int(k)))
+    if rowids is not None:
+        # json_each drives the join: each candidate is one rowid lookup, never a scan.
+        rows = db.execute(
+            f"SELECT v.node_id, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
+            f"CROSS JOIN nodes n ON n.rowid = j.value CROSS JOIN nodes_vec v ON v.node_id = n.id "
+            f"WHERE {where} AND v.model = ? AND v.dim = ? ORDER BY d LIMIT ?",
+            [blob, json.dumps(rowids), *params, model, len(blob) // 4, int(k)])
+        return [(r[0], float(r[1])) for r in rows]
     sql = [f"SELECT v.node_id, vec_distance_cosine(v.embedding, ?) AS d FROM nodes_vec v "
            f"JOIN nodes n ON n.id = v.node_id WHERE {where}"]
     if model is not None:
         sql.append("AND v.model = ?")
         params.append(model)
-    rows = db.execute(" ".join(sql) + " ORDER BY d LIMIT ?", [to_blob(query_vector), *params, int(k)])
+    rows = db.execute(" ".join(sql) + " ORDER BY d LIMIT ?", [blob, *params, int(k)])
     return [(r[0], float(r[1])) for r in rows]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from memtree.errors import BadRequest
 from memtree.store.live import ALL_STATUSES, INDEXED, status_clause
 from memtree.store.write.mutations import Tx, _require, node_row
+from memtree.store.vector_index import code_of
 from memtree.store.vectors import to_blob
 from memtree.text.sameness import same_text
 
@@ -15,6 +16,10 @@ def _text(tx: Tx, node_id: str) -> str:
     where, params = status_clause("n", ALL_STATUSES)
     row = tx.db.execute(f"SELECT n.content FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
     return row[0] if row else ""
+
+# vec_log rows a reader may still need; older ones go (store/vector_index.py
+# reloads a reader that fell behind the trim).
+VEC_LOG_KEEP = 200_000
 
 
 def put_vectors(tx: Tx, rec) -> dict:
@@ -35,12 +40,28 @@ def put_vectors(tx: Tx, rec) -> dict:
         if row is None or row[1] not in INDEXED or row[2] != item.get("content_hash"):
             skipped.append(item["node_id"])
             continue
-        tx.db.execute("INSERT OR REPLACE INTO nodes_vec(node_id, model, dim, embedding, embedded_at) VALUES (?,?,?,?,?)",
-                      (item["node_id"], rec.model, rec.dim, to_blob(vec), tx.now))
+        blob = to_blob(vec)
+        tx.db.execute("INSERT OR REPLACE INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code) "
+                      "VALUES (?,?,?,?,?,?)", (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob)))
         stored.append(item["node_id"])
+    trim_vec_log(tx.db)
     if stored:  # one row per batch: vectors are derived data, the audit says who and which model
         tx.audit("embed", None, reason=rec.model, detail={"dim": rec.dim, "stored": len(stored), "skipped": len(skipped)})
     return {"stored": len(stored), "skipped": skipped}
+
+
+def trim_vec_log(db, keep: int = VEC_LOG_KEEP) -> int:
+    """Drop vec_log rows more than ``keep`` behind its head; the counter says
+    how far, so a reader behind it reloads instead of missing changes."""
+    top = db.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
+    upto = top - keep
+    if upto <= 0 or db.execute("SELECT 1 FROM vec_log WHERE seq <= ? LIMIT 1", (upto,)).fetchone() is None:
+        return 0
+    db.execute("DELETE FROM vec_log WHERE seq <= ?", (upto,))
+    deleted = db.changes()
+    db.execute("INSERT INTO counters(name, value) VALUES ('vec_log_trimmed', ?) "
+               "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)", (upto,))
+    return deleted
 
 
 def supersede(tx: Tx, rec) -> dict:

@@ -1,0 +1,263 @@
+"""The first pass of semantic search: a 1-bit code per vector, scanned in memory.
+
+An exact float scan reads 1 KB a vector (256 float32s): ~1.5 s a query at a
+million nodes. Each vector also has its sign bits (``nodes_vec.code``, 32
+bytes at 256 dims), written beside it by the writer. A reading process (the
+front) keeps every code of one model in numpy arrays with the node's status,
+kind and creation time, so a query's first pass is one XOR-popcount over
+~32 MB plus the filters as boolean masks, then the best ``RERANK`` by Hamming
+distance go back to SQL for the exact cosine and the live predicate
+(store/vectors.knn). The first pass filters before it cuts, so non-live
+vectors nearer than a live one never push it out; the SQL rerank decides
+what a read may return.
+
+Staying in step across processes: triggers (schema m005) append the rowid of
+every node whose vector, status, kind or time changed to ``vec_log``; each
+query reads the log past the position its arrays reflect, in one read
+transaction with the load. The writer trims the log (``vec_log_trimmed``
+counter); a reader that fell behind the trim loads everything again.
+Memory: ~50 bytes a vector (50 MB at 1M), bounded by the disk budget.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+import threading
+
+from memtree.runtime import optional
+
+RERANK = 4000  # first-pass candidates rescored exactly (recall@100 vs exact: eval/bench_scale)
+TAIL_MAX = 4096  # unsorted appends before the arrays are sorted again
+GONE = 255  # status code of a slot whose vector left
+
+
+def code_of(vector) -> bytes:
+    """Sign bits of a vector (float32 blob, list or array), most significant
+    bit first, padded to whole 64-bit words. The writer and the query use this
+    one function, so their codes always agree."""
+    if optional.missing("numpy") is None:
+        import numpy as np
+
+        v = np.frombuffer(vector, dtype="<f4") if isinstance(vector, (bytes, bytearray, memoryview)) \
+            else np.asarray(vector, dtype=np.float32)
+        bits = np.packbits(v > 0)
+        pad = -len(bits) % 8
+        return bits.tobytes() + b"\0" * pad
+    vals = array.array("f")
+    if isinstance(vector, (bytes, bytearray, memoryview)):
+        vals.frombytes(bytes(vector))
+    else:
+        vals.extend(vector)
+    out = bytearray((len(vals) + 63) // 64 * 8)
+    for i, x in enumerate(vals):
+        if x > 0:
+            out[i >> 3] |= 128 >> (i & 7)
+    return bytes(out)
+
+
+class _Codes:
+    """One model's codes, in rowid order up to ``sorted_n`` then appended."""
+
+    def __init__(self, np, words: int):
+        self.np, self.words = np, words
+        self.rowids = np.zeros(0, np.int64)
+        self.codes = np.zeros((0, words), np.uint64)
+        self.status = np.zeros(0, np.uint8)
+        self.kind = np.zeros(0, np.uint8)
+        self.created = np.zeros(0, np.int64)
+        self.sorted_n = 0
+        self.seq = 0
+        self.status_codes: dict[str, int] = {}
+        self.kind_codes: dict[str, int] = {}
+
+    def _code(self, table: dict, value: str) -> int:
+        if value not in table:
+            table[value] = len(table)  # < GONE: there are 7 statuses and 7 kinds
+        return table[value]
+
+    def _find(self, rowids):
+        """Slot of each rowid, -1 where it has none."""
+        np = self.np
+        out = np.full(len(rowids), -1, np.int64)
+        if self.sorted_n:
+            pos = np.searchsorted(self.rowids[:self.sorted_n], rowids)
+            pos_c = np.minimum(pos, self.sorted_n - 1)
+            hit = self.rowids[pos_c] == rowids
+            out[hit] = pos_c[hit]
+        tail = self.rowids[self.sorted_n:]
+        if len(tail):
+            for i in np.nonzero(out < 0)[0]:
+                j = np.nonzero(tail == rowids[i])[0]
+                if len(j):
+                    out[i] = self.sorted_n + j[0]
+        return out
+
+    def apply(self, rows) -> None:
+        """rows: (rowid, code or None, status, kind, created_at); None = vector gone."""
+        np = self.np
+        if not rows:
+            return
+        last = {r[0]: r for r in rows}  # the latest state of each node wins
+        rows = list(last.values())
+        rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        slots = self._find(rowids)
+        new = []
+        for r, slot in zip(rows, slots):
+            if slot >= 0:
+                if r[1] is None:
+                    self.status[slot] = GONE
+                    self.codes[slot] = 0
+                else:
+                    self.codes[slot] = np.frombuffer(r[1], np.uint64, self.words)
+                    self.status[slot] = self._code(self.status_codes, r[2])
+                    self.kind[slot] = self._code(self.kind_codes, r[3])
+                    self.created[slot] = r[4]
+            elif r[1] is not None:
+                new.append(r)
+        if new:
+            self._append(new)
+
+    def _append(self, rows) -> None:
+        np = self.np
+        n = len(rows)
+        rowids = np.fromiter((r[0] for r in rows), np.int64, n)
+        codes = np.frombuffer(b"".join(r[1] for r in rows), np.uint64).reshape(n, self.words)
+        status = np.fromiter((self._code(self.status_codes, r[2]) for r in rows), np.uint8, n)
+        kind = np.fromiter((self._code(self.kind_codes, r[3]) for r in rows), np.uint8, n)
+        created = np.fromiter((r[4] for r in rows), np.int64, n)
+        was_sorted = self.sorted_n == len(self.rowids) and (
+            not len(self.rowids) or (rowids[0] > self.rowids[-1] and bool(np.all(rowids[1:] > rowids[:-1]))))
+        self.rowids = np.concatenate([self.rowids, rowids])
+        self.codes = np.concatenate([self.codes, codes])
+        self.status = np.concatenate([self.status, status])
+        self.kind = np.concatenate([self.kind, kind])
+        self.created = np.concatenate([self.created, created])
+        if was_sorted:
+            self.sorted_n = len(self.rowids)
+        elif len(self.rowids) - self.sorted_n > TAIL_MAX:
+            self._sort()
+
+    def _sort(self) -> None:
+        order = self.np.argsort(self.rowids, kind="stable")
+        for name in ("rowids", "codes", "status", "kind", "created"):
+            setattr(self, name, getattr(self, name)[order])
+        self.sorted_n = len(self.rowids)
+
+    def mask(self, filters: dict):
+        np = self.np
+        wanted = filters.get("status") or ("live",)
+        ok = np.zeros(256, bool)
+        ok[[self.status_codes[s] for s in wanted if s in self.status_codes]] = True
+        m = ok[self.status]
+        if filters.get("kind"):
+            ok = np.zeros(256, bool)
+            ok[[self.kind_codes[k] for k in filters["kind"] if k in self.kind_codes]] = True
+            m &= ok[self.kind]
+        if filters.get("since") is not None:
+            m &= self.created >= filters["since"]
+        if filters.get("until") is not None:
+            m &= self.created <= filters["until"]
+        return m
+
+
+_LOCK = threading.Lock()
+_CACHE: dict[tuple, _Codes] = {}
+
+
+def _store_key(db, model: str, dim: int) -> tuple | None:
+    path = db.db_filename("main")
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    born = db.execute("SELECT applied_at FROM schema_migrations WHERE name = 'm001_initial'").fetchone()
+    return (path, st.st_dev, st.st_ino, born and born[0], model, dim)
+
+
+def _rows_from(cursor, np):
+    """(rowid, code, status, kind, created_at) with the code made from the
+    float vector where the writer stored none (a row written before m005)."""
+    out = []
+    for rowid, code, emb, status, kind, created in cursor:
+        if code is None and emb is not None:
+            code = code_of(emb)
+        out.append((rowid, code, status, kind, created))
+    return out
+
+
+def _load(db, idx: _Codes, model: str, dim: int) -> None:
+    np = idx.np
+    idx.seq = db.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
+    rows = _rows_from(db.execute(
+        "SELECT n.rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, n.created_at "
+        "FROM nodes_vec v JOIN nodes n ON n.id = v.node_id WHERE v.model = ? AND v.dim = ?", (model, dim)), np)
+    rows.sort()
+    idx.sorted_n = 0
+    idx.rowids = np.zeros(0, np.int64)
+    idx.codes = np.zeros((0, idx.words), np.uint64)
+    for name in ("status", "kind"):
+        setattr(idx, name, np.zeros(0, np.uint8))
+    idx.created = np.zeros(0, np.int64)
+    if rows:
+        idx._append(rows)
+
+
+def _sync(db, idx: _Codes, model: str, dim: int) -> None:
+    trimmed = db.execute("SELECT value FROM counters WHERE name = 'vec_log_trimmed'").fetchone()
+    if idx.seq == 0 and not len(idx.rowids) or (trimmed and trimmed[0] > idx.seq):
+        return _load(db, idx, model, dim)
+    rows = db.execute(
+        "SELECT l.seq, l.node_rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, "
+        "n.created_at FROM vec_log l LEFT JOIN nodes n ON n.rowid = l.node_rowid "
+        "LEFT JOIN nodes_vec v ON v.node_id = n.id AND v.model = ? AND v.dim = ? WHERE l.seq > ? ORDER BY l.seq",
+        (model, dim, idx.seq)).fetchall()
+    if not rows:
+        return
+    idx.seq = rows[-1][0]
+    idx.apply(_rows_from(((r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows), idx.np))
+
+
+def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | None = None):
+    """Rowids of at most ``n`` nodes of ``model`` passing ``filters``, nearest
+    by the sign bits first; every match when there are no more than ``n``.
+    None when this pass cannot answer (no numpy, a parent/session filter
+    that SQL narrows better, a store without the m005 log)."""
+    if optional.missing("numpy") or filters.get("parent_id") or filters.get("session_id"):
+        return None
+    import numpy as np
+
+    if not hasattr(np, "bitwise_count"):  # numpy < 2
+        return None
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_log'").fetchone() is None:
+        return None
+    n = RERANK if n is None else n
+    key = _store_key(db, model, dim)
+    if key is None:
+        return None
+    q = np.frombuffer(code_of(query_vector), np.uint64)
+    with _LOCK:
+        idx = _CACHE.get(key)
+        if idx is None or idx.words != len(q):
+            idx = _CACHE[key] = _Codes(np, len(q))
+        db.execute("SAVEPOINT vector_index")  # the log position and the rows it covers: one snapshot
+        try:
+            _sync(db, idx, model, dim)
+        finally:
+            db.execute("RELEASE vector_index")
+        mask = idx.mask(filters)
+        matching = int(mask.sum())
+        if matching <= n:
+            return idx.rowids[mask].tolist()
+        dist = np.bitwise_count(idx.codes ^ q).sum(axis=1, dtype=np.uint16)
+        dist[~mask] = np.iinfo(np.uint16).max
+        best = np.argpartition(dist, n - 1)[:n]
+        return idx.rowids[best].tolist()
+
+
+def forget_cache() -> None:
+    """Drop every cached index (tests that rewrite a store under the same path)."""
+    with _LOCK:
+        _CACHE.clear()
