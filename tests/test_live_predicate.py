@@ -20,7 +20,6 @@ READ = re.compile(r"\bSELECT\b[\s\S]*?\b(?:FROM|JOIN)\s+(?:nodes|nodes_fts|edges
 ALLOW: dict[str, str] = {
     # "memtree/x.py::function": "why it may see every status",
     "memtree/store/reads.py::doc_counts": "document frequencies for IDF weights: counts only, no node or content",
-    "memtree/store/schema.py::m005_vector_index": "triggers logging vector/status changes: DDL, returns nothing",
     "memtree/store/vector_index.py::_load": "the first-pass cache holds every status as data (filtered per query"
                                             " as the SQL filters; vectors.knn reranks under the live predicate)",
     "memtree/store/vector_index.py::_sync": "the same cache's changes since its position, every status as data",

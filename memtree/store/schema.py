@@ -139,6 +139,7 @@ def m004_bookkeeping_retention(db) -> None:
                " PRIMARY KEY (month, actor, action)) WITHOUT ROWID")
 
 
+
 @migration
 def m005_vector_index(db) -> None:
     # Sign-bit codes beside the vectors and a log of the nodes whose vector,
@@ -150,25 +151,27 @@ def m005_vector_index(db) -> None:
     db.execute("ALTER TABLE nodes_vec ADD COLUMN code BLOB")
     rows = db.execute("SELECT rowid, embedding FROM nodes_vec").fetchall()
     db.executemany("UPDATE nodes_vec SET code = ? WHERE rowid = ?", [(code_of(e), r) for r, e in rows])
+    # vec_log names nodes_vec rowids (the reader's key: one integer lookup per
+    # rerank candidate). The covering index gives the reader a node's state
+    # without reading the row, whose content (before status) overflows.
     db.execute("""
-    CREATE TABLE vec_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, node_rowid INTEGER NOT NULL);
+    CREATE INDEX nodes_id_state ON nodes(id, status, kind, created_at);
+    CREATE TABLE vec_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, vec_rowid INTEGER NOT NULL);
     CREATE TRIGGER vec_log_ins AFTER INSERT ON nodes_vec BEGIN
-        INSERT INTO vec_log(node_rowid) SELECT rowid FROM nodes WHERE id = new.node_id;
+        INSERT INTO vec_log(vec_rowid) VALUES (new.rowid);
     END;
     CREATE TRIGGER vec_log_upd AFTER UPDATE ON nodes_vec BEGIN
-        INSERT INTO vec_log(node_rowid) SELECT rowid FROM nodes WHERE id = new.node_id;
+        INSERT INTO vec_log(vec_rowid) VALUES (new.rowid);
     END;
     CREATE TRIGGER vec_log_del AFTER DELETE ON nodes_vec BEGIN
-        INSERT INTO vec_log(node_rowid) SELECT rowid FROM nodes WHERE id = old.node_id;
+        INSERT INTO vec_log(vec_rowid) VALUES (old.rowid);
     END;
     CREATE TRIGGER vec_log_node AFTER UPDATE OF status, kind, created_at ON nodes
-    WHEN (old.status IS NOT new.status OR old.kind IS NOT new.kind OR old.created_at IS NOT new.created_at)
-        AND EXISTS (SELECT 1 FROM nodes_vec WHERE node_id = new.id) BEGIN
-        INSERT INTO vec_log(node_rowid) VALUES (new.rowid);
+    WHEN old.status IS NOT new.status OR old.kind IS NOT new.kind OR old.created_at IS NOT new.created_at BEGIN
+        INSERT INTO vec_log(vec_rowid) SELECT rowid FROM nodes_vec WHERE node_id = new.id;
     END;
-    CREATE TRIGGER vec_log_node_del AFTER DELETE ON nodes
-    WHEN EXISTS (SELECT 1 FROM nodes_vec WHERE node_id = old.id) BEGIN
-        INSERT INTO vec_log(node_rowid) VALUES (old.rowid);
+    CREATE TRIGGER vec_log_node_del AFTER DELETE ON nodes BEGIN
+        INSERT INTO vec_log(vec_rowid) SELECT rowid FROM nodes_vec WHERE node_id = old.id;
     END;
     INSERT OR IGNORE INTO counters(name, value) VALUES ('vec_log_trimmed', 0);
     """)

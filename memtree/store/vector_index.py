@@ -11,8 +11,8 @@ distance go back to SQL for the exact cosine and the live predicate
 vectors nearer than a live one never push it out; the SQL rerank decides
 what a read may return.
 
-Staying in step across processes: triggers (schema m005) append the rowid of
-every node whose vector, status, kind or time changed to ``vec_log``; each
+Staying in step across processes: triggers (schema m005) append to ``vec_log``
+the rowid of every vector that changed or whose node's status, kind or time did; each
 query reads the log past the position its arrays reflect, in one read
 transaction with the load. The writer trims the log (``vec_log_trimmed``
 counter); a reader that fell behind the trim loads everything again.
@@ -178,12 +178,14 @@ def _store_key(db, model: str, dim: int) -> tuple | None:
 
 
 def _rows_from(cursor, np):
-    """(rowid, code, status, kind, created_at) with the code made from the
+    """(vector rowid, code, status, kind, created_at) with the code made from the
     float vector where the writer stored none (a row written before m005)."""
     out = []
     for rowid, code, emb, status, kind, created in cursor:
         if code is None and emb is not None:
             code = code_of(emb)
+        if status is None:  # the node row is gone
+            code = None
         out.append((rowid, code, status, kind, created))
     return out
 
@@ -192,7 +194,7 @@ def _load(db, idx: _Codes, model: str, dim: int) -> None:
     np = idx.np
     idx.seq = db.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
     rows = _rows_from(db.execute(
-        "SELECT n.rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, n.created_at "
+        "SELECT v.rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, n.created_at "
         "FROM nodes_vec v JOIN nodes n ON n.id = v.node_id WHERE v.model = ? AND v.dim = ?", (model, dim)), np)
     rows.sort()
     idx.sorted_n = 0
@@ -210,9 +212,9 @@ def _sync(db, idx: _Codes, model: str, dim: int) -> None:
     if idx.seq == 0 and not len(idx.rowids) or (trimmed and trimmed[0] > idx.seq):
         return _load(db, idx, model, dim)
     rows = db.execute(
-        "SELECT l.seq, l.node_rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, "
-        "n.created_at FROM vec_log l LEFT JOIN nodes n ON n.rowid = l.node_rowid "
-        "LEFT JOIN nodes_vec v ON v.node_id = n.id AND v.model = ? AND v.dim = ? WHERE l.seq > ? ORDER BY l.seq",
+        "SELECT l.seq, l.vec_rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, "
+        "n.created_at FROM vec_log l LEFT JOIN nodes_vec v ON v.rowid = l.vec_rowid AND v.model = ? AND v.dim = ? "
+        "LEFT JOIN nodes n ON n.id = v.node_id WHERE l.seq > ? ORDER BY l.seq",
         (model, dim, idx.seq)).fetchall()
     if not rows:
         return
@@ -221,7 +223,7 @@ def _sync(db, idx: _Codes, model: str, dim: int) -> None:
 
 
 def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | None = None):
-    """Rowids of at most ``n`` nodes of ``model`` passing ``filters``, nearest
+    """nodes_vec rowids of at most ``n`` vectors of ``model`` whose nodes pass ``filters``, nearest
     by the sign bits first; every match when there are no more than ``n``.
     None when this pass cannot answer (no numpy, a parent/session filter
     that SQL narrows better, a store without the m005 log)."""

@@ -67,7 +67,6 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
     are scored exactly here, under the same SQL filters; it names every match
     when there are no more, so a small store is searched exhaustively."""
     filters = filters or {}
-    where, params = _filters_sql(filters)
     blob = to_blob(query_vector)
     rowids = None
     if model is not None:
@@ -77,13 +76,8 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
         rowids = vector_index.candidates(db, model, len(blob) // 4, blob, filters,
                                          max(vector_index.RERANK, 10 * int(k)))
     if rowids is not None:
-        # json_each drives the join: each candidate is one rowid lookup, never a scan.
-        rows = db.execute(
-            f"SELECT v.node_id, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
-            f"CROSS JOIN nodes n ON n.rowid = j.value CROSS JOIN nodes_vec v ON v.node_id = n.id "
-            f"WHERE {where} AND v.model = ? AND v.dim = ? ORDER BY d LIMIT ?",
-            [blob, json.dumps(rowids), *params, model, len(blob) // 4, int(k)])
-        return [(r[0], float(r[1])) for r in rows]
+        return _rerank(db, blob, rowids, filters, model, int(k))
+    where, params = _filters_sql(filters)
     sql = [f"SELECT v.node_id, vec_distance_cosine(v.embedding, ?) AS d FROM nodes_vec v "
            f"JOIN nodes n ON n.id = v.node_id WHERE {where}"]
     if model is not None:
@@ -91,6 +85,27 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
         params.append(model)
     rows = db.execute(" ".join(sql) + " ORDER BY d LIMIT ?", [blob, *params, int(k)])
     return [(r[0], float(r[1])) for r in rows]
+
+
+def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: int) -> list[tuple[str, float]]:
+    """Exact cosine of the first pass's candidates (one integer lookup each,
+    nodes never read), then the live predicate and filters on the nearest,
+    ``2k`` at a time, until ``k`` pass: what a read returns is decided here."""
+    where, params = _filters_sql(filters)
+    scored = db.execute("SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
+                        "CROSS JOIN nodes_vec v ON v.rowid = j.value WHERE v.model = ? AND v.dim = ? ORDER BY d",
+                        (blob, json.dumps(rowids), model, len(blob) // 4)).fetchall()
+    out: list[tuple[str, float]] = []
+    step = max(2 * k, 32)
+    for i in range(0, len(scored), step):
+        part = scored[i:i + step]
+        ok = dict(db.execute(
+            f"SELECT v.rowid, v.node_id FROM json_each(?) j CROSS JOIN nodes_vec v ON v.rowid = j.value "
+            f"CROSS JOIN nodes n ON n.id = v.node_id WHERE {where}", [json.dumps([r for r, _ in part]), *params]))
+        out += [(ok[r], float(d)) for r, d in part if r in ok]
+        if len(out) >= k:
+            break
+    return out[:k]
 
 
 def vector_of(db, node_id: str, model: str) -> bytes | None:

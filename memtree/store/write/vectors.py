@@ -41,8 +41,11 @@ def put_vectors(tx: Tx, rec) -> dict:
             skipped.append(item["node_id"])
             continue
         blob = to_blob(vec)
-        tx.db.execute("INSERT OR REPLACE INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code) "
-                      "VALUES (?,?,?,?,?,?)", (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob)))
+        # An upsert keeps the row's rowid (REPLACE would delete it unseen by the vec_log trigger).
+        tx.db.execute("INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code) VALUES (?,?,?,?,?,?) "
+                      "ON CONFLICT(node_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
+                      "embedding = excluded.embedding, embedded_at = excluded.embedded_at, code = excluded.code",
+                      (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob)))
         stored.append(item["node_id"])
     trim_vec_log(tx.db)
     if stored:  # one row per batch: vectors are derived data, the audit says who and which model

@@ -1,0 +1,387 @@
+"""Search at store sizes a year of use reaches (issue 17 point 4).
+
+    nice -n 10 .venv/bin/python -m memtree.eval.bench_scale [--sizes 10000,100000] [--searches 100]
+
+Seeding: hook payloads of the shapes Claude Code sends (Read, Grep, Bash;
+../shared/claude-code/payloads/) carry real code, the .py files of the
+packages installed beside memtree (site-packages: third-party code no one
+here wrote, ~55k chunks), and go through the writer's ``ingest`` socket as
+the hook sends them, 8 clients at once. The real filter walker makes them
+live and the real embed walker embeds them (both as processes, as the
+supervisor starts them). Variants, so a store can outgrow the corpus: pass
+v > 0 puts every file under ``v<v>/`` and renames about a third of its
+identifiers (>= 4 letters) through a map seeded by v over the corpus's own
+identifier vocabulary, so each variant is new text with the corpus's token
+statistics, not a copy the filter would drop as a duplicate.
+
+Per size, from one read-only connection the way the front searches, the
+eval's queries (eval/recall_queries.py): plain FTS5 BM25, raw sqlite-vec
+KNN (every vector of the model, no join), memtree's knn (sign-bit first
+pass + exact rerank, live only), keyword, semantic and hybrid (ranking
+included; the query embedding is computed beforehand); the first pass's
+recall against the exact KNN (top 10 and top 100, on queries cut from stored
+chunks, not the eval's); build time, bytes on disk per node and each
+actor's RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+
+from memtree.eval.stats import fmt_ms, summary
+
+CLIENTS = 8
+SESSION_FILES = 40  # Read payloads per session id
+IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{3,}\b")
+KEYWORDS = frozenset("""False None True and assert async await break class continue def del elif else except
+finally for from global import lambda nonlocal not pass raise return self try while with yield print""".split())
+
+
+def corpus_files() -> list[tuple[str, str]]:
+    """(relative path, text) of every installed package's .py files, sorted."""
+    site = sysconfig.get_paths()["purelib"]
+    out = []
+    for path in sorted(glob.glob(os.path.join(site, "**", "*.py"), recursive=True)):
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.strip():
+            out.append((os.path.relpath(path, site), text))
+    return out
+
+
+def vocabulary(files) -> list[str]:
+    seen: dict[str, None] = {}
+    for _, text in files:
+        for w in IDENT.findall(text):
+            if w not in KEYWORDS:
+                seen.setdefault(w, None)
+    return sorted(seen)
+
+
+def variant(text: str, v: int, vocab: list[str]) -> str:
+    """Pass ``v`` of a file: v=0 as it is; else ~1/3 of its identifiers renamed
+    by a map seeded by v (the same name maps the same way within a pass)."""
+    if v == 0:
+        return text
+    memo: dict[str, str] = {}
+
+    def swap(m):
+        w = m.group(0)
+        if w in KEYWORDS:
+            return w
+        if w not in memo:
+            r = random.Random(f"{v}:{w}")
+            memo[w] = vocab[r.randrange(len(vocab))] if r.random() < 0.34 else w
+        return memo[w]
+
+    return IDENT.sub(swap, text)
+
+
+def payloads(files, vocab, project: str):
+    """Endless hook payloads (Read of a file, then a Grep and a Bash over it
+    every few files), variant after variant."""
+    v = 0
+    n = 0
+    while True:
+        for rel, text in files:
+            lines = variant(text, v, vocab).splitlines(keepends=True)[:2000]  # the CLI's Read cap
+            if not lines:
+                continue
+            content = "".join(lines)
+            path = os.path.join(project, f"v{v}", rel)
+            sid = f"bench-session-{n // SESSION_FILES}"
+            base = {"session_id": sid, "cwd": project, "hook_event_name": "PostToolUse",
+                    "transcript_path": f"/tmp/bench/{sid}.jsonl", "permission_mode": "default"}
+            n += 1
+            yield {**base, "tool_name": "Read", "tool_input": {"file_path": path},
+                   "tool_response": {"type": "text", "file": {"filePath": path, "content": content,
+                                                              "numLines": len(lines), "startLine": 1,
+                                                              "totalLines": len(lines)}},
+                   "tool_use_id": f"toolu_r{n}", "duration_ms": 4}
+            words = [w for w in IDENT.findall(content) if w not in KEYWORDS]
+            if n % 3 == 0 and words:
+                pat = words[len(words) // 2]
+                hits = [f"{path}:{i + 1}:{ln.rstrip()}" for i, ln in enumerate(lines) if pat in ln][:50]
+                yield {**base, "tool_name": "Grep",
+                       "tool_input": {"pattern": pat, "path": project, "output_mode": "content", "-n": True},
+                       "tool_response": {"mode": "content", "numFiles": 1, "filenames": [],
+                                         "content": "\n".join(hits), "numLines": len(hits)},
+                       "tool_use_id": f"toolu_g{n}", "duration_ms": 9}
+            if n % 5 == 0 and len(lines) > 40:
+                a = (n * 7) % (len(lines) - 40)
+                yield {**base, "tool_name": "Bash",
+                       "tool_input": {"command": f"sed -n '{a + 1},{a + 40}p' {path}", "description": "show lines"},
+                       "tool_response": {"stdout": "".join(lines[a:a + 40]).rstrip("\n"), "stderr": "",
+                                         "interrupted": False, "isImage": False, "noOutputExpected": False},
+                       "tool_use_id": f"toolu_b{n}", "duration_ms": 12}
+        v += 1
+
+
+def node_count(db_path: str) -> int:
+    from memtree.store import db as store_db
+
+    conn = store_db.open_read(db_path)
+    try:
+        return conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def seed(endpoint: str, db_path: str, source, target: int) -> int:
+    """Send payloads from ``CLIENTS`` threads until the store holds ``target``
+    nodes; returns the payloads sent."""
+    from memtree import protocol
+    from memtree.runtime.client import Caller
+
+    lock = threading.Lock()
+    sent = [0]
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        caller = Caller(endpoint, src=f"bench{k}", timeout_ms=120_000)
+        try:
+            while not done.is_set():
+                with lock:
+                    p = next(source)
+                    sent[0] += 1
+                caller.call(protocol.Ingest(payload=p, received_at=int(time.time() * 1000)))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+            done.set()
+        finally:
+            caller.close()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    while not done.is_set():
+        time.sleep(0.5)
+        if node_count(db_path) >= target:
+            done.set()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return sent[0]
+
+
+def start_actor(module: str, name: str, paths, config):
+    from memtree.runtime.actorenv import ActorContext
+
+    env = {**os.environ, **ActorContext(name, paths, config, None).child_env()}
+    log = open(paths.log_file(name), "ab")
+    proc = subprocess.Popen([sys.executable, "-P", "-m", module], env=env, stdout=log, stderr=log,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    return proc
+
+
+def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
+    """Wait until nothing is pending and every live embeddable node has a vector."""
+    from memtree.store import db as store_db
+    from memtree.store.vectors import EMBED_KINDS
+
+    kinds = ",".join(f"'{k}'" for k in EMBED_KINDS)
+    deadline = time.monotonic() + timeout_s
+    conn = store_db.open_read(db_path)
+    try:
+        while True:
+            pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()[0]
+            missing = conn.execute(
+                f"SELECT count(*) FROM nodes n WHERE n.status = 'live' AND n.kind IN ({kinds}) AND NOT EXISTS "
+                f"(SELECT 1 FROM nodes_vec v WHERE v.node_id = n.id AND v.model = ?)", (model,)).fetchone()[0]
+            if not pending and not missing:
+                return
+            dead = [n for n, p in procs.items() if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                raise SystemExit(f"store did not settle ({pending} pending, {missing} unembedded; dead: {dead})")
+            time.sleep(1.0)
+    finally:
+        conn.close()
+
+
+def rss_mib(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).memory_info().rss / 2**20
+
+
+def raw_knn(conn, vec, model: str, k: int = 10):
+    from memtree.store.vectors import to_blob
+
+    return conn.execute("SELECT node_id, vec_distance_cosine(embedding, ?) AS d FROM nodes_vec WHERE model = ? "
+                        "ORDER BY d LIMIT ?", (to_blob(vec), model, k)).fetchall()
+
+
+def exact_live_knn(conn, vec, k: int):
+    from memtree.store import vectors
+
+    return vectors.knn(conn, vec, k, {})  # no model given: the exact scan over live nodes
+
+
+def index_recall(conn, provider, samples: list[str]) -> dict:
+    from memtree.store import vectors
+
+    r10, r100 = [], []
+    for text in samples:
+        q = provider.embed([text])[0]
+        exact = [i for i, _ in exact_live_knn(conn, q, 100)]
+        got = [i for i, _ in vectors.knn(conn, q, 100, {}, model=provider.name)]
+        r10.append(len(set(exact[:10]) & set(got[:10])) / max(1, min(10, len(exact))))
+        r100.append(len(set(exact) & set(got)) / max(1, len(exact)))
+    return {"r10": sum(r10) / len(r10), "r100": sum(r100) / len(r100)}
+
+
+def query_samples(conn, n: int, seed_: int = 17) -> list[str]:
+    """Queries cut from stored chunks (the first 12 words of random live
+    ones): held out from anything the first pass was tuned on."""
+    ids = [r[0] for r in conn.execute("SELECT rowid FROM nodes WHERE status = 'live' AND kind = 'file_chunk'")]
+    rng = random.Random(seed_)
+    out = []
+    for rid in rng.sample(ids, min(n, len(ids))):
+        text = conn.execute("SELECT content FROM nodes WHERE rowid = ?", (rid,)).fetchone()[0]
+        words = text.split()[:12]
+        if words:
+            out.append(" ".join(words))
+    return out
+
+
+def time_modes(conn, queries, provider, searches: int) -> dict[str, list[float]]:
+    from memtree.recall import search
+    from memtree.store import vectors
+
+    lat: dict[str, list[float]] = {m: [] for m in (
+        "bm25 (raw FTS5)", "raw knn (sqlite-vec)", "memtree knn", "keyword", "semantic", "hybrid")}
+    embs = [provider.embed([q])[0] for q in queries]
+    for i in range(searches):
+        q, vec = queries[i % len(queries)], embs[i % len(queries)]
+        emb = {"model": provider.name, "dim": provider.dim, "vector": vec}
+        for name, fn in (("bm25 (raw FTS5)", lambda: search.keyword(conn, q, {}, 10)),
+                         ("raw knn (sqlite-vec)", lambda: raw_knn(conn, vec, provider.name)),
+                         ("memtree knn", lambda: vectors.knn(conn, vec, 10, {}, model=provider.name))):
+            t0 = time.perf_counter()
+            fn()
+            lat[name].append(time.perf_counter() - t0)
+        for mode in ("keyword", "semantic", "hybrid"):
+            t0 = time.perf_counter()
+            search.run(conn, q, mode, {}, 10, query_vector=emb)
+            lat[mode].append(time.perf_counter() - t0)
+    return lat
+
+
+def store_bytes(db_path: str) -> int:
+    return sum(os.path.getsize(db_path + s) for s in ("", "-wal") if os.path.exists(db_path + s))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from memtree import protocol
+    from memtree.eval import recall_eval
+    from memtree.eval.recall_queries import QUERIES
+    from memtree.recall.embeddings import load_provider
+    from memtree.store import db as store_db
+    from memtree.store import vector_index
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000", help="store sizes (nodes), comma-separated")
+    ap.add_argument("--searches", type=int, default=100, help="searches per mode and size")
+    ap.add_argument("--recall-samples", type=int, default=50, help="held-out queries for the first pass's recall")
+    ap.add_argument("--keep", help="build the store in this directory and keep it (default: a temp dir, removed)")
+    args = ap.parse_args(argv)
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the actors below are stopped on a kill too
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    files = corpus_files()
+    vocab = vocabulary(files)
+    queries = [q[1] for q in QUERIES]
+    config = recall_eval.eval_config()
+    provider = load_provider(config)
+    print(f"corpus: {len(files)} .py files of the installed packages, {len(vocab)} identifiers; "
+          f"{len(queries)} queries; model {provider.name}; {CLIENTS} ingest clients", flush=True)
+    work = args.keep or tempfile.mkdtemp(prefix="memtree-bench-scale-")
+    procs: dict = {}
+    caller = None
+    try:
+        proc, caller, paths = recall_eval.start_writer(work, config)
+        procs["writer"] = proc
+        procs["walker.filter"] = start_actor("memtree.actors.walkers.filter", "walker.filter", paths, config)
+        procs["walker.embed"] = start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
+        source = payloads(files, vocab, os.path.join(work, "project"))
+        endpoint = paths.endpoint(protocol.SOCK_INGEST)
+        built = 0.0
+        sent = 0
+        for size in sizes:
+            t0 = time.perf_counter()
+            sent += seed(endpoint, paths.db, source, size)
+            t_seed = time.perf_counter() - t0
+            settle(paths.db, provider.name, procs, timeout_s=3600)
+            t_all = time.perf_counter() - t0
+            built += t_all
+            rss = {name: rss_mib(p.pid) for name, p in procs.items()}
+            conn = store_db.open_read(paths.db)
+            try:
+                nodes = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+                live = conn.execute("SELECT count(*) FROM nodes WHERE status = 'live'").fetchone()[0]
+                nvec = conn.execute("SELECT count(*) FROM nodes_vec").fetchone()[0]
+                size_b = store_bytes(paths.db)
+                print(f"\nstore at {nodes} nodes ({live} live, {nvec} vectors; {sent} payloads): "
+                      f"this step {t_all:.0f}s (ingest {t_seed:.0f}s, then filter+embed caught up), total {built:.0f}s; "
+                      f"{size_b / 2**20:.0f} MiB on disk = {size_b / nodes:.0f} bytes/node", flush=True)
+                print("  RSS MiB: " + ", ".join(f"{n} {v:.0f}" for n, v in rss.items()), flush=True)
+                import psutil
+
+                me = psutil.Process()
+                before = me.memory_info().rss
+                vector_index.forget_cache()
+                t0 = time.perf_counter()
+                vector_index.candidates(conn, provider.name, provider.dim, provider.embed(["warm up"])[0], {})
+                t_load = time.perf_counter() - t0
+                print(f"  first-pass index load (once per reading process): {t_load * 1000:.0f} ms, "
+                      f"RSS +{(me.memory_info().rss - before) / 2**20:.0f} MiB", flush=True)
+                rec = index_recall(conn, provider, query_samples(conn, args.recall_samples))
+                print(f"  first pass vs exact live KNN ({args.recall_samples} held-out queries, "
+                      f"RERANK {vector_index.RERANK}): recall@10 {rec['r10']:.3f}, recall@100 {rec['r100']:.3f}",
+                      flush=True)
+                lat = time_modes(conn, queries, provider, args.searches)
+            finally:
+                conn.close()
+            raw = summary(lat["raw knn (sqlite-vec)"])["median"]
+            bm25 = summary(lat["bm25 (raw FTS5)"])["median"]
+            for mode, samples in lat.items():
+                st = summary(samples)
+                ratio = f"  {st['median'] / raw:5.2f}x raw knn" if mode in ("memtree knn", "semantic", "hybrid") \
+                    else f"  {st['median'] / bm25:5.2f}x bm25" if mode == "keyword" else ""
+                print(f"  {mode:<21} {fmt_ms(st)}{ratio}", flush=True)
+            print("  json " + json.dumps({"nodes": nodes, "bytes_per_node": round(size_b / nodes),
+                                          "build_s": round(built), "rss_mib": {k: round(v) for k, v in rss.items()},
+                                          **{m: {"p50_ms": round(summary(s)["median"] * 1000, 1),
+                                                 "p95_ms": round(summary(s)["p95"] * 1000, 1)}
+                                             for m, s in lat.items()}}), flush=True)
+    finally:
+        if caller is not None:
+            caller.close()
+        for p in reversed(list(procs.values())):
+            recall_eval.stop(p)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
