@@ -6,6 +6,8 @@ naming them. Rows come back as plain dicts (``Node``) keyed by column name.
 
 from __future__ import annotations
 
+import json
+
 import orjson
 
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
@@ -153,17 +155,27 @@ def recent(conn, filters: dict, limit: int) -> list[Node]:
 
 def search_fts(conn, match: str, filters: dict, limit: int) -> list[tuple[Node, float, str]]:
     """(node, score, snippet), best first. Filters sit inside the SQL, never
-    after a top-k, so hidden matches cannot starve a live one."""
+    after a top-k, so hidden matches cannot starve a live one. Two steps: the
+    top ``limit`` rowids by BM25 among the matches that pass the filters,
+    then columns and snippets for those only (a broad query matches tens of
+    thousands of rows; a snippet and a row for each was its tail)."""
     where, params = _filters_sql(filters)
+    top = conn.execute(
+        f"SELECT nodes_fts.rowid, bm25(nodes_fts) AS score FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
+        f"WHERE nodes_fts MATCH ? AND {where} ORDER BY score LIMIT ?", [match, *params, limit]).fetchall()
+    if not top:
+        return []
     rows = conn.execute(
-        f"SELECT {_SELECT}, bm25(nodes_fts) AS score, snippet(nodes_fts, 0, '', '', ' … ', 24) "
+        f"SELECT nodes_fts.rowid, {_SELECT}, snippet(nodes_fts, 0, '', '', ' … ', 24) "
         f"FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
-        f"WHERE nodes_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
-        [match, *params, limit])
+        f"WHERE nodes_fts MATCH ? AND nodes_fts.rowid IN (SELECT value FROM json_each(?)) AND {where}",
+        [match, json.dumps([r for r, _ in top]), *params])
+    found = {r[0]: r[1:] for r in rows}
     out = []
-    for r in rows:
-        node = _node(r[:len(COLS)])
-        out.append((node, -float(r[len(COLS)]), r[len(COLS) + 1]))  # bm25: lower is better
+    for rowid, score in top:
+        r = found.get(rowid)
+        if r is not None:  # the same snapshot unless a write landed between the two reads
+            out.append((_node(r[:len(COLS)]), -float(score), r[len(COLS)]))  # bm25: lower is better
     return out
 
 
