@@ -285,6 +285,34 @@ def time_modes(conn, queries, provider, searches: int) -> dict[str, list[float]]
     return lat
 
 
+def first_pass_cost(n: int, dim: int, searches: int = 30) -> dict:
+    """The first pass alone over ``n`` codes (random bits and statuses: its
+    cost depends on the count, not the values), for sizes too big to seed
+    here; the rerank after it is bounded by RERANK whatever the size."""
+    import numpy as np
+
+    from memtree.store import vector_index
+
+    idx = vector_index._Codes(np, (dim + 63) // 64)
+    rng = np.random.default_rng(17)
+    idx.rowids = np.arange(1, n + 1, dtype=np.int64)
+    idx.codes = rng.integers(0, 2**63, size=(idx.words, n), dtype=np.uint64)
+    idx.status_codes = {s: i for i, s in enumerate(("live", "stale", "superseded", "pending"))}
+    idx.kind_codes = {"file_chunk": 0, "tool_output": 1}
+    idx.status = rng.choice(np.array([0, 0, 0, 1, 2], np.uint8), n)
+    idx.kind = rng.choice(np.array([0, 0, 1], np.uint8), n)
+    idx.created = np.arange(n, dtype=np.int64)
+    idx.sorted_n = n
+    took = []
+    for _ in range(searches):
+        q = rng.integers(0, 2**63, size=idx.words, dtype=np.uint64)
+        t0 = time.perf_counter()
+        vector_index.nearest(idx, q, idx.mask({}), vector_index.RERANK)
+        took.append(time.perf_counter() - t0)
+    mib = sum(a.nbytes for a in (idx.rowids, idx.codes, idx.status, idx.kind, idx.created)) / 2**20
+    return {"stats": summary(took), "mib": mib}
+
+
 def store_bytes(db_path: str) -> int:
     return sum(os.path.getsize(db_path + s) for s in ("", "-wal") if os.path.exists(db_path + s))
 
@@ -301,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10000,100000", help="store sizes (nodes), comma-separated")
     ap.add_argument("--searches", type=int, default=100, help="searches per mode and size")
     ap.add_argument("--recall-samples", type=int, default=50, help="held-out queries for the first pass's recall")
+    ap.add_argument("--first-pass-sizes", default="1000000",
+                    help="sizes at which the first pass alone is timed on synthetic codes (beyond what is seeded)")
     ap.add_argument("--keep", help="build the store in this directory and keep it (default: a temp dir, removed)")
     args = ap.parse_args(argv)
     import signal
@@ -373,6 +403,10 @@ def main(argv: list[str] | None = None) -> int:
                                           **{m: {"p50_ms": round(summary(s)["median"] * 1000, 1),
                                                  "p95_ms": round(summary(s)["p95"] * 1000, 1)}
                                              for m, s in lat.items()}}), flush=True)
+        for n in (int(x) for x in args.first_pass_sizes.split(",") if x):
+            fp = first_pass_cost(n, provider.dim)
+            print(f"\nfirst pass alone at {n} synthetic codes ({fp['mib']:.0f} MiB of arrays): "
+                  f"{fmt_ms(fp['stats'])}", flush=True)
     finally:
         if caller is not None:
             caller.close()
