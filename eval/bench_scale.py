@@ -148,6 +148,8 @@ def seed(endpoint: str, db_path: str, source, target: int) -> int:
     from memtree import protocol
     from memtree.runtime.client import Caller
 
+    if node_count(db_path) >= target:  # a kept store (--keep) already this big
+        return 0
     lock = threading.Lock()
     sent = [0]
     done = threading.Event()
@@ -331,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recall-samples", type=int, default=50, help="held-out queries for the first pass's recall")
     ap.add_argument("--first-pass-sizes", default="1000000",
                     help="sizes at which the first pass alone is timed on synthetic codes (beyond what is seeded)")
-    ap.add_argument("--keep", help="build the store in this directory and keep it (default: a temp dir, removed)")
+    ap.add_argument("--keep", help="build the store in this directory and keep it (default: a temp dir, removed);"
+                                   " a store already there is grown, not rebuilt")
     args = ap.parse_args(argv)
     import signal
 
