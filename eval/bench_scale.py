@@ -92,13 +92,14 @@ def variant(text: str, v: int, vocab: list[str]) -> str:
     return IDENT.sub(swap, text)
 
 
-def payloads(files, vocab, project: str):
+def payloads(files, vocab, project: str, skip: int = 0):
     """Endless hook payloads (Read of a file, then a Grep and a Bash over it
-    every few files), variant after variant."""
-    v = 0
-    n = 0
+    every few files), variant after variant, after the first ``skip`` Reads
+    (a kept store already holds them: the same payload again is a duplicate)."""
+    v, first = divmod(skip, len(files))
+    n = skip
     while True:
-        for rel, text in files:
+        for rel, text in files[first:]:
             lines = variant(text, v, vocab).splitlines(keepends=True)[:2000]  # the CLI's Read cap
             if not lines:
                 continue
@@ -129,7 +130,7 @@ def payloads(files, vocab, project: str):
                        "tool_response": {"stdout": "".join(lines[a:a + 40]).rstrip("\n"), "stderr": "",
                                          "interrupted": False, "isImage": False, "noOutputExpected": False},
                        "tool_use_id": f"toolu_b{n}", "duration_ms": 12}
-        v += 1
+        v, first = v + 1, 0
 
 
 def node_count(db_path: str) -> int:
@@ -355,7 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         procs["writer"] = proc
         procs["walker.filter"] = start_actor("memtree.actors.walkers.filter", "walker.filter", paths, config)
         procs["walker.embed"] = start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
-        source = payloads(files, vocab, os.path.join(work, "project"))
+        conn = store_db.open_read(paths.db)
+        try:  # one file root per Read payload already stored
+            reads_done = conn.execute("SELECT count(*) FROM nodes WHERE kind = 'file'").fetchone()[0]
+        finally:
+            conn.close()
+        source = payloads(files, vocab, os.path.join(work, "project"), skip=reads_done)
         endpoint = paths.endpoint(protocol.SOCK_INGEST)
         built = 0.0
         sent = 0
