@@ -125,7 +125,8 @@ def test_first_pass_never_lets_nearer_non_live_vectors_starve_the_live_hit(store
     away = [-1.0] * (dim - 1) + [1.0]
 
     def add(n, prefix, status="live"):
-        ids = [w.call(protocol.AddNode(kind="note", content=f"{prefix} note number {i}", status=status))["id"]
+        # file chunks: notes are kept (no status change reaches them)
+        ids = [w.call(protocol.AddNode(kind="file_chunk", content=f"{prefix} chunk number {i}", status=status))["id"]
                for i in range(n)]
         hashes = dict(rows(paths, f"SELECT id, content_hash FROM nodes WHERE id IN ({','.join('?' * n)})", ids))
         return ids, hashes
