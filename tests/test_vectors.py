@@ -159,11 +159,11 @@ def test_first_pass_never_lets_nearer_non_live_vectors_starve_the_live_hit(store
         # The cache loaded above; a status change after it must reach the next query.
         w.call(protocol.SetStatus(ids=[hit], status="stale", reason="test"))
         assert [i for i, _ in knn(db, query, 5, model="m")] == mid
-        w.call(protocol.SetStatus(ids=near[:60], status="live", reason="test", expect=["stale"]))
-        back = {i for i, _ in knn(db, query, 60, model="m")}
-        assert back == set(near[:60])  # live again: found again, and nothing else ties with them
+        w.call(protocol.SetStatus(ids=near[:20], status="live", reason="test", expect=["stale"]))
+        back = {i for i, _ in knn(db, query, 20, model="m")}
+        assert back == set(near[:20])  # live again: found again, and nothing else ties with them
         w.call(protocol.Forget(node_id=near[0], reason="test"))
-        assert {i for i, _ in knn(db, query, 59, model="m")} == set(near[1:60])
+        assert {i for i, _ in knn(db, query, 19, model="m")} == set(near[1:20])
     finally:
         db.close()
 

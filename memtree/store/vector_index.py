@@ -28,6 +28,10 @@ import threading
 from memtree.runtime import optional
 
 RERANK = 4000  # first-pass candidates rescored exactly (recall@100 vs exact: eval/bench_scale)
+# Fewer matching vectors than this many times ``n``: the exact SQL scan is
+# cheaper than reranking (a rerank lookup cost ~3.5 scanned rows here:
+# eval/bench_scale at 2k and 10k), and it is exact.
+EXACT_FACTOR = 3
 TAIL_MAX = 4096  # unsorted appends before the arrays are sorted again
 GONE = 255  # status code of a slot whose vector left
 
@@ -247,9 +251,9 @@ def _sync(db, idx: _Codes, model: str, dim: int) -> None:
 
 def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | None = None):
     """nodes_vec rowids of at most ``n`` vectors of ``model`` whose nodes pass ``filters``, nearest
-    by the sign bits first; every match when there are no more than ``n``.
-    None when this pass cannot answer (no numpy, a parent/session filter
-    that SQL narrows better, a store without the m005 log)."""
+    by the sign bits first. None when the exact scan should answer: no more
+    than ``EXACT_FACTOR * n`` matches (cheaper and exact), no numpy, a
+    parent/session filter that SQL narrows better, a store without the m005 log."""
     if optional.missing("numpy") or filters.get("parent_id") or filters.get("session_id"):
         return None
     import numpy as np
@@ -273,9 +277,8 @@ def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | N
         finally:
             db.execute("RELEASE vector_index")
         mask = idx.mask(filters)
-        matching = int(mask.sum())
-        if matching <= n:
-            return idx.rowids[mask].tolist()
+        if int(mask.sum()) <= EXACT_FACTOR * n:
+            return None
         return idx.rowids[nearest(idx, q, mask, n)].tolist()
 
 

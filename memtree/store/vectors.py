@@ -64,8 +64,8 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
 
     With a model: the sign-bit first pass (store/vector_index.py) names at
     most ``RERANK`` (or 10 x k) candidates that already pass the filters, and only those
-    are scored exactly here, under the same SQL filters; it names every match
-    when there are no more, so a small store is searched exhaustively."""
+    are scored exactly here, under the same SQL filters. A store with few
+    matches (vector_index.EXACT_FACTOR) gets the exact scan."""
     filters = filters or {}
     blob = to_blob(query_vector)
     rowids = None
