@@ -94,8 +94,8 @@ def test_put_vectors_skips_nodes_not_indexed_or_with_other_content_and_checks_sh
 
 def test_supersede_keeps_the_newer_with_edge_and_scored_audit_and_refuses_nonsense(store):
     paths, w, node = store
-    old, _ = node("older near-duplicate note text")
-    new, _ = node("newer near-duplicate note text")
+    old, _ = node("older near-duplicate output text", kind="tool_output")  # a note is superseded only word for word
+    new, _ = node("newer near-duplicate output text", kind="tool_output")
     other_kind, _ = node("a chunk, another kind", kind="file_chunk")
     with pytest.raises(BadRequest, match="itself"):
         w.call(protocol.Supersede(keep_id=new, old_id=new, score=1.0))

@@ -78,7 +78,9 @@ def open_snapshot(db_path: str, timeout_s: float):
 
     try:
         conn = sqlite3.connect(f"file:{quote(db_path)}?mode=ro", uri=True, timeout=timeout_s)
-        conn.execute("SELECT 1 FROM nodes LIMIT 1")
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'nodes'").fetchone() is None:
+            conn.close()
+            return None
         return conn
     except sqlite3.Error:
         return None
