@@ -6,12 +6,36 @@ library's sqlite3 (no supervisor, no writer, no socket), builds
 memtree.recall.brief and prints it as ``additionalContext``. It must never
 block a session from starting: a missing, locked or broken store means no
 brief, and it always exits 0. Problems go to ``<store>/logs/hook.log``.
+
+The first session memtree sees in a project also says, in one line shown to
+the user (``systemMessage``), how many earlier transcripts Claude Code kept
+and the command that imports them; memtree never imports on its own. A
+marker in the store folder keeps it to once.
 """
 
 import os
 import sys
 
 BUSY_TIMEOUT_S = 0.2  # a writer mid-checkpoint: wait this long, then no brief
+
+
+OFFERED = "import-offered"  # in the store folder: the import was offered once
+
+
+def _import_offer(paths, sid) -> str | None:
+    """The one-line import notice, the first time only (memtree.ops.transcripts.notice)."""
+    marker = os.path.join(paths.store_dir, OFFERED)
+    if os.path.exists(marker):
+        return None
+    from memtree.ops import transcripts
+    from memtree.paths import makedirs_private
+
+    dirs = list(dict.fromkeys([paths.project_root, os.environ.get("CLAUDE_PROJECT_DIR") or paths.project_root]))
+    text = transcripts.notice(dirs, transcripts.import_command(), exclude_session=sid)
+    makedirs_private(paths.store_dir)
+    with open(marker, "w") as f:
+        f.write(text + "\n")
+    return text
 
 
 def run() -> None:
@@ -30,19 +54,22 @@ def run() -> None:
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else None
     sid = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     paths = mpaths.paths_for_cwd(mpaths.start_dir(fallback=cwd))
-    if not os.path.isfile(paths.db):
-        return
-    conn = recent_work.open_snapshot(paths.db, BUSY_TIMEOUT_S)
-    if conn is None:
-        return
-    try:
-        text = brief.build(conn, int(time.time() * 1000), sid, root=paths.project_root)
-    finally:
-        conn.close()
+    offer = _import_offer(paths, sid) if payload.get("source", "startup") == "startup" else None
+    text = None
+    conn = recent_work.open_snapshot(paths.db, BUSY_TIMEOUT_S) if os.path.isfile(paths.db) else None
+    if conn is not None:
+        try:
+            text = brief.build(conn, int(time.time() * 1000), sid, root=paths.project_root)
+        finally:
+            conn.close()
+    out = {}
+    if offer:
+        out["systemMessage"] = offer
     if text:
         from memtree.capture.claude_code import SESSION_EVENT, hook_output
 
-        out = hook_output(SESSION_EVENT, additionalContext=text)
+        out.update(hook_output(SESSION_EVENT, additionalContext=text))
+    if out:
         sys.stdout.write(json.dumps(out))
 
 

@@ -120,6 +120,20 @@ def _install_in_background(data: str) -> None:
                          stdout=log, stderr=log, start_new_session=True, cwd=data)
 
 
+def _import_offer(memtree_bin: str) -> str | None:
+    """How many earlier transcripts Claude Code kept for the project, and the command that
+    imports them once the environment is ready (memtree.ops.transcripts: standard library)."""
+    try:
+        if ROOT not in sys.path:
+            sys.path.insert(0, ROOT)
+        from memtree.ops import transcripts
+
+        project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        return transcripts.notice([project], f"{memtree_bin} import")
+    except Exception:  # noqa: BLE001 - the first session's message must go out regardless
+        return None
+
+
 def session_start(data: str) -> int:
     """Never blocks: ready -> the brief hook (stdin passed on); else the install goes to the background."""
     if ready(data):
@@ -133,6 +147,9 @@ def session_start(data: str) -> int:
         why = " The last attempt failed; retrying."
     msg = (f"memtree: setting up its Python environment in {p['venv']} (first run or update, about a minute; "
            f"log: {p['log']}).{why} Capture and memtree's tools start once it is done; nothing waits for it.")
+    offer = _import_offer(p["memtree"])
+    if offer:
+        msg += "\n" + offer
     print(json.dumps({"systemMessage": msg}))
     return 0
 

@@ -323,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{verb} {c.path} ({c.what})")
             if c.private and c.path.startswith(project + os.sep) and (note := keep_out_of_git(c.path)):
                 print(note)
+    if not args.dry:
+        from memtree.ops import transcripts
+
+        print(transcripts.notice([project], transcripts.import_command()))
     if tools is not None and "recall" not in tools:
         # Said once, after the files: the previews of large native outputs and the
         # session brief name recall calls, which this server will not list.

@@ -15,6 +15,8 @@ the hook's ``error``). ``calls()`` rebuilds that payload, so the import goes
 through the hook's own ingest plan. Lines are read one at a time, bounded; a
 line that is not JSON (a session still writing it, a cut file) is counted and
 skipped.
+
+Standard library only (the SessionStart hook and the plugin's bootstrap count transcripts with it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import json
 import os
 import re
 
-from memtree.capture.ingest import TOOLS
+TOOLS = ("Read", "Grep", "Bash")  # memtree.capture.ingest.TOOLS; not imported: the SessionStart hook loads this
 
 NAME_MAX = 200
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped unread, as the spool does
@@ -244,3 +246,28 @@ def _payload(entry: dict, block: dict, tool: str, tool_input: dict, session: Ses
     rewritten = _is_preview(response)
     ts = parse_ts(entry.get("timestamp")) or 0
     return Call(payload, ts, rewritten, spilled)
+
+
+def import_command() -> str:
+    """How this environment's ``memtree import`` is run."""
+    import shutil
+    import sys
+
+    here = os.path.join(os.path.dirname(sys.executable), "memtree")
+    if shutil.which("memtree") and os.path.realpath(shutil.which("memtree")) == os.path.realpath(here):
+        return "memtree import"
+    return f"{here} import" if os.path.isfile(here) else f"{sys.executable} -m memtree.cli import"
+
+
+def notice(project_dirs: list[str], command: str, exclude_session: str | None = None) -> str:
+    """One line: how many earlier sessions Claude Code kept for the project, and the command
+    that imports them (memtree never imports on its own)."""
+    folders = project_folders(project_dirs)
+    files = [f for d in folders for f in session_files(d)
+             if os.path.basename(f) != f"{exclude_session}.jsonl"]
+    if not files:
+        where = folders[0] if folders else os.path.join(config_dir(), "projects",
+                                                        folder_name(os.path.realpath(project_dirs[0])))
+        return f"memtree: no earlier Claude Code transcripts of this project (looked in {where})"
+    return (f"memtree: {len(files)} earlier Claude Code session transcript{'s' if len(files) != 1 else ''} of this "
+            f"project in {', '.join(folders)}; `{command}` stores their Read/Grep/Bash calls (not imported yet)")
