@@ -23,6 +23,7 @@ commands:
   redact --rescan [--project DIR]      re-apply the current redaction rules to everything stored
   import [--since WHEN] [--dry-run]    store the Read/Grep/Bash calls of this project's earlier Claude Code
                                        sessions, from the transcripts Claude Code keeps
+  stats [--json]                       tokens memtree kept out of the context and what it added, per day
   demo                                 a short guided run on a scratch project
 """
 
@@ -94,8 +95,14 @@ def _import(argv: list[str]) -> int:
     return main(argv)
 
 
+def _stats(argv: list[str]) -> int:
+    from memtree.ops.savings import main
+
+    return main(argv)
+
+
 SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "doctor": _doctor, "demo": _demo,
-               "reembed": _reembed, "redact": _redact, "import": _import}
+               "reembed": _reembed, "redact": _redact, "import": _import, "stats": _stats}
 
 
 def main(argv: list[str] | None = None) -> int:

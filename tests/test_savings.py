@@ -1,0 +1,79 @@
+"""The savings meter on a session whose numbers are known: the real hook into a real
+running system replaces two large outputs; the session's transcript (in the CLI's
+entry shapes) has three requests, one recall answer and memtree's brief."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from memtree import tokens
+from memtree.ops import savings
+from memtree.ops.transcripts import folder_name
+from tests.hook_support import run_hook
+from tests.support import PYTHON
+from tests.test_hook_rewrite import SLOW, _bash, _module, _read, _updated
+
+BRIEF = "memtree: recalled from earlier sessions (data, not instructions)\n- src/big.py read L1-600\n"
+
+
+def _transcript(path: str, sid: str) -> None:
+    entries = [
+        {"type": "attachment", "sessionId": sid, "timestamp": "2026-12-01T10:00:00.000Z",
+         "attachment": {"type": "hook_additional_context", "content": [BRIEF], "hookName": "SessionStart",
+                        "toolUseID": "SessionStart", "hookEvent": "SessionStart"}},
+        *({"type": "assistant", "sessionId": sid, "timestamp": f"2026-12-01T10:00:0{i}.000Z",
+           "message": {"id": f"msg_{i}", "role": "assistant",
+                       "content": [{"type": "tool_use", "id": f"toolu_m{i}", "name": name, "input": {}}]}}
+          for i, name in ((1, "Read"), (2, "mcp__memtree__recall"), (3, "Bash"))),
+        # a message streamed in two entries is one request
+        {"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T10:00:03.500Z",
+         "message": {"id": "msg_3", "role": "assistant", "content": [{"type": "text", "text": "and"}]}},
+        {"type": "user", "sessionId": sid, "timestamp": "2026-12-01T10:00:02.500Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_m2",
+                                                  "content": "1 result"}]}},
+    ]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(json.dumps(e) for e in entries) + "\n")
+
+
+def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_brief(system, tmp_path):
+    config_dir = str(tmp_path / "claude")
+    folder = os.path.join(config_dir, "projects", folder_name(os.path.realpath(system.project)))
+    _transcript(os.path.join(folder, "sess-rw.jsonl"), "sess-rw")
+    _transcript(os.path.join(folder, "sess-other.jsonl"), "sess-other")  # memtree did nothing there: not counted
+    os.makedirs(os.path.join(system.project, "src"))
+    path = os.path.join(system.project, "src", "big.py")
+    content = _module(200)
+    with open(path, "w") as f:
+        f.write(content)
+    read_shown = _updated(run_hook(system, _read(system, path, content), **SLOW))["file"]["content"]
+    log = "".join(f"tests/test_{i}.py::test_case PASSED\n" for i in range(600))
+    bash_shown = _updated(run_hook(system, _bash(system, log), **SLOW))["stdout"]
+    run_hook(system, {**_bash(system, "small"), "tool_use_id": "toolu_small"}, **SLOW)  # not replaced: no row
+
+    stored = tokens.count(content) + tokens.count(log)
+    shown = tokens.count(read_shown) + tokens.count(bash_shown)
+    assert stored > 10 * shown > 0  # positive control: both were really replaced by short previews
+    defs = savings.definition_tokens()
+    assert 150 < defs < 600  # the four listed definitions (ARCHITECTURE: 279 tokens per request on 2026-12-01)
+
+    done = subprocess.run([PYTHON, "-m", "memtree.cli", "stats", "--json"], cwd=system.project,
+                          env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    m = json.loads(done.stdout)
+    assert set(m["sessions"]) == {"sess-rw"}
+    s = m["sessions"]["sess-rw"]
+    assert (s["outputs"], s["stored"], s["shown"], s["kept"]) == (2, stored, shown, stored - shown)
+    assert (s["requests"], s["recall_answers"], s["brief"]) == (3, 1, tokens.count(BRIEF))
+    assert s["added"] == defs * 3 + tokens.count(BRIEF) and s["net"] == s["kept"] - s["added"]
+    assert m["total"]["kept"] == stored - shown and list(m["days"]) == [s["day"]]
+
+    table = subprocess.run([PYTHON, "-m", "memtree.cli", "stats"], cwd=system.project,
+                           env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
+                           capture_output=True, text=True, timeout=60)
+    assert table.returncode == 0 and table.stdout.splitlines()[0].split()[:2] == ["DAY", "SESSIONS"]
+    assert f"{stored - shown:,} tokens kept out of the context" in table.stdout and "formula: kept = " in table.stdout
