@@ -77,3 +77,16 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
                            capture_output=True, text=True, timeout=60)
     assert table.returncode == 0 and table.stdout.splitlines()[0].split()[:2] == ["DAY", "SESSIONS"]
     assert f"{stored - shown:,} tokens kept out of the context" in table.stdout and "formula: kept = " in table.stdout
+
+    env = {**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir}
+    status = subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status"], cwd=system.project, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0 and savings.summary_line(m) in status.stdout.splitlines(), status.stdout
+    status_json = json.loads(subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"],
+                                            cwd=system.project, env=env, capture_output=True, text=True,
+                                            timeout=60).stdout)
+    assert status_json["savings"] == m["total"]
+    doctor = json.loads(subprocess.run([PYTHON, "-m", "memtree.cli", "doctor", "--json"], cwd=system.project, env=env,
+                                       capture_output=True, text=True, timeout=300).stdout)
+    [row] = [r for r in doctor["checks"] if r["check"] == "savings"]
+    assert row["status"] == "ok" and row["message"].startswith(f"{stored - shown:,} tokens kept out of the context")

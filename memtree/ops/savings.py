@@ -32,7 +32,9 @@ def definition_tokens(listed: tuple[str, ...] | None = None) -> int:
     names = listed or tool_table.LISTED
     defs = [{"name": f"mcp__memtree__{n}", "description": tool_table.TOOLS[n].description,
              "input_schema": tool_table.input_schema(tool_table.TOOLS[n])} for n in names]
-    return tokens.count(json.dumps(defs), is_json=True)
+    # Counted as the context A/B counts a request's tools (eval/context_ab/run.py "defs"): 300 there
+    # on 2026-12-01, exactly the difference between its memtree and native arms' tool lists.
+    return tokens.count(json.dumps(defs, ensure_ascii=False))
 
 
 class SessionUse:
