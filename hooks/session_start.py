@@ -19,7 +19,17 @@ import sys
 BUSY_TIMEOUT_S = 0.2  # a writer mid-checkpoint: wait this long, then no brief
 
 
+WATCH_MAX = 200  # watchPaths: the files of the newest live chunks, at most this many
+
 OFFERED = "import-offered"  # in the store folder: the import was offered once
+
+
+def watch_paths(conn, root: str) -> list[str]:
+    """The files Claude Code should watch for the FileChanged hook: those memtree holds live
+    chunks of (newest first, bounded), that still exist (a watch on a missing path is useless)."""
+    from memtree.store import watched
+
+    return [p for p in watched.live_files(conn, root, WATCH_MAX) if os.path.isfile(p)]
 
 
 def _import_offer(paths, sid) -> str | None:
@@ -55,20 +65,33 @@ def run() -> None:
     sid = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     paths = mpaths.paths_for_cwd(mpaths.start_dir(fallback=cwd))
     offer = _import_offer(paths, sid) if payload.get("source", "startup") == "startup" else None
-    text = None
+    now = int(time.time() * 1000)
+    text, watch, first = None, [], None
     conn = recent_work.open_snapshot(paths.db, BUSY_TIMEOUT_S) if os.path.isfile(paths.db) else None
-    if conn is not None:
-        try:
-            text = brief.build(conn, int(time.time() * 1000), sid, root=paths.project_root)
-        finally:
+    try:
+        if payload.get("source") in ("compact", "resume"):
+            from memtree.recall import compaction
+
+            first = compaction.lead(conn, sid, payload.get("transcript_path"), now, root=paths.project_root,
+                                    compacting=payload.get("source") == "compact")
+        if conn is not None:
+            text = brief.build(conn, now, sid, root=paths.project_root)
+            watch = watch_paths(conn, paths.project_root)
+    finally:
+        if conn is not None:
             conn.close()
-    out = {}
+    text = "\n".join(t for t in (first, text) if t) or None
+    out, specific = {}, {}
     if offer:
         out["systemMessage"] = offer
+    if watch:
+        specific["watchPaths"] = watch
     if text:
+        specific["additionalContext"] = text
+    if specific:
         from memtree.capture.claude_code import SESSION_EVENT, hook_output
 
-        out.update(hook_output(SESSION_EVENT, additionalContext=text))
+        out.update(hook_output(SESSION_EVENT, **specific))
     if out:
         sys.stdout.write(json.dumps(out))
 

@@ -59,6 +59,9 @@ def _assert_our_hooks(settings: dict) -> None:
         assert os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith(os.path.join("hooks", "launch.py"))
     [stop] = settings["hooks"]["Stop"]
     assert "matcher" not in stop and shlex.split(stop["hooks"][0]["command"]) == [*hook_argv(), "stop"]
+    for event, arg in (("PostCompact", "post-compact"), ("FileChanged", "file-changed")):
+        [group] = settings["hooks"][event]
+        assert "matcher" not in group and shlex.split(group["hooks"][0]["command"]) == [*hook_argv(), arg]
 
 
 def _no_transcripts(project) -> str:
