@@ -5,7 +5,7 @@ Runs as ``<python> -I -S hooks/launch.py file-changed`` (registered by
 SessionStart or FileChanged hook returned as ``watchPaths`` (chokidar, a write
 counts once it has been stable 500 ms; verified in -p mode) and runs this with
 ``{file_path, event: change|add|unlink}``. The hook reads the store read-only,
-sends the writer ``SetStatus(stale, expect=[live])`` for the file's live chunks
+sends the writer ``SetStatus(stale, expect=[live, pending])`` for the file's chunks
 whose mtime no longer matches (the reason names the new mtime), and answers
 with the refreshed ``watchPaths`` (memtree.hooks.session_start.watch_paths,
 read before the change is applied: the file just edited stays watched, as it
@@ -59,7 +59,7 @@ def run() -> None:
         conn.close()
     if ids:
         rid, frame = protocol.encode_call(protocol.SetStatus(ids=ids, status="stale", reason=reason,
-                                                             expect=["live"]), src="file-changed")
+                                                             expect=["live", "pending"]), src="file-changed")
         try:
             zmtp.request(paths.endpoint(protocol.SOCK_WRITE), [frame], 2.0)
         except zmtp.ZmtpError:

@@ -3,10 +3,13 @@ compaction summary and what the session touched since.
 
 On 2.1.197 the SessionStart ``compact`` hook runs before PostCompact (verified:
 ~0.5 s earlier), so the summary of the compaction that just happened is not in
-the store yet; it is already in the transcript (the ``isCompactSummary`` user
-message, written before SessionStart), which is read from its end, bounded. On
-``resume`` the store's copy (kept by the PostCompact hook) is used when the
-transcript has none. Framed as recalled data, neutralised, redacted, at most
+the store yet, nor in the transcript (its ``isCompactSummary`` message is dated
+before SessionStart but written after the hooks: a hook that waited 1.5 s for it
+saw nothing); the model gets it as the conversation's first message anyway. So
+after ``compact`` the block leads with what the session touched (what a summary
+tends to drop), plus the newest summary already kept (an earlier compaction);
+after ``resume`` with the summary, from the transcript (read from its end,
+bounded) or the store's copy (kept by the PostCompact hook). Framed as recalled data, neutralised, redacted, at most
 ``BUDGET_TOKENS``. Standard library only (the SessionStart hook runs this).
 """
 
@@ -23,6 +26,7 @@ from memtree.store import compactions
 BUDGET_TOKENS = 900
 TAIL_BYTES = 4 * 1024 * 1024  # how much of a transcript's end is searched for the summary
 TOUCHED = 12
+JUST_NOW_MS = 60_000
 
 
 def _from_transcript(path) -> tuple[str, int] | None:
@@ -64,23 +68,31 @@ def _line(item: dict, root: str | None, after: bool) -> str:
 
 
 def lead(conn, session_id: str | None, transcript_path, now_ms: int, root: str | None = None,
-         budget: int = BUDGET_TOKENS) -> str | None:
+         budget: int = BUDGET_TOKENS, compacting: bool = False) -> str | None:
     """The block that leads the brief, or None when the session has no compaction summary."""
     if not session_id:
         return None
     found = _from_transcript(transcript_path)
+    if compacting and found and found[1] >= now_ms - JUST_NOW_MS:
+        found = None  # this compaction's own summary (if already written): the conversation opens with it
     if found is None and conn is not None:
         stored = compactions.latest_summary(conn, session_id)
         found = (stored[1], stored[2]) if stored else None
-    if found is None:
-        return None
-    summary, at = found
     items = compactions.touched(conn, session_id, TOUCHED) if conn is not None else []
-    head = (f"This session was compacted {render.age(at, now_ms)}; its summary, then what the session touched "
-            f"(newest first; * = after the summary; memtree recall ids=<id> shows one):")
-    rest = "\n".join(_line(i, root, i["created_at"] > at) for i in items)
+    if found is None and not (compacting and items):
+        return None
+    summary, at = found if found else ("", now_ms)
+    if compacting:
+        head = ("This session was just compacted (Claude Code's summary opens the conversation); what it touched, "
+                "newest first (memtree recall ids=<id> shows one)" + (f"; then memtree's copy of an earlier summary, "
+                                                                      f"{render.age(at, now_ms)}:" if found else ":"))
+    else:
+        head = (f"This session was compacted {render.age(at, now_ms)}; its summary, then what the session touched "
+                f"(newest first; * = after the summary; memtree recall ids=<id> shows one):")
+    rest = "\n".join(_line(i, root, bool(found) and not compacting and i["created_at"] > at) for i in items)
     room = budget - tokens.count(head) - tokens.count(rest) - tokens.count(render.recalled("", 'kind="compaction"')) - 4
     summary = tokens.fit(summary, max(room, budget // 3))
-    body = redact_text(render.neutralise("\n".join(p for p in (head, summary, rest) if p)))[0]
+    parts = (head, rest, summary) if compacting else (head, summary, rest)
+    body = redact_text(render.neutralise("\n".join(p for p in parts if p)))[0]
     text = render.recalled(body, 'kind="compaction"')
     return tokens.fit(text, budget) if tokens.count(text) > budget else text

@@ -7,8 +7,8 @@ from memtree.store.live import status_clause
 
 
 def live_files(conn, root: str, limit: int) -> list[str]:
-    """Paths inside ``root`` with live file chunks, most recently captured first."""
-    where, params = status_clause("n")
+    """Paths inside ``root`` with live (or just captured, pending) file chunks, newest first."""
+    where, params = status_clause("n", ("live", "pending"))
     prefix = "file://" + root.rstrip("/") + "/"
     rows = conn.execute(
         f"SELECT p.source_uri, max(n.created_at) AS at FROM nodes n JOIN nodes p ON p.id = n.parent_id"
@@ -19,9 +19,9 @@ def live_files(conn, root: str, limit: int) -> list[str]:
 
 
 def live_chunks(conn, path: str) -> list[tuple[str, int, int]]:
-    """(id, mtime, created_at) of the live chunks of one file: under its root, and grep hits
-    whose ``file://`` uri names it."""
-    where, params = status_clause("n")
+    """(id, mtime, created_at) of the live or pending chunks of one file: under its root, and
+    grep hits whose ``file://`` uri names it."""
+    where, params = status_clause("n", ("live", "pending"))
     uri = f"file://{path}"
     rows = conn.execute(
         f"SELECT n.id, n.mtime, n.created_at FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id"
