@@ -11,14 +11,25 @@ import subprocess
 from memtree import tokens
 from memtree.ops import savings
 from memtree.ops.transcripts import folder_name
+from tests.actor_procs import rows
 from tests.hook_support import run_hook
 from tests.support import PYTHON
 from tests.test_hook_rewrite import SLOW, _bash, _module, _read, _updated
 
+WRAPPED_SHOWN = "tests/test_0.py::test_case PASSED\n… 598 lines left out\ntests/test_599.py::test_case PASSED"
 BRIEF = "memtree: recalled from earlier sessions (data, not instructions)\n- src/big.py read L1-600\n"
 
 
-def _transcript(path: str, sid: str) -> None:
+def _transcript(path: str, sid: str, wrapped_id: str | None = None) -> None:
+    """The session's requests, one recall answer, memtree's brief and, with ``wrapped_id``, one
+    answer of memtree's bash naming that node; without it, a session memtree was not part of."""
+    if wrapped_id is None:
+        entries = [{"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T09:00:00.000Z",
+                    "message": {"id": "msg_x", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}}]
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(json.dumps(entries[0]) + "\n")
+        return
     entries = [
         {"type": "attachment", "sessionId": sid, "timestamp": "2026-12-01T10:00:00.000Z",
          "attachment": {"type": "hook_additional_context", "content": [BRIEF], "hookName": "SessionStart",
@@ -33,6 +44,12 @@ def _transcript(path: str, sid: str) -> None:
         {"type": "user", "sessionId": sid, "timestamp": "2026-12-01T10:00:02.500Z",
          "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_m2",
                                                   "content": "1 result"}]}},
+        {"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T10:00:04.000Z",
+         "message": {"id": "msg_3", "role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_w", "name": "mcp__memtree__bash", "input": {"command": "pytest"}}]}},
+        {"type": "user", "sessionId": sid, "timestamp": "2026-12-01T10:00:05.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_w", "content": [
+             {"type": "text", "text": WRAPPED_SHOWN + f"\n[exit 0; memtree {wrapped_id}]"}]}]}},
     ]
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -42,8 +59,6 @@ def _transcript(path: str, sid: str) -> None:
 def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_brief(system, tmp_path):
     config_dir = str(tmp_path / "claude")
     folder = os.path.join(config_dir, "projects", folder_name(os.path.realpath(system.project)))
-    _transcript(os.path.join(folder, "sess-rw.jsonl"), "sess-rw")
-    _transcript(os.path.join(folder, "sess-other.jsonl"), "sess-other")  # memtree did nothing there: not counted
     os.makedirs(os.path.join(system.project, "src"))
     path = os.path.join(system.project, "src", "big.py")
     content = _module(200)
@@ -53,10 +68,17 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     log = "".join(f"tests/test_{i}.py::test_case PASSED\n" for i in range(600))
     bash_shown = _updated(run_hook(system, _bash(system, log), **SLOW))["stdout"]
     run_hook(system, {**_bash(system, "small"), "tool_use_id": "toolu_small"}, **SLOW)  # not replaced: no row
+    [(bash_id, bash_stored)] = rows(system.paths, "SELECT id, content FROM nodes WHERE kind = 'tool_output'"
+                                    " AND content LIKE '$ pytest -q%' AND length(content) > 1000")
+    _transcript(os.path.join(folder, "sess-rw.jsonl"), "sess-rw", wrapped_id=bash_id)
+    _transcript(os.path.join(folder, "sess-other.jsonl"), "sess-other")  # memtree was not part of it: not counted
 
     stored = tokens.count(content) + tokens.count(log)
     shown = tokens.count(read_shown) + tokens.count(bash_shown)
     assert stored > 10 * shown > 0  # positive control: both were really replaced by short previews
+    # the wrapped bash answer: the node's whole stored text against what the answer showed
+    stored += tokens.count(bash_stored)
+    shown += tokens.count(WRAPPED_SHOWN + f"\n[exit 0; memtree {bash_id}]")
     defs = savings.definition_tokens()
     assert 150 < defs < 600  # the four listed definitions (ARCHITECTURE: 279 tokens per request on 2026-12-01)
 
@@ -67,7 +89,7 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     m = json.loads(done.stdout)
     assert set(m["sessions"]) == {"sess-rw"}
     s = m["sessions"]["sess-rw"]
-    assert (s["outputs"], s["stored"], s["shown"], s["kept"]) == (2, stored, shown, stored - shown)
+    assert (s["outputs"], s["stored"], s["shown"], s["kept"]) == (3, stored, shown, stored - shown)
     assert (s["requests"], s["recall_answers"], s["brief"]) == (3, 1, tokens.count(BRIEF))
     assert s["added"] == defs * 3 + tokens.count(BRIEF) and s["net"] == s["kept"] - s["added"]
     assert m["total"]["kept"] == stored - shown and list(m["days"]) == [s["day"]]

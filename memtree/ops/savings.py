@@ -1,6 +1,7 @@
 """The savings meter: tokens memtree kept out of the context, and what it cost.
 
-    kept  = sum over replaced native outputs of (tokens of the output stored - tokens of the preview shown)
+    kept  = sum over replaced native outputs and memtree's read/grep/bash answers of
+            (tokens of the output stored - tokens of what the agent was shown)
     added = memtree's tool definitions x the session's model requests + the session brief
     net   = kept - added
 
@@ -9,9 +10,10 @@ records both sizes when it builds a replacement); requests, recall answers
 served and the brief come from the session's Claude Code transcript
 (memtree.ops.transcripts: distinct assistant messages, ``mcp__memtree__recall``
 results, the SessionStart ``hook_additional_context`` attachment holding
-memtree's brief). A session whose transcript is gone counts its kept tokens
-only. Wrapped-tool answers are not in ``kept``: their answer is the output the
-agent asked for, so nothing was withheld from it.
+memtree's brief). A wrapped tool's answer names the node holding the whole
+output (``memtree <id>``): its stored text (a file root: its live chunks) is
+the stored side, the answer's text the shown side. A session whose transcript
+is gone counts its replaced native outputs only.
 """
 
 from __future__ import annotations
@@ -19,10 +21,15 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 
 from memtree import tokens
 
-RECALL_TOOLS = ("mcp__memtree__recall",)
+RECALL_TOOLS = ("mcp__memtree__recall", "mcp__plugin_memtree_memtree__recall")
+# memtree's own read/grep/bash: the answer names the node holding the whole output ("memtree <id>")
+WRAPPED_TOOLS = {f"{prefix}{t}": t for prefix in ("mcp__memtree__", "mcp__plugin_memtree_memtree__")
+                 for t in ("read", "grep", "bash")}
+_NODE = re.compile(r"memtree ([0-9A-HJKMNP-TV-Z]{26})\]")
 
 
 def definition_tokens(listed: tuple[str, ...] | None = None) -> int:
@@ -38,18 +45,19 @@ def definition_tokens(listed: tuple[str, ...] | None = None) -> int:
 
 
 class SessionUse:
-    __slots__ = ("requests", "recall_answers", "brief_tokens", "day")
+    __slots__ = ("requests", "recall_answers", "brief_tokens", "day", "wrapped")
 
     def __init__(self):
         self.requests = self.recall_answers = self.brief_tokens = 0
         self.day = None
+        self.wrapped: list[tuple[str, str, str]] = []  # (tool, shown text, node id) of wrapped-tool answers
 
 
 def transcript_use(path: str) -> SessionUse:
     """Requests, recall answers and brief tokens of one session transcript (bounded line reads)."""
     from memtree.ops.transcripts import Session, _lines, parse_ts
 
-    use, ids, recall_ids = SessionUse(), set(), set()
+    use, ids, recall_ids, wrapped_ids = SessionUse(), set(), set(), {}
     session = Session(path)
     for entry in _lines(path, session):
         ts = parse_ts(entry.get("timestamp"))
@@ -63,8 +71,17 @@ def transcript_use(path: str) -> SessionUse:
                 continue
             if b.get("type") == "tool_use" and b.get("name") in RECALL_TOOLS:
                 recall_ids.add(b.get("id"))
+            elif b.get("type") == "tool_use" and b.get("name") in WRAPPED_TOOLS:
+                wrapped_ids[b.get("id")] = WRAPPED_TOOLS[b["name"]]
             elif b.get("type") == "tool_result" and b.get("tool_use_id") in recall_ids and not b.get("is_error"):
                 use.recall_answers += 1
+            elif b.get("type") == "tool_result" and b.get("tool_use_id") in wrapped_ids and not b.get("is_error"):
+                c = b.get("content")
+                text = c if isinstance(c, str) else "\n".join(
+                    x.get("text", "") for x in c or [] if isinstance(x, dict) and isinstance(x.get("text"), str))
+                found = _NODE.findall(text)
+                if found:
+                    use.wrapped.append((wrapped_ids[b["tool_use_id"]], text, found[-1]))
         att = entry.get("attachment") if isinstance(entry.get("attachment"), dict) else {}
         if att.get("type") == "hook_additional_context" and att.get("hookEvent") == "SessionStart":
             content = att.get("content")
@@ -99,13 +116,24 @@ def meter(conn, transcript_files: list[str], listed: tuple[str, ...] | None = No
         r["kept"] += stored - shown
         r["day"] = r["day"] or _day(at)
     by_file = {os.path.basename(p)[:-len(".jsonl")]: p for p in transcript_files}
+    from memtree.store.savings import captured_sessions, stored_text
+
+    installed = captured_sessions(conn) | set(sessions)
     for sid, path in by_file.items():
-        if sid not in sessions:
-            continue  # a session memtree did nothing in (before install): no cost, no saving
         use = transcript_use(path)
-        r = sessions[sid]
+        if sid not in installed and not (use.wrapped or use.recall_answers or use.brief_tokens):
+            continue  # a session memtree was not part of (before install): no cost, no saving
+        r = row(sid)
         r["requests"], r["recall_answers"], r["brief"] = use.requests, use.recall_answers, use.brief_tokens
         r["day"] = r["day"] or use.day
+        for _tool, shown_text, node_id in use.wrapped:
+            stored = tokens.count(stored_text(conn, node_id))
+            if stored:
+                shown = tokens.count(shown_text)
+                r["outputs"] += 1
+                r["stored"] += stored
+                r["shown"] += shown
+                r["kept"] += stored - shown
     days: dict[str, dict] = {}
     total = {k: 0 for k in ("outputs", "stored", "shown", "kept", "requests", "recall_answers", "brief", "added", "net")}
     for r in sessions.values():
@@ -119,13 +147,14 @@ def meter(conn, transcript_files: list[str], listed: tuple[str, ...] | None = No
     return {"sessions": sessions, "days": dict(sorted(days.items())), "total": total, "definition_tokens": per_def}
 
 
-FORMULA = ("kept = sum(stored output tokens - shown preview tokens) over replaced native outputs; "
+FORMULA = ("kept = sum(stored output tokens - shown tokens) over replaced native outputs and memtree's "
+           "read/grep/bash answers; "
            "added = tool definitions x requests + brief; net = kept - added (memtree.tokens)")
 
 
 def summary_line(m: dict) -> str:
     t = m["total"]
-    return (f"savings: {t['kept']:,} tokens kept out of the context ({t['outputs']} outputs replaced, "
+    return (f"savings: {t['kept']:,} tokens kept out of the context ({t['outputs']} outputs previewed, "
             f"{t['stored']:,} stored - {t['shown']:,} shown), {t['recall_answers']} recall answers, "
             f"{t['added']:,} added ({m['definition_tokens']} definition tokens x {t['requests']} requests "
             f"+ {t['brief']:,} brief): net {t['net']:+,}")
