@@ -134,21 +134,39 @@ def test_import_stores_each_call_once_dated_redacted_and_refuses_forgotten(syste
     assert set(_captures(system)) == set(caps)  # nothing new
 
 
+def _recall_over_mcp(system, query: str) -> str:
+    """memtree's recall tool, through a real `memtree serve` front over stdio (the MCP SDK client)."""
+    from anyio.from_thread import start_blocking_portal
+    from mcp import Client, StdioServerParameters
+
+    from tests.support import COLD_START_S, PYTHON
+
+    env = {**os.environ, **system.env}
+    params = StdioServerParameters(command=PYTHON, args=["-m", "memtree.cli", "serve"], env=env, cwd=system.project)
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:
+            res = portal.call(client.call_tool, "recall", {"query": query})
+    assert not res.is_error, res
+    return "\n".join(c.text for c in res.content if getattr(c, "type", "") == "text")
+
+
 def test_a_fact_known_only_from_an_imported_session_is_found(system, tmp_path):
     from memtree.recall import search
     from memtree.store.db import open_read
 
     _folder, env = _setup(system, tmp_path)
     os.remove(os.path.join(system.project, "README.md"))  # the fact is nowhere on disk now
+    before = _recall_over_mcp(system, "heronbay codename")  # negative control: before the import
+    assert "0 result(s)" in before and "the codename is heronbay" not in before, before
+    done = fx.run_import(system.project, env)
+    assert done.returncode == 0, done.stderr
     conn = open_read(system.paths.db)
-    try:
-        assert search.keyword(conn, "heronbay", {}, 5) == []  # negative control: nothing before the import
-        done = fx.run_import(system.project, env)
-        assert done.returncode == 0, done.stderr
-        hits = wait_until(lambda: search.keyword(conn, "heronbay", {}, 5), timeout=30, what="heronbay found")
+    try:  # the filter walker makes the imported capture live
+        wait_until(lambda: search.keyword(conn, "heronbay", {}, 5), timeout=30, what="heronbay live")
     finally:
         conn.close()
-    assert [h[0]["source_uri"].rsplit("/", 1)[-1] for h in hits] == ["README.md#L1-3"]
+    answer = _recall_over_mcp(system, "heronbay codename")
+    assert "the codename is heronbay" in answer and "README.md" in answer, answer
 
 
 def test_dry_run_stores_nothing_and_counts_what_would_be_stored(system, tmp_path):
@@ -186,3 +204,35 @@ def test_no_transcripts_says_where_it_looked(system, tmp_path):
     assert done.returncode == 0 and "no Claude Code transcripts" in done.stdout
     assert transcripts.folder_name(os.path.realpath(system.project)) in done.stdout
     assert json.dumps(done.stdout)  # one plain line
+
+
+def test_the_progress_bar_goes_to_a_terminal_only(system, tmp_path):
+    import pty
+    import subprocess
+
+    from tests.support import PYTHON
+
+    _folder, env = _setup(system, tmp_path)
+    piped = fx.run_import(system.project, env, "--dry-run")
+    assert "sessions," not in piped.stderr and "[" not in piped.stderr  # negative: stderr is a pipe here
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run([PYTHON, "-m", "memtree.cli", "import", "--dry-run"], cwd=system.project, env=env,
+                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=300)
+        os.close(slave)
+        slave = None
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO once the writer side is closed and drained
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert done.returncode == 0 and _summary(done.stdout)["would store"] == 14
+    assert b"\r[##############################] 5/5 sessions, 15 calls" in out, out
