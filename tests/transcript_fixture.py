@@ -56,7 +56,7 @@ def place(project: str, config_dir: str, copies: int = 1) -> str:
                 out = out.replace("toolu_", f"toolu_c{k}_")  # a tool_use and its result stay paired
             with open(os.path.join(folder, f"{new_sid}.jsonl"), "w", encoding="utf-8") as f:
                 f.write(out)
-            spill = os.path.join(EXTENDED, sid)
+            spill = os.path.join(FIXTURE, "real", sid)  # tool-results/ are kept once, with the real sessions
             if os.path.isdir(spill):
                 shutil.copytree(spill, os.path.join(folder, new_sid), dirs_exist_ok=True)
     return folder
