@@ -57,7 +57,7 @@ def _forget_notes(project: str, home: str) -> None:
     ingest = Caller(paths.endpoint(protocol.SOCK_INGEST), src="bench", timeout_ms=10000)
     write = Caller(paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=10000)
     try:
-        [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["ids"]
+        [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["stored"]
         write.call(protocol.Forget(node_id=nid, reason="bench: forgotten before the import"))
     finally:
         ingest.close()

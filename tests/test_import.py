@@ -62,7 +62,7 @@ def _forget_notes_first(system) -> None:
     ingest = Caller(system.paths.endpoint(protocol.SOCK_INGEST), src="test", timeout_ms=10000)
     write = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
     try:
-        [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["ids"]
+        [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["stored"]
         write.call(protocol.Forget(node_id=nid, reason="user asked"))
     finally:
         ingest.close()

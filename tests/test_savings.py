@@ -20,9 +20,11 @@ WRAPPED_SHOWN = "tests/test_0.py::test_case PASSED\n… 598 lines left out\ntest
 BRIEF = "memtree: recalled from earlier sessions (data, not instructions)\n- src/big.py read L1-600\n"
 
 
-def _transcript(path: str, sid: str, wrapped_id: str | None = None) -> None:
-    """The session's requests, one recall answer, memtree's brief and, with ``wrapped_id``, one
-    answer of memtree's bash naming that node; without it, a session memtree was not part of."""
+def _transcript(path: str, sid: str, wrapped_id: str | None = None, replaced: dict | None = None) -> None:
+    """The session's requests, one recall answer, memtree's brief, the native calls the hook
+    replaced (``replaced``: tool_use_id -> (tool, the replacement Claude Code keeps as
+    toolUseResult)) and, with ``wrapped_id``, one answer of memtree's bash naming that node;
+    without it, a session memtree was not part of."""
     if wrapped_id is None:
         entries = [{"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T09:00:00.000Z",
                     "message": {"id": "msg_x", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}}]
@@ -37,7 +39,14 @@ def _transcript(path: str, sid: str, wrapped_id: str | None = None) -> None:
         *({"type": "assistant", "sessionId": sid, "timestamp": f"2026-12-01T10:00:0{i}.000Z",
            "message": {"id": f"msg_{i}", "role": "assistant",
                        "content": [{"type": "tool_use", "id": f"toolu_m{i}", "name": name, "input": {}}]}}
-          for i, name in ((1, "Read"), (2, "mcp__memtree__recall"), (3, "Bash"))),
+          for i, name in ((1, "Grep"), (2, "mcp__memtree__recall"), (3, "Glob"))),
+        *(e for tuid, (tool, result) in (replaced or {}).items() for e in (
+            {"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T10:00:01.000Z",
+             "message": {"id": "msg_1", "role": "assistant",
+                         "content": [{"type": "tool_use", "id": tuid, "name": tool, "input": {}}]}},
+            {"type": "user", "sessionId": sid, "timestamp": "2026-12-01T10:00:01.500Z", "toolUseResult": result,
+             "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tuid,
+                                                      "content": "(as rendered)"}]}})),
         # a message streamed in two entries is one request
         {"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T10:00:03.500Z",
          "message": {"id": "msg_3", "role": "assistant", "content": [{"type": "text", "text": "and"}]}},
@@ -64,19 +73,24 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     content = _module(200)
     with open(path, "w") as f:
         f.write(content)
-    read_shown = _updated(run_hook(system, _read(system, path, content), **SLOW))["file"]["content"]
+    read_updated = _updated(run_hook(system, _read(system, path, content), **SLOW))
+    read_shown = read_updated["file"]["content"]
     log = "".join(f"tests/test_{i}.py::test_case PASSED\n" for i in range(600))
-    bash_shown = _updated(run_hook(system, _bash(system, log), **SLOW))["stdout"]
+    bash_updated = _updated(run_hook(system, _bash(system, log), **SLOW))
+    bash_shown = bash_updated["stdout"]
     run_hook(system, {**_bash(system, "small"), "tool_use_id": "toolu_small"}, **SLOW)  # not replaced: no row
     [(bash_id, bash_stored)] = rows(system.paths, "SELECT id, content FROM nodes WHERE kind = 'tool_output'"
                                     " AND content LIKE '$ pytest -q%' AND length(content) > 1000")
-    _transcript(os.path.join(folder, "sess-rw.jsonl"), "sess-rw", wrapped_id=bash_id)
+    _transcript(os.path.join(folder, "sess-rw.jsonl"), "sess-rw", wrapped_id=bash_id,
+                replaced={"toolu_rw": ("Read", read_updated), "toolu_rw2": ("Bash", bash_updated)})
     _transcript(os.path.join(folder, "sess-other.jsonl"), "sess-other")  # memtree was not part of it: not counted
 
-    stored = tokens.count(content) + tokens.count(log)
+    [(read_stored,)] = rows(system.paths, "SELECT content FROM nodes WHERE kind = 'file_chunk'")
+    assert read_stored == content  # under capture.maxBytes: stored whole
+    stored = tokens.count(read_stored) + tokens.count(bash_stored)
     shown = tokens.count(read_shown) + tokens.count(bash_shown)
     assert stored > 10 * shown > 0  # positive control: both were really replaced by short previews
-    # the wrapped bash answer: the node's whole stored text against what the answer showed
+    # the wrapped bash answer (naming the same node here): its stored text against what the answer showed
     stored += tokens.count(bash_stored)
     shown += tokens.count(WRAPPED_SHOWN + f"\n[exit 0; memtree {bash_id}]")
     defs = savings.definition_tokens()

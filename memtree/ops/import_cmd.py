@@ -240,8 +240,8 @@ class _Importer:
         except BadRequest:
             summary.skip("malformed call")
             return
-        if plan["skipped"]:
-            summary.skip(plan["skipped"])
+        if plan.skip:
+            summary.skip(plan.skip.detail)
             return
         if self.dry_run:
             summary.stored += 1
@@ -278,15 +278,15 @@ class _Importer:
             return
         summary.refused += int(res.get("refused") or 0)
         if res.get("skipped"):
-            if not str(res["skipped"]).startswith("refused"):
-                summary.skip(res["skipped"])
+            if res["skipped"] != "forgotten":  # every node refused by a tombstone: counted as refused above
+                summary.skip(str(res["skipped"]))
             return
-        ids = res.get("ids") or []
+        ids = res.get("stored") or []
         if not ids:
             summary.skip("same output stored within capture.dedupeWindowS")
             return
         summary.stored += 1
-        nodes = plan["nodes"]
+        nodes = plan.nodes
         if len(ids) == len(nodes):  # aligned: nothing of this capture was cut out or deduplicated
             old = [i for i, n in zip(ids, nodes) if self.disk.outdated(n, call.received_at)]
             if old:

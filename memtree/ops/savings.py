@@ -5,15 +5,19 @@
     added = memtree's tool definitions x the session's model requests + the session brief
     net   = kept - added
 
-All tokens by ``memtree.tokens``. ``kept`` comes from the store (the writer
-records both sizes when it builds a replacement); requests, recall answers
-served and the brief come from the session's Claude Code transcript
-(memtree.ops.transcripts: distinct assistant messages, ``mcp__memtree__recall``
-results, the SessionStart ``hook_additional_context`` attachment holding
-memtree's brief). A wrapped tool's answer names the node holding the whole
-output (``memtree <id>``): its stored text (a file root: its live chunks) is
-the stored side, the answer's text the shown side. A session whose transcript
-is gone counts its replaced native outputs only.
+All tokens by ``memtree.tokens``, all read back from what exists, nothing
+recorded on the capture path: the session's Claude Code transcript
+(memtree.ops.transcripts) gives what the agent was shown, requests (distinct
+assistant messages), recall answers (``mcp__memtree__recall`` results) and the
+brief (the SessionStart ``hook_additional_context`` attachment holding
+memtree's text); the store gives what was stored. A replaced native output is
+kept by Claude Code as the replacement (``toolUseResult``, verified on
+2.1.197): shown = its text, stored = the capture of that ``tool_use_id``
+(``capture_keys``; ``capture.maxBytes`` cuts very large outputs). A wrapped
+tool's answer names its node (``memtree <id>``): stored = that node's text (a
+file root: its live chunks), shown = the answer. Sessions memtree was not part
+of (no capture, brief, recall or preview) are left out; a session whose
+transcript is gone (``cleanupPeriodDays``) is not counted.
 """
 
 from __future__ import annotations
@@ -44,20 +48,35 @@ def definition_tokens(listed: tuple[str, ...] | None = None) -> int:
     return tokens.count(json.dumps(defs, ensure_ascii=False))
 
 
+def _shown_text(tool, response) -> str:
+    """The text a (replaced) native output showed the agent: Read's content, Grep's, Bash's streams."""
+    if not isinstance(response, dict):
+        return ""
+    if tool == "Read":
+        file = response.get("file") if isinstance(response.get("file"), dict) else {}
+        return file.get("content") if isinstance(file.get("content"), str) else ""
+    if tool == "Grep":
+        return response.get("content") if isinstance(response.get("content"), str) else ""
+    return "\n".join(response[k] for k in ("stdout", "stderr") if isinstance(response.get(k), str) and response[k])
+
+
 class SessionUse:
-    __slots__ = ("requests", "recall_answers", "brief_tokens", "day", "wrapped")
+    __slots__ = ("requests", "recall_answers", "brief_tokens", "day", "wrapped", "previewed")
 
     def __init__(self):
         self.requests = self.recall_answers = self.brief_tokens = 0
         self.day = None
         self.wrapped: list[tuple[str, str, str]] = []  # (tool, shown text, node id) of wrapped-tool answers
+        self.previewed: list[tuple[str, str]] = []  # (tool_use_id, shown text) of native outputs memtree replaced
 
 
 def transcript_use(path: str) -> SessionUse:
     """Requests, recall answers and brief tokens of one session transcript (bounded line reads)."""
     from memtree.ops.transcripts import Session, _lines, parse_ts
 
-    use, ids, recall_ids, wrapped_ids = SessionUse(), set(), set(), {}
+    from memtree.ops.transcripts import _is_preview
+
+    use, ids, recall_ids, wrapped_ids, native_ids = SessionUse(), set(), set(), {}, {}
     session = Session(path)
     for entry in _lines(path, session):
         ts = parse_ts(entry.get("timestamp"))
@@ -73,6 +92,13 @@ def transcript_use(path: str) -> SessionUse:
                 recall_ids.add(b.get("id"))
             elif b.get("type") == "tool_use" and b.get("name") in WRAPPED_TOOLS:
                 wrapped_ids[b.get("id")] = WRAPPED_TOOLS[b["name"]]
+            elif b.get("type") == "tool_use" and b.get("name") in ("Read", "Grep", "Bash"):
+                native_ids[b.get("id")] = b["name"]
+            elif b.get("type") == "tool_result" and b.get("tool_use_id") in native_ids:
+                # an accepted replacement is what the transcript keeps as toolUseResult (verified, 2.1.197)
+                response = entry.get("toolUseResult")
+                if _is_preview(response):
+                    use.previewed.append((b["tool_use_id"], _shown_text(native_ids[b["tool_use_id"]], response)))
             elif b.get("type") == "tool_result" and b.get("tool_use_id") in recall_ids and not b.get("is_error"):
                 use.recall_answers += 1
             elif b.get("type") == "tool_result" and b.get("tool_use_id") in wrapped_ids and not b.get("is_error"):
@@ -99,7 +125,6 @@ def _day(ms: int) -> str:
 def meter(conn, transcript_files: list[str], listed: tuple[str, ...] | None = None) -> dict:
     """{"sessions": {sid: row}, "days": {day: row}, "total": row, "definition_tokens": n};
     a row: outputs, stored, shown, kept, requests, recall_answers, brief, added, net."""
-    from memtree.store.savings import shown_rows
 
     per_def = definition_tokens(listed)
     sessions: dict[str, dict] = {}
@@ -107,27 +132,21 @@ def meter(conn, transcript_files: list[str], listed: tuple[str, ...] | None = No
     def row(sid):
         return sessions.setdefault(sid, {"outputs": 0, "stored": 0, "shown": 0, "kept": 0, "requests": 0,
                                          "recall_answers": 0, "brief": 0, "added": 0, "net": 0, "day": None})
-    for at, d in shown_rows(conn):
-        r = row(str(d.get("session") or "?"))
-        stored, shown = int(d.get("stored") or 0), int(d.get("shown") or 0)
-        r["outputs"] += 1
-        r["stored"] += stored
-        r["shown"] += shown
-        r["kept"] += stored - shown
-        r["day"] = r["day"] or _day(at)
     by_file = {os.path.basename(p)[:-len(".jsonl")]: p for p in transcript_files}
-    from memtree.store.savings import captured_sessions, stored_text
+    from memtree.store.savings import captured_sessions, captured_text, stored_text
 
-    installed = captured_sessions(conn) | set(sessions)
+    installed = captured_sessions(conn)
     for sid, path in by_file.items():
         use = transcript_use(path)
-        if sid not in installed and not (use.wrapped or use.recall_answers or use.brief_tokens):
+        if sid not in installed and not (use.wrapped or use.previewed or use.recall_answers or use.brief_tokens):
             continue  # a session memtree was not part of (before install): no cost, no saving
         r = row(sid)
         r["requests"], r["recall_answers"], r["brief"] = use.requests, use.recall_answers, use.brief_tokens
         r["day"] = r["day"] or use.day
-        for _tool, shown_text, node_id in use.wrapped:
-            stored = tokens.count(stored_text(conn, node_id))
+        answers = [(stored_text(conn, node_id), shown_text) for _tool, shown_text, node_id in use.wrapped]
+        answers += [(captured_text(conn, tool_use_id), shown_text) for tool_use_id, shown_text in use.previewed]
+        for stored_full, shown_text in answers:
+            stored = tokens.count(stored_full)
             if stored:
                 shown = tokens.count(shown_text)
                 r["outputs"] += 1

@@ -26,7 +26,7 @@ import json
 import os
 import re
 
-TOOLS = ("Read", "Grep", "Bash")  # memtree.capture.ingest.TOOLS; not imported: the SessionStart hook loads this
+from memtree.capture.claude_code import CAPTURED_TOOLS as TOOLS  # stdlib constants: the SessionStart hook loads this
 
 NAME_MAX = 200
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped unread, as the spool does

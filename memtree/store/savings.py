@@ -1,23 +1,23 @@
-"""Read side of the savings meter: the ``shown`` audit rows the writer records
-when it replaces a large native output (memtree/capture/savings.py)."""
+"""Read side of the savings meter (memtree/ops/savings.py): what memtree stored behind a
+tool call the agent saw a preview of, and behind a node a wrapped tool's answer named."""
 
 from __future__ import annotations
 
 import json
 
 
-def shown_rows(conn, since_ms: int = 0) -> list[tuple[int, dict]]:
-    """(at, detail) of every replaced output recorded since ``since_ms``, oldest first."""
-    out = []
-    for at, detail in conn.execute("SELECT at, detail FROM audit WHERE action = 'shown' AND at >= ? ORDER BY at",
-                                   (since_ms,)):
-        try:
-            d = json.loads(detail) if detail else {}
-        except ValueError:
-            continue
-        if isinstance(d, dict):
-            out.append((at, d))
-    return out
+def captured_text(conn, tool_use_id: str) -> str:
+    """The stored text of a hook capture, by the call's ``tool_use_id`` (its ``capture_keys``
+    row names the nodes; the first is the file chunk or tool output holding the output)."""
+    prefix = tool_use_id[:200] + ":"
+    row = conn.execute("SELECT result FROM capture_keys WHERE key >= ? AND key < ? LIMIT 1",
+                       (prefix, prefix[:-1] + ";")).fetchone()
+    try:
+        result = json.loads(row[0]) if row else {}
+    except ValueError:
+        return ""
+    ids = (result.get("stored") or result.get("ids") or result.get("deduped") or []) if isinstance(result, dict) else []
+    return stored_text(conn, ids[0]) if ids and isinstance(ids[0], str) else ""
 
 
 def stored_text(conn, node_id: str) -> str:
