@@ -29,10 +29,19 @@ TOUCHED = 12
 JUST_NOW_MS = 60_000
 
 
+def _ts(value) -> int:
+    """Epoch ms of a transcript timestamp (ISO 8601, ``Z``); 0 when unreadable. (Not
+    memtree.ops.transcripts.parse_ts: recall does not import ops.)"""
+    import datetime
+
+    try:
+        return int(datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
+
+
 def _from_transcript(path) -> tuple[str, int] | None:
     """(text, epoch ms) of the newest compaction summary in the transcript's last TAIL_BYTES."""
-    from memtree.ops.transcripts import parse_ts
-
     if not isinstance(path, str) or not os.path.isfile(path):
         return None
     with open(path, "rb") as f:
@@ -50,7 +59,7 @@ def _from_transcript(path) -> tuple[str, int] | None:
         if isinstance(content, list):
             content = "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
         if isinstance(content, str) and content.strip():
-            return content, parse_ts(e.get("timestamp")) or 0
+            return content, _ts(e.get("timestamp"))
     return None
 
 
