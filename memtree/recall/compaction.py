@@ -20,7 +20,7 @@ import os
 
 from memtree import tokens
 from memtree.recall import render
-from memtree.redact import redact_text
+from memtree.gate import redact_text
 from memtree.store import compactions
 
 BUDGET_TOKENS = 900
