@@ -6,7 +6,9 @@ bytecode; so this file stays tiny and imports the hook. It must never fail a
 tool call: any problem exits 0 silently. The capture hook ends with
 ``os._exit`` after flushing stdout (see _end_now). ``launch.py stop`` runs the Stop
 hook (memtree.hooks.stop) instead of the capture hook, ``launch.py
-session-start`` the SessionStart brief (memtree.hooks.session_start).
+session-start`` the SessionStart brief (memtree.hooks.session_start),
+``post-compact`` and ``file-changed`` memtree.hooks.post_compact and
+memtree.hooks.file_changed.
 """
 
 import os
@@ -27,6 +29,14 @@ def _launch() -> int:
         return main()
     if sys.argv[1:2] == ["session-start"]:
         from memtree.hooks.session_start import main
+
+        return main()
+    if sys.argv[1:2] == ["post-compact"]:
+        from memtree.hooks.post_compact import main
+
+        return main()
+    if sys.argv[1:2] == ["file-changed"]:
+        from memtree.hooks.file_changed import main
 
         return main()
     from memtree.hooks.post_tool_use import main

@@ -21,6 +21,9 @@ commands:
   doctor [--fix] [--json]              check hook, MCP server, store, actors, capture; exit 0 when all is well
   reembed [--project DIR] [--batch N]  rebuild every vector with the configured embedding model
   redact --rescan [--project DIR]      re-apply the current redaction rules to everything stored
+  import [--since WHEN] [--dry-run]    store the Read/Grep/Bash calls of this project's earlier Claude Code
+                                       sessions, from the transcripts Claude Code keeps
+  stats [--json]                       tokens memtree kept out of the context and what it added, per day
   demo                                 a short guided run on a scratch project
 """
 
@@ -86,8 +89,20 @@ def _redact(argv: list[str]) -> int:
     return main(argv)
 
 
+def _import(argv: list[str]) -> int:
+    from memtree.ops.import_cmd import main
+
+    return main(argv)
+
+
+def _stats(argv: list[str]) -> int:
+    from memtree.ops.savings import main
+
+    return main(argv)
+
+
 SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "doctor": _doctor, "demo": _demo,
-               "reembed": _reembed, "redact": _redact}
+               "reembed": _reembed, "redact": _redact, "import": _import, "stats": _stats}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,12 @@ plugin dependencies.
   serve           MCP server: install first if needed (waiting for one in
                   progress), then exec ``memtree serve``
   install         install now (under a lock; a second one waits, then sees it done)
+  hook [ARG]      a capture hook (PostToolUse/Failure; ARG post-compact, file-changed)
+                  while the environment is not ready: the hooks are standard
+                  library only, so this interpreter runs them from the plugin
+                  root; with no writer yet the capture is redacted and spooled,
+                  and the writer drains it once the environment exists
+                  (plugin.json runs the environment's Python directly once ready)
 """
 
 from __future__ import annotations
@@ -120,6 +126,20 @@ def _install_in_background(data: str) -> None:
                          stdout=log, stderr=log, start_new_session=True, cwd=data)
 
 
+def _import_offer(memtree_bin: str) -> str | None:
+    """How many earlier transcripts Claude Code kept for the project, and the command that
+    imports them once the environment is ready (memtree.ops.transcripts: standard library)."""
+    try:
+        if ROOT not in sys.path:
+            sys.path.insert(0, ROOT)
+        from memtree.ops import transcripts
+
+        project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        return transcripts.notice([project], f"{memtree_bin} import")
+    except Exception:  # noqa: BLE001 - the first session's message must go out regardless
+        return None
+
+
 def session_start(data: str) -> int:
     """Never blocks: ready -> the brief hook (stdin passed on); else the install goes to the background."""
     if ready(data):
@@ -132,9 +152,25 @@ def session_start(data: str) -> int:
     if os.path.exists(p["failed"]):
         why = " The last attempt failed; retrying."
     msg = (f"memtree: setting up its Python environment in {p['venv']} (first run or update, about a minute; "
-           f"log: {p['log']}).{why} Capture and memtree's tools start once it is done; nothing waits for it.")
+           f"log: {p['log']}).{why} This session's Read/Grep/Bash calls are kept meanwhile (spooled by this "
+           f"Python, stored once memtree runs); memtree's tools join this session only if the setup ends before "
+           f"Claude Code stops waiting for its server (MCP_TIMEOUT, 30 s by default), else the next one.")
+    offer = _import_offer(p["memtree"])
+    if offer:
+        msg += "\n" + offer
     print(json.dumps({"systemMessage": msg}))
     return 0
+
+
+def hook(data: str, args: list[str]) -> int:
+    """The first session's captures land: run memtree's stdlib hook with this interpreter."""
+    p = _paths(data)
+    if ready(data):
+        py = os.path.join(p["venv"], "bin", "python")
+        os.execv(py, [py, "-I", "-S", os.path.join(p["lib"], "memtree", "hooks", "launch.py"), *args])
+    launch = os.path.join(ROOT, "hooks", "launch.py")
+    os.execv(sys.executable, [sys.executable, "-I", "-S", launch, *args])
+    return 0  # not reached
 
 
 def serve(data: str) -> int:
@@ -170,6 +206,8 @@ def main(argv: list[str]) -> int:
         return session_start(data)
     if cmd == "serve":
         return serve(data)
+    if cmd == "hook":
+        return hook(data, argv[1:])
     if cmd == "install":
         try:
             install(data)

@@ -9,6 +9,10 @@ for py in "$MEMTREE_PYTHON" python3.13 python3.12 python3.11 python3; do
   exec "$py" -I "$(dirname "$0")/bootstrap.py" "$@"
 done
 msg="memtree needs Python 3.11 or newer on PATH (or set MEMTREE_PYTHON); it is not capturing."
+if [ "$1" = "hook" ]; then
+  cat >/dev/null  # a capture hook without Python: the tool call goes on, uncaptured
+  exit 0
+fi
 if [ "$1" = "session-start" ]; then
   printf '{"systemMessage": "%s"}\n' "$msg"
   exit 0

@@ -197,8 +197,9 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
                                                      {"text": "done"}]}, str(tmp_path / "first"), proj)
     try:
         t0 = time.monotonic()
-        cli.run_session(claude_bin, {**first_env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
-                        proj, "Bash", str(tmp_path / "first"))
+        first_sid = cli.run_session(claude_bin, {**first_env, "ANTHROPIC_BASE_URL": api.url,
+                                                 "ANTHROPIC_API_KEY": "sk-dummy"}, proj, "Bash",
+                                    str(tmp_path / "first"))["session_id"]
         first_s = time.monotonic() - t0
     finally:
         api.close()
@@ -221,6 +222,9 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
     result, shown = _session(claude_bin, tmp_path, proj, env, "Read Grep Bash mcp__plugin_memtree_memtree", tool)
     store_dir = _store_dir(proj, os.path.join(home, ".memtree"))
     _assert_captured_found_and_no_gap(store_dir, result, shown, tool)
+    # The first session's command, run while the environment was still installing, was captured too:
+    # the system interpreter ran the stdlib hook, which spooled it; the writer drained it.
+    assert "$ echo first" in "".join(_captures(store_dir, first_sid).get("Bash", [])), _captures(store_dir, first_sid)
     first = _first_capture_ms(store_dir, result["session_id"]) / 1000 - t_install
     # The same result as `memtree install`, by the same doctor (the plugin's own copy of it).
     checks = _doctor_healthy([os.path.join(data, "venv", "bin", "memtree")], proj, env)

@@ -20,7 +20,7 @@ def test_no_command_prints_usage_and_exits_2(tmp_path):
     assert done.returncode == 2 and "usage: memtree COMMAND" in done.stderr
     done = _memtree("frobnicate", cwd=tmp_path, env={})
     assert done.returncode == 2
-    assert done.stderr.strip() == "memtree: unknown command 'frobnicate'; commands: serve, ctl, install, doctor, demo, reembed, redact"
+    assert done.stderr.strip() == "memtree: unknown command 'frobnicate'; commands: serve, ctl, install, doctor, demo, reembed, redact, import, stats"
 
 
 def test_ctl_without_a_supervisor_says_so_and_exits_1(system_factory):

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from memtree.ops.install import hook_argv
+from memtree.ops.transcripts import folder_name
 from tests.support import PYTHON
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,6 +59,31 @@ def _assert_our_hooks(settings: dict) -> None:
         assert os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith(os.path.join("hooks", "launch.py"))
     [stop] = settings["hooks"]["Stop"]
     assert "matcher" not in stop and shlex.split(stop["hooks"][0]["command"]) == [*hook_argv(), "stop"]
+    for event, arg in (("PostCompact", "post-compact"), ("FileChanged", "file-changed")):
+        [group] = settings["hooks"][event]
+        assert "matcher" not in group and shlex.split(group["hooks"][0]["command"]) == [*hook_argv(), arg]
+
+
+def _no_transcripts(project) -> str:
+    folder = os.path.join(os.path.dirname(str(project)), "claude-home", ".claude", "projects",
+                          folder_name(os.path.realpath(project)))
+    return f"memtree: no earlier Claude Code transcripts of this project (looked in {folder})"
+
+
+def test_install_says_how_many_transcripts_claude_code_kept_and_how_to_import_them(tmp_path):
+    project = in_project(tmp_path)
+    folder = os.path.join(str(tmp_path), "claude-home", ".claude", "projects", folder_name(os.path.realpath(project)))
+    os.makedirs(os.path.join(folder, "s1", "tool-results"))
+    for name in ("s1.jsonl", "s2.jsonl", "notes.txt"):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write("{}\n")
+    done = install(project)
+    assert done.returncode == 0, done.stderr
+    [line] = [ln for ln in done.stdout.splitlines() if "transcript" in ln]
+    assert line.startswith(f"memtree: 2 earlier Claude Code session transcripts of this project in {folder}; `")
+    assert line.endswith(" import` stores their Read/Grep/Bash calls (not imported yet)")
+    # nothing was imported: install starts no writer and creates no store
+    assert not os.path.exists(os.path.join(str(tmp_path), "claude-home", ".memtree"))
 
 
 def _assert_our_server(server: dict) -> None:
@@ -78,7 +104,8 @@ def test_by_default_install_writes_only_where_this_machine_reads_and_says_so(tmp
     assert done.stdout.splitlines() == [
         f"created {local} (capture hooks)",
         f"updated {exclude} (ignores /.claude/settings.local.json: it holds this machine's paths)",
-        f"created {cfg} (MCP server memtree, local scope: {os.path.realpath(project)}, this machine only)"]
+        f"created {cfg} (MCP server memtree, local scope: {os.path.realpath(project)}, this machine only)",
+        _no_transcripts(project)]
     _assert_our_hooks(load(local))
     _assert_our_server(local_server(project))
     # Nothing the team commits: no settings.json, no .mcp.json, and git ignores the local file.
@@ -87,7 +114,8 @@ def test_by_default_install_writes_only_where_this_machine_reads_and_says_so(tmp
     assert {oct(os.stat(p).st_mode & 0o777) for p in (local, cfg)} == {"0o600"}
     again = install(project)
     assert again.stdout.splitlines() == [f"unchanged {local} (capture hooks)", f"unchanged {cfg} (MCP server memtree, "
-                                         f"local scope: {os.path.realpath(project)}, this machine only)"]
+                                         f"local scope: {os.path.realpath(project)}, this machine only)",
+                                         _no_transcripts(project)]
 
 
 def test_shared_writes_the_committed_files_and_moves_our_entries_out_of_the_local_ones(tmp_path):
@@ -107,7 +135,8 @@ def test_shared_writes_the_committed_files_and_moves_our_entries_out_of_the_loca
         f"created {settings} (capture hooks)",
         f"updated {local} (memtree hooks removed, now in {settings})",
         f"created {project / '.mcp.json'} (MCP server memtree, project scope)",
-        f"updated {home / '.claude.json'} (MCP server memtree removed from local scope, now in {project / '.mcp.json'})"]
+        f"updated {home / '.claude.json'} (MCP server memtree removed from local scope, now in {project / '.mcp.json'})",
+        _no_transcripts(project)]
     _assert_our_hooks(load(settings))
     _assert_our_server(load(project / ".mcp.json")["mcpServers"]["memtree"])
     assert load(local) == {} and local_server(project) is None

@@ -110,4 +110,21 @@ def test_a_large_store_still_gives_a_brief_within_1500_tokens(system):
 
 def test_no_store_means_no_brief_and_a_clean_exit(system_factory):
     assert not os.path.exists(system_factory.paths.db)
-    assert _session_start(system_factory).stdout == b""
+    out = json.loads(_session_start(system_factory).stdout)
+    assert list(out) == ["systemMessage"] and "no earlier Claude Code transcripts" in out["systemMessage"]
+    assert _session_start(system_factory).stdout == b""  # the import is offered once
+
+
+def test_the_first_session_offers_the_import_of_the_transcripts_once(system_factory, tmp_path, monkeypatch):
+    from tests import transcript_fixture as fx
+
+    config_dir = str(tmp_path / "claude")
+    folder = fx.place(system_factory.project, config_dir)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", config_dir)
+    first = json.loads(_session_start(system_factory, session=fx.SECRETS_SESSION).stdout)
+    # the session starting is not an earlier one: 5 in the folder, 4 before it
+    assert first["systemMessage"].startswith(f"memtree: 4 earlier Claude Code session transcripts of this project "
+                                             f"in {folder}; `"), first
+    assert first["systemMessage"].endswith(" import` stores their Read/Grep/Bash calls (not imported yet)")
+    assert "\n" not in first["systemMessage"] and not os.path.exists(system_factory.paths.db)  # nothing imported
+    assert _session_start(system_factory, session="next").stdout == b""

@@ -34,7 +34,8 @@ import re
 from memtree.errors import BadRequest
 from memtree.gate import command_denied, path_denied, redact_value, refused_outside  # redact_value: the spool's own pass
 from memtree.store import uris
-from memtree.capture.claude_code import CAPTURE_EVENTS, CAPTURED_TOOLS, POST_TOOL_USE, POST_TOOL_USE_FAILURE
+from memtree.capture.claude_code import (CAPTURE_EVENTS, CAPTURED_TOOLS, COMPACT_EVENT, POST_TOOL_USE,
+                                         POST_TOOL_USE_FAILURE)
 from memtree.capture import settings
 
 MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
@@ -103,8 +104,10 @@ def plan(payload, config, project_root: str | None = None) -> Plan:
     if not isinstance(payload, dict):
         raise BadRequest(f"Ingest payload must be a JSON object, not {type(payload).__name__}")
     sid = _field(payload, "session_id", str, "")
-    tool = _field(payload, "tool_name", str, "")
     event = _field(payload, "hook_event_name", str, "", required=False, default=POST_TOOL_USE)
+    if event == COMPACT_EVENT:
+        return _plan_compact(payload, sid)
+    tool = _field(payload, "tool_name", str, "")
     cwd = _field(payload, "cwd", str, "")
     if not os.path.isabs(cwd):
         raise BadRequest("Ingest payload: field 'cwd' must be an absolute path")
@@ -349,6 +352,23 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
                 meta["persisted_output_path" if k.endswith("Path") else "persisted_output_size"] = v
     node = {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": content,
             "source_uri": uris.tool_uri("Bash"), "metadata": meta, "mtime": 0}
+    return Plan(sid, [node])
+
+
+# -- PostCompact -------------------------------------------------------------------
+
+
+def _plan_compact(payload: dict, sid: str) -> Plan:
+    """Claude Code's compaction summary (verified on 2.1.197: {trigger: manual|auto,
+    compact_summary}) as an observation of the session; the content is redacted by
+    the writer's gate, and cut to capture.maxBytes like any capture."""
+    summary = _field(payload, "compact_summary", str, "")
+    trigger = _field(payload, "trigger", str, "", required=False, default="auto")
+    if not summary.strip():
+        return _skipped("unsupported", "empty compaction summary", sid)
+    node = {"ref": "n0", "parent": {"session": sid}, "kind": "observation",
+            "content": f"Compaction summary ({trigger[:20]}):\n{summary}", "source_uri": f"compact:{sid[:200]}",
+            "metadata": {"origin": "compact", "trigger": trigger[:20]}, "mtime": 0}
     return Plan(sid, [node])
 
 

@@ -205,17 +205,33 @@ def cmd_status(sups: Supervisors, args) -> int:
     captures = heartbeat.read_all(sups.paths.store_dir)
     store = _store_line(sups.paths)
     problem = hook_config_problem(sups.paths)
+    saved = _savings(sups.paths)
     if args.json:
         print(json.dumps({"running": True, "supervisors": sorted(statuses), "actors": actors, "capture": captures,
-                          "store": store, "hook_config_error": problem}, indent=2))
+                          "store": store, "hook_config_error": problem,
+                          "savings": saved and saved["total"]}, indent=2))
     else:
         print(_table(actors, several=len(statuses) > 1))
         print()  # the table ends at the first blank line
         print(store)
         print(heartbeat.summary(captures))
+        if saved is not None:
+            from memtree.ops.savings import summary_line
+
+            print(summary_line(saved))
         if problem:
             print(f"hook: capturing nothing, config unreadable: {problem}")
     return 0
+
+
+def _savings(paths) -> dict | None:
+    """The savings meter (memtree/ops/savings.py), or None when it cannot be read."""
+    from memtree.ops import savings
+
+    try:
+        return savings.load(paths)
+    except Exception:  # noqa: BLE001 - status must show even if the figure cannot be computed
+        return None
 
 
 def _store_line(paths) -> str:

@@ -323,6 +323,21 @@ def check_heartbeat(rep: Report, paths) -> None:
         rep.add("capture", OK, heartbeat.summary(slots).removeprefix("capture: "))
 
 
+def check_savings(rep: Report, paths) -> None:
+    """Informational: what memtree kept out of the context (memtree/ops/savings.py); never fails."""
+    from memtree.ops import savings
+
+    try:
+        m = savings.load(paths)
+    except Exception as e:  # noqa: BLE001 - a figure, not a health check
+        rep.add("savings", SKIP, f"not computed ({type(e).__name__})")
+        return
+    if m is None:
+        rep.add("savings", SKIP, "no store yet")
+    else:
+        rep.add("savings", OK, savings.summary_line(m).removeprefix("savings: ") + " (`memtree stats` per day)")
+
+
 def run(project: str, fix: bool = False) -> Report:
     from memtree.paths import paths_for_cwd
 
@@ -337,6 +352,7 @@ def run(project: str, fix: bool = False) -> Report:
     check_actors(rep, paths)
     check_spool(rep, paths)
     check_heartbeat(rep, paths)
+    check_savings(rep, paths)
     return rep
 
 

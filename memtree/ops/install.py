@@ -17,6 +17,9 @@ The hooks, merged with what is there:
   (memtree.capture.heartbeat; it never blocks the agent).
 - the same, with ``session-start``, as a SessionStart hook on
   ``startup|resume|compact``: the brief of what the store holds (memtree.recall.brief).
+- the same, with ``post-compact`` and ``file-changed``, as PostCompact and
+  FileChanged hooks (no matcher): the compaction summary kept as a node, and a
+  watched file's chunks marked stale when it changes.
 - the ``memtree`` stdio server (``memtree serve``; ``--tools LIST`` is passed
   on as ``memtree serve --tools LIST``: the MCP tools it lists, default all).
 
@@ -33,7 +36,8 @@ import os
 import shlex
 import sys
 
-from memtree.capture.claude_code import CAPTURE_EVENTS, MATCHER, SERVER_NAME, SESSION_EVENT, SESSION_MATCHER, STOP_EVENT
+from memtree.capture.claude_code import (CAPTURE_EVENTS, COMPACT_EVENT, FILE_EVENT, MATCHER, SERVER_NAME, SESSION_EVENT,
+                                         SESSION_MATCHER, STOP_EVENT)
 from memtree.errors import ConfigError
 from memtree.ops.claude_settings import is_ours, project_key, user_config_file
 
@@ -99,6 +103,8 @@ def merge_settings(settings: dict, command: str, where: str) -> dict:
     wanted = {event: (MATCHER, command) for event in CAPTURE_EVENTS}
     wanted[STOP_EVENT] = (None, f"{command} stop")  # Stop takes no matcher
     wanted[SESSION_EVENT] = (SESSION_MATCHER, f"{command} session-start")
+    wanted[COMPACT_EVENT] = (None, f"{command} post-compact")
+    wanted[FILE_EVENT] = (None, f"{command} file-changed")
     for event, (matcher, cmd) in wanted.items():
         ours = {"type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S}
         groups = hooks.get(event, [])
@@ -323,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{verb} {c.path} ({c.what})")
             if c.private and c.path.startswith(project + os.sep) and (note := keep_out_of_git(c.path)):
                 print(note)
+    if not args.dry:
+        from memtree.ops import transcripts
+
+        print(transcripts.notice([project], transcripts.import_command()))
     if tools is not None and "recall" not in tools:
         # Said once, after the files: the previews of large native outputs and the
         # session brief name recall calls, which this server will not list.

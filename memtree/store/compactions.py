@@ -1,0 +1,37 @@
+"""Reads for the brief after a compaction or a resume (memtree/recall/compaction.py): the
+session's latest compaction summary (an ``observation`` with ``metadata.origin = "compact"``,
+stored by the PostCompact hook) and what the session captured. Plain DB-API, live nodes only."""
+
+from __future__ import annotations
+
+import json
+
+from memtree.store.live import status_clause
+
+
+def latest_summary(conn, session_id: str) -> tuple[str, str, int] | None:
+    """(id, content, created_at) of the session's newest compaction summary."""
+    where, params = status_clause("n")
+    row = conn.execute(
+        f"SELECT n.id, n.content, n.created_at FROM nodes n WHERE n.kind = 'observation' AND n.session_id = ?"
+        f" AND n.source_uri = ? AND {where} ORDER BY n.created_at DESC LIMIT 1",
+        [session_id, f"compact:{session_id[:200]}", *params]).fetchone()
+    return (row[0], row[1], int(row[2] or 0)) if row else None
+
+
+def touched(conn, session_id: str, limit: int) -> list[dict]:
+    """The session's captures (files read, commands, searches), newest first."""
+    where, params = status_clause("n")
+    rows = conn.execute(
+        f"SELECT n.id, n.kind, n.metadata, n.created_at FROM nodes n WHERE n.session_id = ?"
+        f" AND n.kind IN ('file_chunk', 'tool_output') AND n.parent_id IN (SELECT p.id FROM nodes p"
+        f" WHERE p.kind IN ('file', 'session')) AND {where} ORDER BY n.created_at DESC LIMIT ?",
+        [session_id, *params, limit]).fetchall()
+    out = []
+    for nid, kind, meta, at in rows:
+        try:
+            m = json.loads(meta or "{}")
+        except ValueError:
+            m = {}
+        out.append({"id": nid, "kind": kind, "meta": m if isinstance(m, dict) else {}, "created_at": int(at or 0)})
+    return out
