@@ -135,11 +135,10 @@ def _search(svc, query, mode, limit, filters, vector, why, group_files=False) ->
                   if limit < MAX_LIMIT else f"; more beyond the {MAX_LIMIT}-hit cap: narrow with filters")
     if out.degraded:
         title += f"; {out.degraded}"
-    if out.abstained:
+    if out.weak:  # the best there is, said plainly: an agent told "nothing" would explore again
         ev = out.evidence
-        title += (f"; no hits: nothing relevant enough (best query-term coverage {ev['coverage']:.2f}"
-                  + (f", best similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else "")
-                  + ")")
+        title += (f"; weak match: the best hit holds {ev['coverage']:.0%} of the query's words"
+                  + (f", similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else ""))
     elif not out.hits:
         title += "; none live match. Other statuses only via opts=\"status=...\""
     return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc, query)
