@@ -5,7 +5,7 @@ No imports (not even __future__): the capture hook reads this on every run."""
 
 def defaults() -> dict:
     return {
-        "embeddingModel": "local",  # "local" (bundled static model) or "ollama:<model>"
+        "embeddingModel": "local",  # "local" (bundled static model), "ollama:<model>" or "model2vec:<folder>"
         # "auto": the Anthropic API when ANTHROPIC_API_KEY is set, else the local extractive
         # summariser; "extractive": always local; "anthropic": the API (idle without a key).
         "summarizerModel": "auto",

@@ -40,11 +40,11 @@ def cache_dir(explicit: str | None = None) -> str:
         os.path.expanduser("~"), ".cache", "memtree-eval")
 
 
-def fetch(cache: str) -> str:
+def fetch(cache: str, corpus: dict | None = None, folder: str = "corpus") -> str:
     """The corpus root (one extracted sdist per package), downloading what is missing."""
-    root = os.path.join(cache, "corpus")
+    root = os.path.join(cache, folder)
     os.makedirs(root, exist_ok=True)
-    for name, version in CORPUS.items():
+    for name, version in (CORPUS if corpus is None else corpus).items():
         if os.path.isdir(os.path.join(root, f"{name}-{version}")):
             continue
         dl = os.path.join(cache, "sdists")
@@ -132,13 +132,15 @@ def stop(proc) -> None:
                 pass
 
 
-def ingest(root: str, caller) -> int:
-    """Every .py file of the corpus, chunked as the wrapped read chunks it, sent as PutFile."""
+def ingest(root: str, caller, corpus: dict | None = None) -> int:
+    """Every .py file of the corpus (only the pinned packages' folders: the cache
+    may hold other evals' sdists), chunked as the wrapped read chunks it, sent as PutFile."""
     from memtree import protocol
     from memtree.text.chunking import chunk_text
 
     n = 0
-    for path in sorted(glob.glob(os.path.join(root, "*", "**", "*.py"), recursive=True)):
+    dirs = ["*"] if corpus is False else [f"{k}-{v}" for k, v in (CORPUS if corpus is None else corpus).items()]
+    for path in sorted(p for d in dirs for p in glob.glob(os.path.join(root, d, "**", "*.py"), recursive=True)):
         with open(path, "rb") as f:
             data = f.read()
         chunked = chunk_text(path, data.decode("utf-8", errors="replace"))
@@ -230,15 +232,16 @@ def run_queries(conn, root: str, queries, vectors) -> dict:
             t0 = time.perf_counter()
             if mode == "bm25":
                 rows = search.keyword(conn, text, {}, 10)
-                spans, abstained, ev = [hit_span(r[0], root) for r in rows], False, {}
+                spans, abstained, weak, ev = [hit_span(r[0], root) for r in rows], False, False, {}
             else:
                 try:
                     res = search.run(conn, text, mode, {}, 10, query_vector=vec)
                 except BadRequest:
                     continue  # semantic without vectors: the mode is not reported
-                spans, abstained, ev = [hit_span(c.node, root) for c in res.hits], res.abstained, res.evidence
+                spans, abstained, weak, ev = ([hit_span(c.node, root) for c in res.hits], res.abstained, res.weak,
+                                              res.evidence)
             ms = (time.perf_counter() - t0) * 1000
-            row = {"kind": kind, "query": text, "abstained": abstained or not spans, "evidence": ev, "ms": ms,
+            row = {"kind": kind, "query": text, "abstained": abstained or not spans, "weak": weak, "evidence": ev, "ms": ms,
                    "degraded": mode != "bm25" and bool(res.degraded)}
             row.update(metrics(spans, g) if g else {})
             out[mode].append(row)
@@ -259,8 +262,12 @@ def table(results: dict) -> dict:
                 s[kind]["n"] = len(sel)
         none = [r for r in rows if r["kind"] == "none"]
         ans = [r for r in rows if r["kind"] != "none"]
-        s["abstain"] = {"no_answer": round(sum(r["abstained"] for r in none) / max(len(none), 1), 3),
+        # A no-answer query is caught when it comes back empty or flagged weak; an
+        # answerable one is lost only when emptied (flagged weak, its hits are still there).
+        s["abstain"] = {"no_answer": round(sum(r["abstained"] or r.get("weak", False) for r in none)
+                                           / max(len(none), 1), 3),
                         "answerable_left_empty": round(sum(r["abstained"] for r in ans) / max(len(ans), 1), 3),
+                        "answerable_flagged_weak": round(sum(r.get("weak", False) for r in ans) / max(len(ans), 1), 3),
                         "n_none": len(none)}
         summary[mode] = s
     return summary
@@ -274,33 +281,9 @@ def print_table(summary: dict) -> None:
                 r = s[kind]
                 print(f"{mode:<9} {kind:<13} {r['ndcg']:>8.3f} {r['recall']:>6.3f} {r['mrr']:>7.3f} {r['n']:>4}")
         a = s["abstain"]
-        print(f"{mode:<9} abstention: {a['no_answer']:.3f} of {a['n_none']} no-answer queries; "
-              f"answerable left empty {a['answerable_left_empty']:.3f}")
-
-
-def calibrate(results: dict, penalty: float = 3.0) -> None:
-    """Print the abstention trade-off over a grid of floors, from the evidence
-    every search recorded (keyword rows: the keyword-only floor; hybrid rows:
-    the fused coverage x similarity floors). Score = share of no-answer queries
-    emptied - penalty x share of answerable ones emptied."""
-    def trade(rows, rule):
-        none = [r["evidence"] for r in rows if r["kind"] == "none"]
-        ans = [r["evidence"] for r in rows if r["kind"] != "none"]
-        a, f = sum(map(rule, none)) / len(none), sum(map(rule, ans)) / len(ans)
-        return round(a - penalty * f, 3), round(a, 3), round(f, 3)
-
-    grid = [i / 100 for i in range(20, 101, 2)]
-    kw = sorted(((*trade(results["keyword"], lambda e, c=c: e["coverage"] < c), c) for c in grid), reverse=True)
-    print("keyword-only floor (score, no-answer emptied, answerable emptied, coverage floor):")
-    for row in kw[:6]:
-        print("  ", row)
-    hyb = [r for r in results.get("hybrid", []) if r["evidence"].get("similarity") is not None]
-    if hyb:
-        fused = sorted(((*trade(hyb, lambda e, c=c, s=s: e["coverage"] < c and e["similarity"] < s), c, s)
-                        for c in grid for s in grid), reverse=True)
-        print("fused floors (score, no-answer emptied, answerable emptied, coverage floor, similarity floor):")
-        for row in fused[:10]:
-            print("  ", row)
+        print(f"{mode:<9} no-answer emptied or flagged weak: {a['no_answer']:.3f} of {a['n_none']}; "
+              f"answerable emptied {a['answerable_left_empty']:.3f}, flagged weak "
+              f"{a.get('answerable_flagged_weak', 0.0):.3f}")
 
 
 def evaluate(small: bool = False, cache: str | None = None) -> dict:
@@ -360,7 +343,6 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="the CI subset only")
     ap.add_argument("--cache", help="where the sdists are kept (default ~/.cache/memtree-eval)")
-    ap.add_argument("--calibrate", action="store_true", help="print the abstention floors' trade-off grid")
     ap.add_argument("--write-baseline", action="store_true", help=f"write the figures to {BASELINE}")
     args = ap.parse_args(argv)
     out = evaluate(args.small, args.cache)
@@ -371,8 +353,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"embeddings: {out['provider']}, corpus embedded by the embed walker in {out['embed_s']:.1f}s"
           + ("" if out["provider"] != "none" else
           " (no provider installed: semantic not run, hybrid ran degraded to keyword)"))
-    if args.calibrate:
-        calibrate(out["results"])
     if args.write_baseline:
         write_baseline("small" if args.small else "full", out["provider"], out["summary"])
     return 0

@@ -59,3 +59,36 @@ def test_parsing_user_code_emits_no_warnings_for_its_escape_sequences():
         chunked = chunk_python(text)
     assert [str(w.message) for w in caught] == []
     assert [s.name for s in chunked.symbols] == ["words"]  # still parsed as Python, not windows
+
+
+def test_a_read_slice_is_cut_by_the_files_symbols_tiling_exactly_the_lines_read():
+    import random
+
+    from memtree.text.chunking import chunk_read
+
+    rnd = random.Random(16)
+    checked = 0
+    for path in SOURCES[:40]:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines = split_lines(text)
+        if len(lines) < 50:
+            continue
+        whole = {n: c["symbol"] for c in chunk_text(path, text).chunks for n in range(c["start"], c["end"] + 1)}
+        for _ in range(5):
+            start = rnd.randint(1, len(lines) - 10)
+            end = rnd.randint(start, len(lines))
+            part = "".join(lines[start - 1:end])
+            for min_bytes, source in ((0, text), (0, None), (50, text)):
+                chunks = chunk_read(path, part, start, source, min_bytes)
+                covered = [n for c in chunks for n in range(c["start"], c["end"] + 1)]
+                assert covered == list(range(start, end + 1)), (path, start, end, min_bytes)
+                assert "".join(c["content"] for c in chunks) == part
+                for c in chunks:
+                    assert c["content"] == "".join(lines[c["start"] - 1:c["end"]])
+                    if source is not None and min_bytes == 0:  # the file's own cuts, clipped to the slice
+                        assert {whole[n] for n in range(c["start"], c["end"] + 1)} == {c["symbol"]}
+                    if min_bytes and len(chunks) > 1:
+                        assert len(c["content"].encode()) >= min_bytes
+            checked += 1
+    assert checked >= 50

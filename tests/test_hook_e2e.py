@@ -79,9 +79,18 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
                 assert pkind == "tool_output" and parent_id == ids[parent["ref"]]
     # Spot checks against the recorded payloads themselves.
     proj = system.project
-    assert _node(system, f"file://{proj}/README.md#L1-4", "file_chunk")[1].startswith("# demo project\n")
+    # (numLines counts the empty line after README's final newline; a chunk names the lines it holds)
+    assert _node(system, f"file://{proj}/README.md#L1-3", "file_chunk")[1].startswith("# demo project\n")
     assert _node(system, f"file://{proj}/big.txt#L100-104", "file_chunk")[1].startswith("line 00100 ")
-    assert _node(system, f"file://{proj}/big.txt#L1-1603", "file_chunk")[1].count("\n") >= 1602
+    # The token-capped whole-file Read of big.txt: the read tool's 200-line windows, every line read kept.
+    for start in range(1, 1604, 200):
+        _node(system, f"file://{proj}/big.txt#L{start}-{min(start + 199, 1603)}", "file_chunk")
+    big = next(p["tool_response"]["file"]["content"] for p in payloads if p["tool_name"] == "Read"
+               and p["tool_input"]["file_path"].endswith("big.txt") and "offset" not in p["tool_input"])
+    stored = rows(system.paths, "SELECT content FROM nodes WHERE source_uri LIKE ? AND json_extract(metadata, "
+                                "'$.read') = json('[1,1603]') ORDER BY json_extract(metadata, '$.start')",
+                  (f"file://{proj}/big.txt#%",))
+    assert len(stored) == 9 and "".join(c for (c,) in stored) == big
     failed = contents(system, "$ echo out; echo err >&2; exit 3%")
     assert list(failed) == ["$ echo out; echo err >&2; exit 3\nexit: 3\n--- output ---\nout\nerr"]
     assert rows(system.paths, "SELECT count(*) FROM nodes WHERE source_uri = ?",

@@ -59,8 +59,12 @@ def test_a_large_read_is_shown_as_an_outline_of_the_node_that_holds_the_whole_fi
     assert updated["type"] == "text" and set(f) == {"filePath", "content", "numLines", "startLine", "totalLines"}
     assert "def handler_0 L4-6" in f["content"] and "return value * 149" not in f["content"]
     node = _node_id(f["content"])
-    [(stored, kind)] = rows(system.paths, "SELECT content, kind FROM nodes WHERE id = ?", (node,))
-    assert (stored, kind) == (content, "file_chunk")  # the store keeps every line the preview leaves out
+    # The file's root: its chunks (one per handler, as the wrapped read cuts it) keep every line the preview
+    # leaves out, and `recall ids=<root>` shows them as the file.
+    assert rows(system.paths, "SELECT kind, source_uri FROM nodes WHERE id = ?", (node,)) == [("file", f"file://{path}")]
+    chunks = sorted((json.loads(m)["start"], c) for c, m in rows(
+        system.paths, "SELECT content, metadata FROM nodes WHERE parent_id = ? AND kind = 'file_chunk'", (node,)))
+    assert "".join(c for _, c in chunks) == content and len(chunks) >= 150
 
     # Claude Code's dedup of a re-read carries no content: answered with the preview of that node again.
     again = _updated(run_hook(system, _read(system, path, "", rtype="file_unchanged"), **SLOW))

@@ -34,17 +34,21 @@ def read_of(start: int) -> dict:
 CFG = make_config()
 
 
-def test_a_whole_file_read_is_one_chunk_with_its_line_range_and_token_cap_flag():
+def test_a_whole_file_read_of_text_is_cut_into_the_read_tools_windows_with_its_range_and_cap_flag():
     p = read_of(1)
     out = plan(p, CFG)
     f = p["tool_response"]["file"]
     assert out.skip is None and out.session_id == p["session_id"]
-    [n] = out.nodes
-    assert n["kind"] == "file_chunk" and n["parent"] == {"file": f["filePath"]}
-    assert n["content"] == f["content"]
-    assert n["source_uri"] == f"file://{f['filePath']}#L1-1603"
-    assert (n["metadata"]["start"], n["metadata"]["end"], n["metadata"]["total_lines"]) == (1, 1603, 2501)
-    assert n["metadata"]["truncated_by_token_cap"] is True
+    nodes = out.nodes
+    # big.txt is text: 200-line windows, as the wrapped read cuts it; together exactly the lines read
+    assert [n["source_uri"] for n in nodes] == [f"file://{f['filePath']}#L{s}-{min(s + 199, 1603)}"
+                                                for s in range(1, 1604, 200)]
+    assert "".join(n["content"] for n in nodes) == f["content"]
+    for n in nodes:
+        assert n["kind"] == "file_chunk" and n["parent"] == {"file": f["filePath"]}
+        m = n["metadata"]
+        assert (m["read"], m["total_lines"], m["truncated_by_token_cap"], m["chunk"]) == ([1, 1603], 2501, True,
+                                                                                          "window")
 
 
 def test_an_offset_read_keeps_its_offset_range_and_stats_the_file(tmp_path):
@@ -54,10 +58,53 @@ def test_an_offset_read_keeps_its_offset_range_and_stats_the_file(tmp_path):
     p["tool_input"]["file_path"] = p["tool_response"]["file"]["filePath"] = str(target)
     [n] = plan(p, CFG).nodes
     assert n["source_uri"] == f"file://{target}#L100-104"
-    assert n["metadata"]["truncated_by_token_cap"] is False
+    assert n["metadata"]["truncated_by_token_cap"] is False and n["metadata"]["read"] == [100, 104]
     assert n["mtime"] == os.stat(target).st_mtime_ns
     p["tool_input"]["file_path"] = p["tool_response"]["file"]["filePath"] = str(tmp_path / "gone.txt")
     assert plan(p, CFG).nodes[0]["mtime"] == 0  # a file that is gone has no mtime
+
+
+MODULE = ('"""A module."""\n\nimport os\n\n\nclass Pool:\n    """Workers."""\n\n    size = 4\n\n'
+          '    def start(self, count):\n        """Start count workers."""\n        return [os.getpid() for _ in range(count)]\n\n'
+          '    def stop(self):\n        return None\n\n\n'
+          'def drain_queue(queue, timeout=1.0):\n    """Take every item off the queue."""\n    items = []\n'
+          '    while queue:\n        items.append(queue.pop())\n    return items\n')
+
+
+def _python_read(path: str, content: str, start: int = 1, total: int | None = None) -> dict:
+    n = content.count("\n")
+    return {"session_id": "s", "cwd": os.path.dirname(path), "hook_event_name": "PostToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": path, **({"offset": start, "limit": n} if start > 1 else {})},
+            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": n,
+                                                       "startLine": start, "totalLines": total or n}}}
+
+
+def _cuts(out) -> list[tuple]:
+    return [(n["metadata"]["symbol"], n["metadata"]["start"], n["metadata"]["end"]) for n in out.nodes]
+
+
+def test_a_python_read_is_cut_by_symbol_and_a_slice_by_the_files_own_symbols_numbered_from_its_offset(tmp_path):
+    path = tmp_path / "pool.py"
+    path.write_text(MODULE)
+    lines = MODULE.splitlines(keepends=True)
+    whole = plan(_python_read(str(path), MODULE), CFG, str(tmp_path))
+    # The wrapped read's cuts (module head 1-3, Pool 4-9, Pool.start, Pool.stop, drain_queue), except that a
+    # chunk under capture.filterMinSize (the head, Pool's header, stop) joins its neighbour, not dropped by the filter
+    assert _cuts(whole) == [("Pool", 1, 9), ("Pool.start", 10, 13), ("drain_queue", 14, 24)]
+    assert "".join(n["content"] for n in whole.nodes) == MODULE
+    # A slice from line 12 (inside Pool.start) to 21: cut where the file's symbols are, lines numbered from 12.
+    part = "".join(lines[11:21])
+    sliced = plan(_python_read(str(path), part, 12, len(lines)), CFG, str(tmp_path))
+    assert _cuts(sliced) == [("Pool.start", 12, 13), ("drain_queue", 14, 21)]
+    assert [n["content"] for n in sliced.nodes] == ["".join(lines[11:13]), "".join(lines[13:21])]
+    assert {n["metadata"]["read"][0] for n in sliced.nodes} == {12}
+    # Not the file on disk any more (edited since): the slice is cut by what it holds, still from line 12.
+    path.write_text(MODULE.replace("drain_queue", "drain"))
+    alone = plan(_python_read(str(path), part, 12, len(lines)), CFG, str(tmp_path))
+    assert [n["metadata"]["start"] for n in alone.nodes][0] == 12
+    assert "".join(n["content"] for n in alone.nodes) == part and _cuts(alone)[-1][2] == 21
+    # Without the project root (the hook's own spool path) the disk is not looked at, and nothing breaks.
+    assert "".join(n["content"] for n in plan(_python_read(str(path), part, 12, len(lines)), CFG).nodes) == part
 
 
 def test_an_unchanged_reread_and_a_failed_read_store_nothing():

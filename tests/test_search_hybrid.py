@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from memtree.errors import BadRequest
 from memtree.recall import search
 from memtree.store import db as store_db
 from tests.actor_procs import start_actor
@@ -137,5 +138,25 @@ def test_a_query_embedded_by_another_model_refuses_semantic_and_degrades_hybrid_
         out = search.run(conn, QUERY, "hybrid", {"kind": ["note"]}, 10, query_vector=other)
         assert out.mode == "keyword" and "ollama:other-embedder" in out.degraded
         assert store.notes["both"] in [c.node["id"] for c in out.hits]  # control: keyword still answers
+    finally:
+        conn.close()
+
+
+def test_a_query_vector_that_is_not_unit_length_degrades_hybrid_and_refuses_semantic_saying_why(store):
+    from memtree.recall.embeddings import load_provider
+
+    provider = load_provider(store.config)
+    good = provider.embed([QUERY])[0]
+    conn = store_db.open_read(store.paths.db)
+    try:
+        for bad in (good * 0.0, good * 3.0):
+            emb = {"model": provider.name, "dim": provider.dim, "vector": bad.tolist()}
+            with pytest.raises(BadRequest, match="not a unit vector"):
+                search.run(conn, QUERY, "semantic", {}, 10, query_vector=emb)
+            out = search.run(conn, QUERY, "hybrid", {"kind": ["note"]}, 10, query_vector=emb)
+            assert out.mode == "keyword" and "not a unit vector" in out.degraded
+        ok = search.run(conn, QUERY, "hybrid", {"kind": ["note"]}, 10,  # control: the same vector, normalised
+                        query_vector={"model": provider.name, "dim": provider.dim, "vector": good.tolist()})
+        assert (ok.mode, ok.degraded) == ("hybrid", None)
     finally:
         conn.close()

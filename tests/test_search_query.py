@@ -79,3 +79,27 @@ def test_unknown_mode_is_a_clear_error():
     with pytest.raises(BadRequest) as e:
         search.check_mode("fuzzy")
     assert "fuzzy" in e.value.message
+
+
+@pytest.mark.parametrize("query,content", [
+    ("how does the scheduler decide when a job runs next", "the scheduler decide when a job runs next"),
+    ("where is the cache eviction handled", "the cache eviction"),
+    ("what happens when a signature is expired", "a signature is expired"),
+    ("which function converts a timestamp to a datetime", "converts a timestamp to a datetime"),
+    ("how does TTLCache work?", "TTLCache"),
+    ("find the code that retries failed requests", "retries failed requests"),
+    # short queries and identifiers are left alone; so is a query that is all scaffolding
+    ("parse_interval", "parse_interval"), ("list directory", "list directory"), ("where is it", "where is it"),
+])
+def test_question_scaffolding_is_dropped_from_what_is_searched(query, content):
+    from memtree.recall.ranking import content_query
+
+    assert content_query(query) == content
+
+
+def test_adjacent_words_are_also_searched_joined_so_a_camelcase_identifier_matches():
+    from memtree.recall.search import _prose_words
+
+    assert _prose_words("where is the directory listing done") == ["directory", "listing", "done",
+                                                                    "directorylisting", "listingdone"]
+    assert _prose_words("get_in x") == ["get_in", "x"]  # an identifier is not joined with its neighbour

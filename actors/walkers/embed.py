@@ -93,7 +93,7 @@ class EmbedWalker(Walker):
         period = self.config.supervisor.heartbeatMs / 1000
         while True:
             try:
-                return job.result(timeout=period)
+                return embeddings.check_unit(job.result(timeout=period), f"{self.provider.name} (write)")
             except FutureTimeout:
                 if self.stopping:  # SIGTERM: do not outlast the shutdown timeout waiting for a slow server
                     raise embeddings.ProviderUnavailable("the walker is stopping") from None
@@ -152,7 +152,7 @@ class EmbedWalker(Walker):
                                          f"embeddings unavailable: {self.unavailable}", src=self.ctx.name)
         try:
             # Directly, not through the batch pool: a query does not queue behind a backlog batch.
-            vec = provider.embed([env.body.text])[0]
+            vec = embeddings.check_unit(provider.embed([env.body.text]), f"{provider.name} (query)")[0]
         except MemtreeError as e:
             return protocol.encode_error(env.id, e.code, e.message, src=self.ctx.name)
         return protocol.encode_ok(env.id, {"model": provider.name, "dim": provider.dim,

@@ -1,6 +1,7 @@
 """Ingest plan: a raw Claude Code PostToolUse payload -> the nodes to store.
 
-``plan(payload, config)`` is pure apart from stat-ing files (a Read's mtime,
+``plan(payload, config)`` is pure apart from looking at files (a Read's mtime
+and, inside the project, the file a Read returned lines of, for its symbols;
 which of cwd / tool_input.path a Grep hit is relative to). The writer applies
 the plan (memtree.store.write.captures.apply_plan); content passes the redaction
 gate there, metadata included (once per field, at insert). The spool is the
@@ -8,8 +9,9 @@ exception: what the hook writes to disk is redacted by ``sanitize`` first.
 
 Shapes handled (docs/ARCHITECTURE.md "Ingest plan", integration-facts §1):
 - Read: tool_response {type:"text", file:{filePath, content, startLine,
-  numLines, totalLines, truncatedByTokenCap?}} -> one file_chunk under the
-  file's root. ``file_unchanged`` and non-text reads carry no text: skipped.
+  numLines, totalLines, truncatedByTokenCap?}} -> one file_chunk per symbol
+  (or window) of the lines read, under the file's root (``read_nodes``).
+  ``file_unchanged`` and non-text reads carry no text: skipped.
 - Grep: {mode, content?, filenames, numFiles, numLines?, numMatches?} -> a
   tool_output (a header line naming the search, then the result text) plus
   one file_chunk child per matching line ("path:line:text"; paths relative
@@ -39,6 +41,7 @@ from memtree.capture.claude_code import (CAPTURE_EVENTS, CAPTURED_TOOLS, COMPACT
 from memtree.capture import settings
 
 MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
+MAX_READ_CHARS = 8 * 1024 * 1024  # of one Read chunked, as the wrapped read's file limit
 _HIT = re.compile(r"^(.+?):(\d+):(.*)$")
 _CONTEXT = re.compile(r"^(.+?)-(\d+)-(.*)$")
 _BARE_HIT = re.compile(r"^(\d+):(.*)$")
@@ -125,7 +128,7 @@ def plan(payload, config, project_root: str | None = None) -> Plan:
     response = _field(payload, "tool_response", dict, "")
     deny = _denier(config, cwd, project_root)
     if tool == "Read":
-        return _plan_read(tool_input, response, sid, cwd, deny)
+        return _plan_read(tool_input, response, sid, cwd, deny, config, project_root)
     return _plan_grep(tool_input, response, sid, cwd, config, deny)
 
 
@@ -154,7 +157,8 @@ def _mtime_ns(path: str) -> int:
         return 0
 
 
-def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny) -> dict:
+def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny, config=None,
+               project_root: str | None = None) -> Plan:
     path = _field(tool_input, "file_path", str, "tool_input.")
     denied = deny(path)
     if denied:
@@ -179,13 +183,39 @@ def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny) -> di
     capped = _field(file, "truncatedByTokenCap", bool, "tool_response.file.", required=False, default=False)
     start = max(start, 1)
     end = max(start, start + num - 1)
-    node = {
-        "ref": "n0", "parent": {"file": full}, "kind": "file_chunk", "content": content,
-        "source_uri": uris.file_uri(full, start, end), "mtime": _mtime_ns(full),
-        "metadata": {"tool": "Read", "path": full, "start": start, "end": end, "total_lines": total,
-                     "truncated_by_token_cap": capped, "origin": "hook"},
-    }
-    return Plan(sid, [node])
+    meta = {"tool": "Read", "path": full, "total_lines": total, "truncated_by_token_cap": capped, "origin": "hook"}
+    nodes = read_nodes(full, content, start, end, meta, _mtime_ns(full), config, project_root)
+    return Plan(sid, nodes)
+
+
+def read_nodes(full: str, content: str, start: int, end: int, meta: dict, mtime: int, config=None,
+               project_root: str | None = None) -> list[dict]:
+    """A Read's nodes: one file_chunk per symbol (or window) of the lines read,
+    cut as the wrapped read cuts the file (memtree.text.chunking.chunk_read,
+    lines numbered from the Read's start), each under the file's root. The
+    file on disk, when it holds exactly these lines, gives the symbols of a
+    slice or a capped prefix. ``read`` in each chunk's metadata is the range
+    the Read returned, so the chunks of one Read can be put together again."""
+    from memtree.capture import ondisk
+    from memtree.text.chunking import chunk_read
+
+    if len(content) > MAX_READ_CHARS:  # memory stays bounded: cut at a line end (each chunk is cut at maxBytes)
+        cut = content.rfind("\n", 0, MAX_READ_CHARS)
+        meta = {**meta, "cut_at_capture_from_chars": len(content)}
+        content = content[:cut + 1] if cut >= 0 else content[:MAX_READ_CHARS]
+    whole = ondisk.project_file_text(full, project_root) if content else None
+    chunks = chunk_read(full, content, start, whole, settings.get(config, "capture", "filterMinSize"))
+    if not chunks:  # an empty Read: one empty chunk, as before (the filter drops it as too small)
+        chunks = [{"start": start, "end": end, "symbol": None, "kind": "window", "content": content}]
+    nodes = []
+    for i, c in enumerate(chunks):
+        nodes.append({
+            "ref": f"n{i}", "parent": {"file": full}, "kind": "file_chunk", "content": c["content"],
+            "source_uri": uris.file_uri(full, c["start"], c["end"]), "mtime": mtime,
+            "metadata": {**meta, "start": c["start"], "end": c["end"], "symbol": c["symbol"], "chunk": c["kind"],
+                         "read": [start, end]},
+        })
+    return nodes
 
 
 # -- Grep ----------------------------------------------------------------------

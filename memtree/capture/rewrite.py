@@ -19,11 +19,9 @@ A Read with offset or limit is the agent asking for exact lines: never rewritten
 from __future__ import annotations
 
 import os
-import stat
 
 from memtree import tokens
-from memtree.capture import preview
-from memtree.gate.paths import inside  # the project rule of memtree's own read tool
+from memtree.capture import ondisk, preview
 from memtree.gate import redact_text
 from memtree.capture import claude_code
 from memtree.capture.claude_code import POST_TOOL_USE
@@ -123,26 +121,8 @@ def _whole_from_disk(path: str, shown: str, root: str | None) -> str | None:
     Read again only from a file inside the project whose beginning is exactly
     what the Read returned, so the outline describes the same file; only its
     outline reaches the preview, and nothing more is stored."""
-    if not root:
-        return None
-    full = os.path.realpath(path)
-    if not inside(root, full):
-        return None
-    try:  # non-blocking and regular files only: a FIFO or device must never stall the writer
-        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_DISK_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    text = data.decode("utf-8", "replace")
-    return text if len(data) <= MAX_DISK_BYTES and text.startswith(shown) else None
+    text = ondisk.project_file_text(path, root, MAX_DISK_BYTES)
+    return text if text is not None and text.startswith(shown) else None
 
 
 def _preview(path: str, shown: str, total: int, read_lines: int, node_id: str | None, budget: int,

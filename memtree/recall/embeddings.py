@@ -22,6 +22,10 @@ We read wordllama's files directly (tokenizers + safetensors + numpy)
 instead of calling ``WordLlama.load()``: that looks for the tokenizer in a
 folder the wheel does not have and then tries the network.
 
+``embeddingModel: "model2vec:<folder>"`` reads a static model the user
+downloaded in model2vec's folder format (a potion code model, say): same
+pooling, nothing fetched, an inconsistent folder refused naming the sizes.
+
 ``embeddingModel: "ollama:<model>"`` uses Ollama's ``/api/embed`` over HTTP
 (``ollama.url``). A missing soft dependency raises ``ProviderUnavailable``
 with the reason; callers (the embed walker) stay idle and report it.
@@ -113,6 +117,62 @@ class StaticProvider(Provider):
         return _normalise(out)
 
 
+class Model2VecProvider(Provider):
+    """A static model in model2vec's folder format, for a user who downloaded
+    one (a potion code model, for example): ``model.safetensors`` (one
+    ``embeddings`` table, tokens x dims), ``tokenizer.json`` and, optional,
+    ``config.json``. Used the way the bundled table is used (mean of the
+    tokens' rows, unit length); read from the folder only, never fetched.
+    A table whose width disagrees with the dimension config.json declares
+    (``hidden_dim``/``dim``) is refused, naming both."""
+
+    def __init__(self, folder: str):
+        why = optional.missing("numpy", "safetensors.numpy", "tokenizers")
+        if why:
+            raise ProviderUnavailable(f"the model2vec provider {why}")
+        self.name = f"model2vec:{folder}"  # the spec as configured: model_name() says the same without loading
+        import numpy
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        folder = os.path.abspath(os.path.expanduser(folder))
+        tok_path, weights = os.path.join(folder, "tokenizer.json"), os.path.join(folder, "model.safetensors")
+        for path in (tok_path, weights):
+            if not os.path.isfile(path):
+                raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: no {os.path.basename(path)} there "
+                                          f"(a model2vec folder holds model.safetensors and tokenizer.json)")
+        try:
+            tables = load_file(weights)
+            self.tokenizer = Tokenizer.from_file(tok_path)
+        except Exception as e:  # noqa: BLE001 - a broken file is the user's to fix: say which
+            raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: cannot load it ({type(e).__name__}: "
+                                      f"{str(e)[:120]})") from None
+        table = tables.get("embeddings") if "embeddings" in tables else (
+            next(iter(tables.values())) if len(tables) == 1 else None)
+        if table is None or table.ndim != 2:
+            raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: model.safetensors holds no 2-d "
+                                      f"'embeddings' table (found {sorted(tables)[:4]})")
+        declared = None
+        conf = os.path.join(folder, "config.json")
+        if os.path.isfile(conf):
+            try:
+                with open(conf, encoding="utf-8") as f:
+                    meta = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: config.json unreadable ({e})") from None
+            declared = next((meta[k] for k in ("hidden_dim", "dim", "embedding_dim") if isinstance(meta.get(k), int)),
+                            None) if isinstance(meta, dict) else None
+        if declared is not None and declared != table.shape[1]:
+            raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: config.json says {declared} dimensions "
+                                      f"but model.safetensors has {table.shape[1]}; the folder is inconsistent")
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.table = table.astype(numpy.float16)
+        self.dim = int(table.shape[1])
+
+    embed = StaticProvider.embed
+
+
 class OllamaProvider(Provider):
     """Ollama's ``POST /api/embed`` ({"model", "input": [...]} -> {"embeddings": [[...]]})."""
 
@@ -163,4 +223,27 @@ def load_provider(config) -> Provider:
         return StaticProvider()
     if spec.startswith("ollama:"):
         return OllamaProvider(spec[len("ollama:"):], config.ollama.url, config.ollama.timeoutMs / 1000)
-    raise ProviderUnavailable(f"unknown embeddingModel {spec!r}; expected 'local' or 'ollama:<model>'")
+    if spec.startswith("model2vec:"):
+        return Model2VecProvider(spec[len("model2vec:"):])
+    raise ProviderUnavailable(f"unknown embeddingModel {spec!r}; expected 'local', 'ollama:<model>' or "
+                              f"'model2vec:<folder>'")
+
+
+def check_unit(mat, what: str, allow_zero: bool = True):
+    """Vectors as the store and the KNN expect them: finite and unit length
+    (cosine = 1 - dot), or all zero for a text with no known token when
+    ``allow_zero``. A provider that returns anything else is refused here,
+    naming the vector, instead of quietly ranking by noise (a peer's hybrid
+    turned keyword-only for months on unnormalised vectors)."""
+    import numpy as np
+
+    mat = np.asarray(mat, dtype=np.float32)
+    if mat.ndim == 1:
+        mat = mat[None, :]
+    norms = np.linalg.norm(mat, axis=1)
+    bad = ~np.isfinite(norms) | ((np.abs(norms - 1.0) > 1e-3) & ~((norms == 0) & allow_zero))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ProviderUnavailable(f"{what}: vector {i} has norm {float(norms[i]):.4g}, not 1 (an empty text, or a "
+                                  f"provider that does not normalise)")
+    return mat

@@ -95,6 +95,9 @@ def header(node: dict, score: float | None = None, stale: bool = False, extra: s
     uri = shown_uri(source_uri(node), root)
     if uri:
         parts.append(uri)
+    symbol = metadata(node).get("symbol") if node["kind"] == "file_chunk" else None
+    if isinstance(symbol, str) and symbol:  # what the lines are: the function a hit is in
+        parts.append(symbol)
     if extra:
         parts.append(extra)
     return " ".join(parts)

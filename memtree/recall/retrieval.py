@@ -17,6 +17,7 @@ from memtree.recall.search import (MAX_LIMIT, check_filters, check_limit, check_
                             query_vector, run, str_list)
 from memtree.store import reads
 from memtree.store.kinds import EDGE_KINDS, TREE_KINDS
+from memtree.text.chunking import split_lines
 from memtree.store.live import ALL_STATUSES, check_statuses
 
 _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
@@ -58,9 +59,34 @@ def _get(svc, node_id, budget_tokens=None, status=None, name="node_id") -> str:
         meta.append(f"parent {node['parent_id']}")
     if node["truncated"]:
         meta.append(f"truncated at capture ({node['original_bytes']} bytes originally)")
+    text = node["content"] or ""
+    if node["kind"] == "file" and not text:
+        text, shown = file_text(reads.file_chunks(conn, node["id"]))
+        meta.append(shown)
     head = render.header(node, stale=node["id"] in stale, extra="; ".join(meta), root=svc.project_root)
-    body = render.recalled(render.neutralise(node["content"] or ""), f"id={node['id']}")
+    body = render.recalled(render.neutralise(text), f"id={node['id']}")
     return f"{head}\n{body}"
+
+
+def file_text(chunks: list[dict]) -> tuple[str, str]:
+    """A file as its live chunks hold it, in line order (the newest chunk for a
+    line read more than once), lines never stored marked; and what it holds."""
+    by_line: dict[int, str] = {}
+    for c in chunks:  # oldest first: a later capture of a line wins
+        meta = render.metadata(c)
+        start = meta.get("start")
+        if isinstance(start, int):
+            for k, line in enumerate(split_lines(c["content"] or "")):
+                by_line[start + k] = line if line.endswith("\n") else line + "\n"
+    if not by_line:
+        return "", "no lines stored"
+    out, prev = [], 0
+    for n in sorted(by_line):
+        if n > prev + 1:
+            out.append(f"[lines {prev + 1}-{n - 1} not stored]\n")
+        out.append(by_line[n])
+        prev = n
+    return "".join(out), f"lines 1-{prev} ({len(by_line)} stored, from {len(chunks)} chunk(s))"
 
 
 def _listing(title: str, rows, svc, query: str | None = None) -> str:
@@ -109,11 +135,10 @@ def _search(svc, query, mode, limit, filters, vector, why, group_files=False) ->
                   if limit < MAX_LIMIT else f"; more beyond the {MAX_LIMIT}-hit cap: narrow with filters")
     if out.degraded:
         title += f"; {out.degraded}"
-    if out.abstained:
+    if out.weak:  # the best there is, said plainly: an agent told "nothing" would explore again
         ev = out.evidence
-        title += (f"; no hits: nothing relevant enough (best query-term coverage {ev['coverage']:.2f}"
-                  + (f", best similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else "")
-                  + ")")
+        title += (f"; weak match: the best hit holds {ev['coverage']:.0%} of the query's words"
+                  + (f", similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else ""))
     elif not out.hits:
         title += "; none live match. Other statuses only via opts=\"status=...\""
     return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc, query)

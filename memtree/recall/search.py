@@ -6,21 +6,23 @@ User input never reaches FTS5 as syntax: every word becomes a quoted string
 (inner quotes doubled), joined with OR so BM25 ranks nodes matching more
 words first. Filters are validated here and applied inside the SQL.
 
-Abstention: a search returns no hits, and says so, when neither way of
-matching has enough evidence. The evidence is the best hit's IDF-weighted
-query-term coverage (share of the query's weight one chunk contains) and,
-when the query was embedded, the best cosine similarity among the semantic
-candidates. How the floors were set: eval/recall_eval.py records both for its
-94 answerable and 23 no-answer queries; ``--calibrate`` lists, over a grid,
-the share of no-answer queries emptied minus three times the share of
-answerable ones emptied (an empty answer to a real question costs more than
-noise), and the floors below sit inside the best plateau, not on its edge.
-A similarity floor only means something for the model it was measured with,
-so another model falls back to the keyword-only floor.
+Fail open: a search returns its best hits whenever any candidate exists,
+and flags the answer ``weak`` when neither way of matching has much evidence,
+so an agent is told to check rather than told "nothing" (an agent told
+nothing explores the repository again). The evidence is the best hit's
+IDF-weighted query-term coverage (share of the query's weight one chunk
+contains) and, when the query was embedded, the best cosine similarity among
+the semantic candidates. The weak floors come from eval/recall_calibrate.py,
+a set of its own (docstring queries over packages that no reported eval
+uses, and docstrings of a package not stored as no-answer questions), never
+from the queries the evals report. A similarity floor only means something
+for the model it was measured with, so another model falls back to the
+keyword-only floor.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -134,14 +136,13 @@ def keyword(conn, query: str, filters: dict, limit: int) -> list[tuple[dict, flo
 
 CANDIDATES = 100  # per retriever, before ranking
 RRF_K = 60
-# Abstention floors (see the module docstring for how they were calibrated).
-# Keyword only (no query embedding): best at 0.38 (0.36-0.44 within 0.03); 20 of 23 no-answer
-# queries emptied, 4 of 94 answerable.
-KEYWORD_ONLY_FLOOR = 0.38
-# Fused, per embedding model: (coverage, similarity); abstain when under both.
-# wordllama: the plateau coverage 0.38-0.42 x similarity 0.32-0.44 empties
-# 17-19 of 23 no-answer queries and 1 of 94 answerable; its centre: 18 and 1.
-FUSED_FLOORS = {"wordllama-l2-supercat-256": (0.40, 0.40)}
+# Weak-evidence floors (eval/recall_calibrate.py; see the module docstring): the
+# fewest answerable queries flagged among the floors flagging >= 70 % of the
+# no-answer ones, on its 340 docstring + 150 no-answer queries (2026-12-01):
+# keyword 0.46 flags 72 % of no-answer, 16.5 % of answerable; hybrid with
+# wordllama (0.46, 0.50) flags 70 % and 13.8 %.
+WEAK_KEYWORD_FLOOR = 0.46
+WEAK_FLOORS = {"wordllama-l2-supercat-256": (0.46, 0.50)}  # (coverage, similarity): weak when under both
 HIT_FLOOR_SHARE = 0.5
 
 
@@ -157,20 +158,32 @@ async def query_vector(svc, text: str):
 
 
 class Outcome:
-    """What a search found, in which mode, and why it degraded or abstained."""
+    """What a search found, in which mode, why it degraded, and whether its
+    evidence is weak (``abstained``: not one candidate)."""
 
-    __slots__ = ("hits", "mode", "requested", "degraded", "abstained", "evidence")
+    __slots__ = ("hits", "mode", "requested", "degraded", "abstained", "evidence", "weak")
 
     def __init__(self, hits, mode: str, requested: str, degraded: str | None = None, abstained: bool = False,
-                 evidence: dict | None = None):
+                 evidence: dict | None = None, weak: bool = False):
         self.hits, self.mode, self.requested = hits, mode, requested
-        self.degraded, self.abstained, self.evidence = degraded, abstained, evidence or {}
+        self.degraded, self.abstained, self.evidence, self.weak = degraded, abstained, evidence or {}, weak
+
+    @property
+    def confidence(self) -> str:
+        """One word for the answer's evidence: "none" (no candidate), "weak", or "ok"."""
+        return "none" if self.abstained else "weak" if self.weak else "ok"
 
 
 def _prose_words(query: str) -> list[str]:
-    words = [w for w in query.split() if any(ch.isalnum() for ch in w)]
-    kept = [w for w in words if w.lower().strip(".,;:?!'\"()") not in ranking.STOPWORDS]
-    return kept or words
+    """The words BM25 searches for: the query without stopwords and question
+    scaffolding, plus each pair of adjacent words joined, which is how a
+    camelCase identifier is one FTS token ("list directory" finds listDirectory;
+    snake_case splits in the tokenizer already)."""
+    words = [w for w in ranking.content_query(query).split() if any(ch.isalnum() for ch in w)]
+    kept = [w for w in words if w.lower().strip(".,;:?!'\"()") not in ranking.STOPWORDS] or words
+    bare = [w.strip(".,;:?!'\"()`") for w in kept]
+    joined = [a + b for a, b in zip(bare, bare[1:]) if a.isalpha() and b.isalpha() and len(a) > 2 and len(b) > 2]
+    return (kept + joined)[:MAX_TERMS]
 
 
 def keyword_candidates(conn, query: str, filters: dict, n: int = CANDIDATES) -> list[tuple[dict, float, str]]:
@@ -200,7 +213,7 @@ def semantic_candidates(conn, emb: dict, filters: dict, n: int = CANDIDATES) -> 
 def _idf(conn, query: str) -> dict[str, float]:
     """IDF of each query term, counted on the surface word FTS5 stems itself."""
     surface: dict[str, str] = {}  # stemmed term -> a word of the query it came from
-    for w in re.findall(r"[A-Za-z0-9_]+", query):
+    for w in re.findall(r"[A-Za-z0-9_]+", ranking.content_query(query)):
         for part in [w.lower(), *ranking.split_identifier(w)]:
             for t in ranking.terms(part)[:1]:  # none for a stopword
                 surface.setdefault(t, part)
@@ -239,23 +252,34 @@ def evidence(hits: list[ranking.Candidate], sem_rows) -> dict:
     return {"coverage": round(cov, 3), "similarity": None if sim is None else round(sim, 3)}
 
 
-def should_abstain(ev: dict, model: str | None) -> bool:
-    floors = FUSED_FLOORS.get(model) if ev["similarity"] is not None else None
+def is_weak(ev: dict, model: str | None) -> bool:
+    floors = WEAK_FLOORS.get(model) if ev["similarity"] is not None else None
     if floors is None:
-        return ev["coverage"] < KEYWORD_ONLY_FLOOR
+        return ev["coverage"] < WEAK_KEYWORD_FLOOR
     return ev["coverage"] < floors[0] and ev["similarity"] < floors[1]
 
 
 def above_floor(hits: list[ranking.Candidate], model: str | None) -> list[ranking.Candidate]:
-    """The hits whose own evidence clears the floor the query cleared, so a
+    """The hits whose own evidence clears a share of the weak floors, so a
     small store does not fill the limit with every node KNN reaches; the best
-    hit always stays (the query as a whole passed)."""
-    floors = FUSED_FLOORS.get(model)
+    hit always stays."""
+    floors = WEAK_FLOORS.get(model)
     if floors is None:
         return hits
     cov, sim = floors[0] * HIT_FLOOR_SHARE, floors[1] * HIT_FLOOR_SHARE
     kept = [c for c in hits[1:] if c.coverage >= cov or (c.similarity or 0.0) >= sim]
     return hits[:1] + kept
+
+
+def _usable(emb: dict) -> bool:
+    """The query vector is finite and of unit length, as every stored one is
+    (checked again here: KNN over a zero or unnormalised vector ranks by noise)."""
+    vec = emb.get("vector") if isinstance(emb, dict) else None
+    try:  # a list from the walker, an array from the eval's in-process provider
+        norm2 = sum(float(x) * float(x) for x in vec) if vec is not None and len(vec) else float("nan")
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(norm2) and abs(norm2 - 1.0) <= 2e-3
 
 
 def run(conn, query: str, mode: str = "hybrid", filters: dict | None = None, limit: int = 10,
@@ -264,12 +288,19 @@ def run(conn, query: str, mode: str = "hybrid", filters: dict | None = None, lim
     """Search in ``mode``. ``query_vector`` is the query's embedding
     (``{"model", "dim", "vector"}``, as the embed walker answers); None means
     none arrived in time (``vector_note`` says why): hybrid then degrades to
-    keyword and says so, semantic raises. ``abstain=False`` never abstains."""
+    keyword and says so, semantic raises. The best hits come back whenever
+    there is a candidate, ``weak`` when their evidence is under the floors;
+    ``abstain=False`` also keeps every hit KNN reached (no per-hit floor)."""
     filters = filters or {}
     fts_query(query)  # validates the query for every mode
     requested, degraded = mode, None
     if mode != "keyword" and query_vector is None:
         why = vector_note or "no query embedding available"
+        if mode == "semantic":
+            raise BadRequest(f"semantic search unavailable: {why}; use mode 'keyword'")
+        mode, degraded = "keyword", f"hybrid degraded to keyword: {why}"
+    if mode != "keyword" and not _usable(query_vector):
+        why = "the query embedding is not a unit vector (no known token, or an unnormalised provider)"
         if mode == "semantic":
             raise BadRequest(f"semantic search unavailable: {why}; use mode 'keyword'")
         mode, degraded = "keyword", f"hybrid degraded to keyword: {why}"
@@ -293,9 +324,9 @@ def run(conn, query: str, mode: str = "hybrid", filters: dict | None = None, lim
     ranking.score(cands, query, _idf(conn, query))
     hits = ranking.select(cands, limit, group_files)
     ev = evidence(hits, sem_rows)
-    model = query_vector and query_vector.get("model")
-    if abstain and hits and should_abstain(ev, model):
+    model = query_vector and query_vector.get("model") if mode != "keyword" else None
+    if not hits:
         return Outcome([], mode, requested, degraded, abstained=True, evidence=ev)
     if abstain and sem_rows:
         hits = above_floor(hits, model)
-    return Outcome(hits, mode, requested, degraded, evidence=ev)
+    return Outcome(hits, mode, requested, degraded, evidence=ev, weak=is_weak(ev, model))

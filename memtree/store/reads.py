@@ -89,6 +89,15 @@ def children(conn, parent_id: str, statuses=None, limit: int = 50) -> list[Node]
     return [_node(r) for r in rows]
 
 
+def file_chunks(conn, root_id: str, statuses=None, limit: int = 20_000) -> list[Node]:
+    """A file root's chunks, oldest first (a file of any size: bounded by ``limit``)."""
+    where, params = status_clause("n", statuses)
+    rows = conn.execute(
+        f"SELECT {_SELECT} FROM nodes n WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}"
+        f" ORDER BY n.created_at, n.id LIMIT ?", [root_id, *params, limit])
+    return [_node(r) for r in rows]
+
+
 def child_ids(conn, parent_id: str, statuses=None, limit: int = 50) -> list[str]:
     """Ids only, newest first, as ``children``."""
     where, params = status_clause("n", statuses)

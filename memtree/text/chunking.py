@@ -164,9 +164,70 @@ def _class_chunks(cls: ast.ClassDef, lines: list[str], start: int, end: int, sym
     return out
 
 
-def chunk_text(path: str, text: str) -> Chunked:
+def chunk_text(path: str, text: str, lines: list[str] | None = None) -> Chunked:
     """Chunk ``text`` (the contents of ``path``) by symbol or by window."""
-    lines = split_lines(text)
+    lines = split_lines(text) if lines is None else lines
     if path.endswith((".py", ".pyi")):
         return chunk_python(text, lines)
     return Chunked("text", chunk_windows(lines), [], len(lines))
+
+
+def _same_lines(a: list[str], b: list[str]) -> bool:
+    return len(a) == len(b) and all(x.rstrip("\r\n") == y.rstrip("\r\n") for x, y in zip(a, b))
+
+
+def chunk_read(path: str, content: str, start: int = 1, whole: str | None = None, min_bytes: int = 0) -> list[dict]:
+    """The chunks of what a native Read returned: ``content`` is lines
+    ``start``.. of ``path`` (a whole file, an offset/limit slice, or a prefix
+    cut at a token cap), numbered from ``start``.
+
+    Cut by the same rule as the whole file (``chunk_text``): by the file's own
+    symbols when ``whole`` (the file as it is on disk) holds exactly these
+    lines at ``start``, so a slice or a prefix that ends inside a function is
+    still cut where that function starts and ends; otherwise by the symbols of
+    ``content`` itself (windows when it does not parse). Contents are always
+    the Read's own lines. A chunk under ``min_bytes`` (the filter drops those)
+    joins its neighbour, so the chunks keep tiling the lines read.
+    """
+    lines = split_lines(content)
+    if not lines:
+        return []
+    end = start + len(lines) - 1
+    base, shift = None, start - 1
+    if whole is not None:
+        whole_lines = split_lines(whole)
+        if len(whole_lines) >= end and _same_lines(whole_lines[start - 1:end], lines):
+            base, shift = chunk_text(path, whole, whole_lines).chunks, 0
+    if base is None:
+        base = chunk_text(path, content, lines).chunks
+    out = []
+    for c in base:
+        s, e = max(c["start"] + shift, start), min(c["end"] + shift, end)
+        if s <= e:
+            out.append({"start": s, "end": e, "symbol": c["symbol"], "kind": c["kind"],
+                        "content": "".join(lines[s - start:e - start + 1])})
+    return merge_small(out, min_bytes) if min_bytes > 0 else out
+
+
+def merge_small(chunks: list[dict], min_bytes: int) -> list[dict]:
+    """Adjacent chunks with each one under ``min_bytes`` joined to the next
+    (the last to the one before); the bigger part names the result."""
+    out: list[dict] = []
+    carry: dict | None = None
+    for c in chunks:
+        if carry is not None:
+            c = _join(carry, c)
+            carry = None
+        if len(c["content"].encode("utf-8", "replace")) < min_bytes:
+            carry = c
+        else:
+            out.append(c)
+    if carry is not None:
+        out.append(_join(out.pop(), carry) if out else carry)
+    return out
+
+
+def _join(a: dict, b: dict) -> dict:
+    named = a if len(a["content"]) > len(b["content"]) else b
+    return {"start": a["start"], "end": b["end"], "symbol": named["symbol"], "kind": named["kind"],
+            "content": a["content"] + b["content"]}

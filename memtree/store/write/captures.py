@@ -214,7 +214,7 @@ def apply_plan(tx: Tx, plan, tool_use_id: str | None = None) -> dict:
         return {"stored": [], "skipped": plan.skip.kind}
     sid = plan.session_id or None
     nodes = plan.nodes
-    prepared = [prepare_content(n.get("content") or "", tx.config.capture.maxBytes) for n in nodes]
+    prepared = _prepare_nodes(nodes, tx.config.capture.maxBytes)
     key = _capture_key(tool_use_id, nodes, prepared)
     if key is not None:
         row = tx.db.execute("SELECT result FROM capture_keys WHERE key = ?", (key,)).fetchone()
@@ -234,6 +234,29 @@ def _stored_result(old: dict) -> dict:
         if old.get("skipped"):
             old["skipped"] = "forgotten"
     return old
+
+
+def _prepare_nodes(nodes: list, max_bytes: int) -> list:
+    """Each node's content redacted and cut (prepare_content); the chunks of
+    one Read (same file, same ``read`` range) are redacted as one text first,
+    as put_file redacts a file, so a secret across a chunk edge is seen whole."""
+    groups: dict[tuple, list[int]] = {}
+    for i, n in enumerate(nodes):
+        meta, parent = n.get("metadata") or {}, n.get("parent") or {}
+        rng = meta.get("read") if isinstance(meta, dict) else None
+        if n.get("kind") == "file_chunk" and "file" in parent and isinstance(rng, list):
+            groups.setdefault((parent["file"], *rng), []).append(i)
+    clean: dict[int, str] = {}
+    for idx in groups.values():
+        try:
+            fields = [_chunk_fields({**nodes[i]["metadata"], "content": nodes[i].get("content")}, i) for i in idx]
+        except BadRequest:
+            continue  # not a well-formed range: each chunk is redacted on its own below
+        whole = redact_whole(fields)
+        if whole is not fields:
+            clean.update((i, f[4]) for i, f in zip(idx, whole))
+    return [prepare_content(clean[i], max_bytes, redacted=True) if i in clean
+            else prepare_content(n.get("content") or "", max_bytes) for i, n in enumerate(nodes)]
 
 
 def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
@@ -283,8 +306,14 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
 
 
 def shown_id(tx: Tx, node_id: str) -> str:
-    """The id to give the agent for a just-stored capture: the filter walker drops
-    a pending node whose content equals a live node's, so name that live node."""
+    """The id to give the agent for a just-stored capture: a Read's chunk names
+    its file's root (``recall ids=<root>`` shows the file as stored); the
+    filter walker drops a pending node whose content equals a live node's, so
+    otherwise name that live node."""
+    row = tx.db.execute("SELECT n.kind, n.metadata, p.kind, p.id FROM nodes n JOIN nodes p ON p.id = n.parent_id"
+                        " WHERE n.id = ?", (node_id,)).fetchone()
+    if row and row[0] == "file_chunk" and row[2] == "file" and "read" in orjson.loads(row[1]):
+        return row[3]
     where, params = status_clause("o", ("live",))
     row = tx.db.execute(
         f"SELECT o.id FROM nodes n JOIN nodes o ON o.content_hash = n.content_hash AND o.id != n.id"
@@ -292,18 +321,44 @@ def shown_id(tx: Tx, node_id: str) -> str:
     return row[0] if row else node_id
 
 
+MAX_CAPTURE_CHUNKS = 20_000  # rows looked at for one file's latest capture
+
+
+def _read_range(meta: dict) -> tuple[int, int]:
+    """The lines one Read returned (a chunk's ``read``; a capture stored whole is its own range)."""
+    rng = meta.get("read")
+    if isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) for v in rng):
+        return rng[0], rng[1]
+    return _line(meta, "start"), _line(meta, "end")
+
+
 def latest_file_capture(tx: Tx, path: str) -> tuple[str, str, int] | None:
-    """(id, stored content, total lines) of the newest whole-file capture of ``path``
-    still pending or live: what an earlier native Read of it showed."""
-    where, params = status_clause("n", ("pending", "live"))
+    """(file root id, content, total lines) of the newest whole-file capture of
+    ``path``: what an earlier native Read of it showed, put together from its
+    chunks (pending, live, or dropped by the filter as a duplicate or too small;
+    never a forgotten one)."""
+    where, params = status_clause("n", ("pending", "live", "dropped"))
     rows = tx.db.execute(
-        f"SELECT n.id, n.content, n.metadata FROM nodes n JOIN nodes p ON p.id = n.parent_id"
-        f" WHERE p.source_uri = ? AND n.kind = 'file_chunk' AND {where} ORDER BY n.created_at DESC LIMIT 8",
-        [uris.file_uri(path), *params]).fetchall()
-    for nid, content, meta in rows:
-        m = orjson.loads(meta)
-        if m.get("start") == 1 and (m.get("total_lines") == m.get("end") or m.get("truncated_by_token_cap")):
-            return nid, content, m["total_lines"]
+        f"SELECT n.content, n.metadata, n.created_at, p.id FROM nodes n JOIN nodes p ON p.id = n.parent_id"
+        f" WHERE p.source_uri = ? AND n.kind = 'file_chunk' AND {where} ORDER BY n.created_at DESC LIMIT ?",
+        [uris.file_uri(path), *params, MAX_CAPTURE_CHUNKS]).fetchall()
+    parsed = [(content, orjson.loads(meta), at, root) for content, meta, at, root in rows]
+    for _content, m, at, root in parsed:
+        rng = _read_range(m)
+        total = m.get("total_lines")
+        if m.get("origin") != "hook" or rng[0] != 1 or not isinstance(total, int) or not (
+                rng[1] == total or m.get("truncated_by_token_cap")):
+            continue
+        parts = sorted((_line(pm, "start"), _line(pm, "end"), c) for c, pm, pat, _ in parsed
+                       if pat == at and _read_range(pm) == rng)
+        line = 1
+        for start, end, _c in parts:
+            if start != line:
+                break
+            line = end + 1
+        else:  # numLines counts the empty line after a final newline: the last chunk may end one before
+            if line - 1 in (rng[1], rng[1] - 1):
+                return root, "".join(c for _s, _e, c in parts), total
     return None
 
 
