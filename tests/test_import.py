@@ -99,7 +99,8 @@ def test_import_stores_each_call_once_dated_redacted_and_refuses_forgotten(syste
 
     caps = _captures(system)
     real = os.path.realpath(system.project)
-    readme = caps[f"file://{real}/README.md#L1-3"]
+    # (the chunk ranges are the content's own lines: Claude Code's numLines also counts the empty line after a final newline)
+    readme = caps[f"file://{real}/README.md#L1-2"]
     # dated when the session read it, under the session's id
     [(rid, when)] = [(k, c) for k, c in calls.items() if c["tool"] == "Read" and c["session"].startswith("3c3e")]
     assert readme[2] == calls[rid]["session"] and readme[3] == _ms(when["ts"]) and "heronbay" in readme[4]
@@ -115,10 +116,10 @@ def test_import_stores_each_call_once_dated_redacted_and_refuses_forgotten(syste
     # the forgotten notes were refused, the other Read of that session kept
     assert not any("vault combination" in c[4] for c in caps.values())
     # the edited file's chunk is stale, the unchanged README's is not
-    app = caps[f"file://{real}/src/app.py#L1-7"]
+    app = caps[f"file://{real}/src/app.py#L1-6"]
     assert app[1] == "stale" and readme[1] in ("pending", "live")
     # secrets: redacted before storing (the settings' harmless line is kept), none on disk
-    settings = caps[f"file://{real}/{extend.SECRET_FILE}#L1-5"]
+    settings = caps[f"file://{real}/{extend.SECRET_FILE}#L1-4"]
     assert "pelicanroad" in settings[4] and "[REDACTED" in settings[4]
     for path in glob.glob(os.path.join(system.paths.store_dir, "**", "*"), recursive=True):
         if os.path.isfile(path):

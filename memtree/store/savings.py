@@ -17,21 +17,35 @@ def captured_text(conn, tool_use_id: str) -> str:
     except ValueError:
         return ""
     ids = (result.get("stored") or result.get("ids") or result.get("deduped") or []) if isinstance(result, dict) else []
-    return stored_text(conn, ids[0]) if ids and isinstance(ids[0], str) else ""
+    ids = [i for i in ids if isinstance(i, str)]
+    if not ids:
+        return ""
+    # A Read is stored as its file chunks, in line order; a Grep or Bash as one
+    # tool output (the Grep's hit children repeat lines of it).
+    kind, first = _node(conn, ids[0])
+    if kind != "file_chunk":
+        return first if kind != "file" else stored_text(conn, ids[0])
+    return first + "".join(text for kind, text in (_node(conn, i) for i in ids[1:]) if kind == "file_chunk")
 
 
-def stored_text(conn, node_id: str) -> str:
-    """What memtree holds behind an id a wrapped tool's answer named: a tool output's
-    content, or a file root's live chunks (the whole file as stored)."""
+def _node(conn, node_id: str) -> tuple[str | None, str]:
+    """(kind, content) of a stored node, whatever its status but forgotten."""
     from memtree.store.live import ALL_STATUSES, status_clause
 
     where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
     row = conn.execute(f"SELECT n.kind, n.content FROM nodes n WHERE n.id = ? AND {where}",
                        [node_id, *params]).fetchone()
-    if row is None:
-        return ""
-    if row[0] != "file":
-        return row[1] or ""
+    return (row[0], row[1] or "") if row else (None, "")
+
+
+def stored_text(conn, node_id: str) -> str:
+    """What memtree holds behind an id a wrapped tool's answer named: a tool output's
+    content, or a file root's live chunks (the whole file as stored)."""
+    from memtree.store.live import status_clause
+
+    kind, text = _node(conn, node_id)
+    if kind != "file":
+        return text
     live, lparams = status_clause("c")
     return "".join(r[0] or "" for r in conn.execute(
         f"SELECT c.content FROM nodes c WHERE c.parent_id = ? AND c.kind = 'file_chunk' AND {live}"
