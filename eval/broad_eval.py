@@ -20,7 +20,7 @@ docstring-free copy (docstring). Each query then goes the way the MCP
 ``recall`` tool sends it (memtree.recall.retrieval._search: search.run with
 limit+1, cut to the limit; the query embedded by the provider the walker
 answers EmbedQuery with) in every mode, beside plain BM25: FTS5 bm25 over the
-same stored chunks, every word ORed, no ranking, no abstention.
+same stored chunks, every token ORed, no ranking, no abstention.
 
 Figures per kind and mode: NDCG@10 with file-level gold, Recall@10 and MRR@10
 with line-range gold (a hit counts when its chunk overlaps a gold range), and
@@ -32,7 +32,10 @@ attribute ``confidence`` of "weak"/"low", when search has one).
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import os
+import re
 import sys
 import tempfile
 import time
@@ -55,10 +58,25 @@ WEAK = {"weak", "low"}
 SMALL_PACKAGES = {"bottle", "sqlparse", "tablib", "tomlkit"}
 
 
-def _resolve(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
-    from memtree.eval.recall_eval import gold_ranges
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str) -> ast.Module:
+    return ast.parse(open(path, encoding="utf-8").read())
 
-    return gold_ranges(root, gold)
+
+def _resolve(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
+    """``path:Class.method`` -> (path, first line with decorators, last line)."""
+    out = []
+    for g in gold:
+        rel, _, symbol = g.rpartition(":")
+        body, node = _parsed(os.path.join(root, rel)).body, None
+        for part in symbol.split("."):
+            node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                         and n.name == part), None)
+            if node is None:
+                raise SystemExit(f"gold symbol {symbol!r} not found in {rel}: the pinned corpus changed?")
+            body = node.body
+        out.append((rel, min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno))
+    return out
 
 
 def all_queries(root: str, small: bool = False) -> list[dict]:
@@ -132,13 +150,21 @@ def build_store(work: str, files: list[str], root: str, stripped: bool) -> dict:
 
 # -- queries ---------------------------------------------------------------------------------
 
+def bm25_match(text: str) -> str:
+    """Plain BM25's query: every token of the text (split as the FTS5
+    unicode61 tokenizer splits, so ``Row.append`` and ``to_seconds`` are two
+    words each, not a phrase) ORed; no stopwords, no ranking."""
+    return " OR ".join(f'"{t}"' for t in dict.fromkeys(re.findall(r"[A-Za-z0-9]+", text.lower())))
+
+
 def search_once(conn, text: str, mode: str, vec):
     """(hits, emptied, flagged) as the MCP recall tool would get them."""
     from memtree.errors import BadRequest
     from memtree.recall import search
+    from memtree.store import reads
 
     if mode == "bm25":
-        rows = search.keyword(conn, text, {}, LIMIT)
+        rows = reads.search_fts(conn, bm25_match(text), {}, LIMIT)
         return [r[0] for r in rows], not rows, not rows
     try:
         res = search.run(conn, text, mode, {}, LIMIT + 1, query_vector=vec)

@@ -1,0 +1,70 @@
+"""The broad recall eval's CI subset (eval/broad_eval.py --small): four
+pinned packages ingested through a real writer and embedded by the real embed
+walker, every hand-written query of theirs and every second generated one,
+run in every mode. Each figure must stay within its tolerance of the committed
+baseline (eval/broad_baseline.json, made from main's ranking)."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import os
+
+import pytest
+
+from memtree.eval import broad_corpus, broad_eval, broad_gen
+
+
+@pytest.mark.timeout(900)
+def test_the_subset_holds_the_committed_baseline_in_every_mode_and_kind():
+    out = broad_eval.evaluate(small=True)
+    entry = broad_eval.load_baseline().get("small", {}).get(out["provider"])
+    assert entry, f"no committed small-set baseline for embedding provider {out['provider']!r}"
+    problems = broad_eval.regressions(out["summary"], entry["summary"])
+    assert problems == [], "\n".join(problems)
+    # Every kind ran in the gated modes, with the query counts the baseline was made with.
+    for mode in ("keyword", "hybrid"):
+        assert {k: v["n"] for k, v in out["summary"][mode].items()} == \
+            {k: v["n"] for k, v in entry["summary"][mode].items()}
+
+
+def test_the_gate_names_a_drop_beyond_tolerance_and_passes_one_within():
+    base = {"hybrid": {"symbol": {"ndcg": 0.9, "recall": 0.9, "mrr": 0.8, "emptied": 0.02, "n": 40},
+                       "answerable": {"ndcg": 0.7, "recall": 0.7, "mrr": 0.6, "emptied": 0.05, "n": 200},
+                       "none": {"abstained": 0.5, "flagged": 0.6, "n": 50}}}
+    within = copy.deepcopy(base)
+    within["hybrid"]["symbol"]["ndcg"] -= broad_eval.KIND_TOL * 0.9
+    within["hybrid"]["answerable"]["emptied"] += broad_eval.ALL_TOL * 0.9
+    assert broad_eval.regressions(within, base) == []
+    worse = copy.deepcopy(base)
+    worse["hybrid"]["symbol"]["mrr"] -= broad_eval.KIND_TOL * 1.5
+    worse["hybrid"]["answerable"]["emptied"] += broad_eval.ALL_TOL * 1.5
+    worse["hybrid"]["none"]["flagged"] -= broad_eval.NONE_TOL * 1.5
+    got = broad_eval.regressions(worse, base)
+    assert [g.split(":")[0] for g in got] == ["hybrid/symbol", "hybrid/answerable", "hybrid/none"], got
+
+
+def _definition_at(text: str, start: int):
+    """(The copy's definition may end earlier: a docstring closing a body leaves blank lines.)"""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and min([node.lineno] + [d.lineno for d in node.decorator_list]) == start:
+            return node
+    raise AssertionError(f"no definition starting at line {start}")
+
+
+def test_docstring_queries_are_absent_from_the_stripped_copy_and_present_in_the_original():
+    root = broad_corpus.fetch(only=broad_eval.SMALL_PACKAGES)
+    queries = [q for q in broad_eval.all_queries(root, small=True) if q["kind"] == "docstring"]
+    assert len(queries) >= 40
+    texts: dict[str, tuple[str, str]] = {}
+    for q in queries:
+        for rel, start, _end in q["gold"]:
+            if rel not in texts:
+                original = open(os.path.join(root, rel), encoding="utf-8").read()
+                texts[rel] = original, broad_corpus.strip_docstrings(original)
+            original, stripped = texts[rel]
+            assert len(stripped.splitlines()) == len(original.splitlines()), rel  # the gold lines hold in the copy
+            before = ast.get_docstring(_definition_at(original, start))
+            assert broad_gen.first_sentence(before) == q["query"], (q["query"], rel, start)
+            assert ast.get_docstring(_definition_at(stripped, start)) is None, (q["query"], rel, start)
