@@ -268,7 +268,9 @@ def load_baseline() -> dict:
 
 
 def write_baseline(subset: str, provider: str, summary: dict, commit: str) -> None:
-    """Per subset and embedding provider, with the commit whose ranking made it."""
+    """Per subset and embedding provider, with the commit whose ranking made
+    it. Rewrite it (``--small --write-baseline``) in the commit that changes
+    the ranking, so the change and the figures it moves are reviewed together."""
     import orjson
 
     data = load_baseline()
@@ -281,8 +283,11 @@ def _commit() -> str:
     import subprocess
 
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
+        # The last commit that changed what a search returns (ranking, chunking, the store), not the eval's own.
+        return subprocess.run(["git", "log", "-1", "--format=%h", "--", "memtree/recall", "memtree/text",
+                               "memtree/store", "actors/walkers", "config"], capture_output=True, text=True,
+                              timeout=10, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+                              ).stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

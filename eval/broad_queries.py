@@ -46,7 +46,7 @@ HAND: list[tuple[str, str, list[str]]] = [
                    "one is edited", [BO + "FileCheckerThread"]),
     ("paraphrase", "make user supplied text safe to show inside a page by replacing characters that markup treats "
                    "specially", [BO + "html_escape"]),
-    ("paraphrase", "pick whichever production web server happens to be installed, trying several candidates until "
+    ("paraphrase", "pick whichever production http backend happens to be installed, trying several candidates until "
                    "one imports", [BO + "AutoServer"]),
     ("paraphrase", "send the visitor somewhere else, choosing the right status for the protocol version of the "
                    "incoming call", [BO + "redirect"]),
@@ -102,7 +102,7 @@ HAND: list[tuple[str, str, list[str]]] = [
     ("where", "where are rows filtered by tag", [TB + "core.py:Dataset.filter"]),
     ("where", "where is a dataset turned into SQL INSERT statements", [TB + "formats/_sql.py:SQLFormat.export_set"]),
     ("where", "where is an HTML table parsed into rows", [TB + "formats/_html.py:TablibHTMLParser"]),
-    ("paraphrase", "produce a plain text grid framed with plus signs, dashes and vertical bars, the kind used in "
+    ("paraphrase", "produce a plain text layout framed with plus signs, dashes and vertical bars, the kind used in "
                    "documentation pages", [TB + "formats/_rst.py:ReSTFormat.export_set_as_grid_table"]),
     ("paraphrase", "attach a function that rewrites every value of one field whenever the data is written out",
      [TB + "core.py:Dataset.add_formatter"]),
@@ -112,7 +112,7 @@ HAND: list[tuple[str, str, list[str]]] = [
      [TB + "core.py:Dataset.stack"]),
     ("paraphrase", "keep several named sheets together and write them all out as one workbook",
      [TB + "core.py:Databook"]),
-    ("paraphrase", "escape ampersands, percent and dollar signs that mean something special to the typesetting "
+    ("paraphrase", "protect ampersands, percent and dollar signs that mean something special to the typesetting "
                    "system", [TB + "formats/_latex.py:LATEXFormat._escape_tex_reserved_symbols"]),
     ("paraphrase", "give back a smaller table holding only some chosen lines and some chosen fields",
      [TB + "core.py:Dataset.subset"]),
@@ -151,7 +151,7 @@ HAND: list[tuple[str, str, list[str]]] = [
      [TK + "parser.py:Parser._parse_literal_string"]),
     ("paraphrase", "decode a backslash sequence such as a four or eight digit code point inside a quoted value",
      [TK + "parser.py:Parser._parse_escaped_char"]),
-    ("paraphrase", "save a document to a path on disk, keeping the line ending style the original file used",
+    ("paraphrase", "save a document to a path on disk, keeping the line ending style the original used",
      [TK + "toml_file.py:TOMLFile.write"]),
     # -- tornado: web framework and event loop -------------------------------------------------
     ("where", "where is the XSRF token checked", [TO + "web.py:RequestHandler.check_xsrf_cookie"]),
@@ -169,7 +169,7 @@ HAND: list[tuple[str, str, list[str]]] = [
     ("where", "where is a websocket ping sent periodically", [TO + "websocket.py:WebSocketProtocol13.start_pinging",
                                                              TO + "websocket.py:WebSocketProtocol13.periodic_ping"]),
     ("paraphrase", "keep a connection to the browser open and push messages both ways after upgrading an ordinary "
-                   "web call", [TO + "websocket.py:WebSocketHandler"]),
+                   "http call", [TO + "websocket.py:WebSocketHandler"]),
     ("paraphrase", "turn plain web addresses found in a piece of text into clickable anchor elements",
      [TO + "escape.py:linkify"]),
     ("paraphrase", "resolve several pending results at once and return all of them, whether given as a list or a "
@@ -178,11 +178,11 @@ HAND: list[tuple[str, str, list[str]]] = [
      [TO + "gen.py:with_timeout"]),
     ("paraphrase", "start several copies of the server program sharing one listening port, one per processor",
      [TO + "process.py:fork_processes"]),
-    ("paraphrase", "colour the log lines by severity when the terminal supports it and prefix them with a timestamp",
+    ("paraphrase", "colour the diagnostic lines by severity when the terminal supports it and prefix them with a timestamp",
      [TO + "log.py:LogFormatter"]),
-    ("paraphrase", "pick the closest available translation for the languages a visitor's browser says it accepts",
+    ("paraphrase", "pick the best matching available translation for the languages a visitor's client says it accepts",
      [TO + "web.py:RequestHandler.get_browser_locale", TO + "locale.py:Locale.get_closest"]),
-    ("paraphrase", "show a date relative to now in friendly words like two hours ago or yesterday",
+    ("paraphrase", "show a moment relative to now in friendly words like two hours ago or yesterday",
      [TO + "locale.py:Locale.format_date"]),
     ("paraphrase", "a first in first out buffer for coroutines where taking blocks until something arrives",
      [TO + "queues.py:Queue"]),
@@ -190,7 +190,7 @@ HAND: list[tuple[str, str, list[str]]] = [
      [TO + "tcpclient.py:_Connector"]),
     ("paraphrase", "log the visitor in through the big search company's account service and fetch their profile",
      [TO + "auth.py:GoogleOAuth2Mixin"]),
-    ("paraphrase", "stream the bytes of a file from disk to the visitor, supporting partial fetches and caching "
+    ("paraphrase", "stream the bytes of something stored on disk to the visitor, supporting partial fetches and caching "
                    "headers", [TO + "web.py:StaticFileHandler"]),
     # -- cleo: CLI library ---------------------------------------------------------------------
     ("where", "where are shell completion scripts generated", [CL + "commands/completions_command.py:CompletionsCommand"]),
@@ -203,9 +203,9 @@ HAND: list[tuple[str, str, list[str]]] = [
     ("where", "where is an exception traceback rendered", [CL + "ui/exception_trace.py:ExceptionTrace.render"]),
     ("where", "where is the terminal width detected", [CL + "terminal.py:Terminal"]),
     ("where", "where is the list of available commands printed", [CL + "commands/list_command.py:ListCommand.handle"]),
-    ("paraphrase", "show how far along a long job is with a bar that fills up and an estimate of the time remaining",
+    ("paraphrase", "show how far along a long job is with a strip that fills up and an estimate of the time remaining",
      [CL + "ui/progress_bar.py:ProgressBar"]),
-    ("paraphrase", "ask the person at the keyboard a yes or no question and turn their reply into a true or false "
+    ("paraphrase", "ask the person at the keyboard to answer yes or no and turn their reply into a true or false "
                    "value", [CL + "ui/confirmation_question.py:ConfirmationQuestion"]),
     ("paraphrase", "let the user pick one or several entries from a numbered menu, rejecting anything that is not "
                    "offered", [CL + "ui/choice_question.py:ChoiceQuestion",
@@ -216,13 +216,13 @@ HAND: list[tuple[str, str, list[str]]] = [
                    "text", [CL + "testers/command_tester.py:CommandTester"]),
     ("paraphrase", "move the blinking position on the terminal up, down or to a column and wipe parts of the screen",
      [CL + "cursor.py:Cursor"]),
-    ("paraphrase", "a region of console output that can be rewritten in place without disturbing the rest of the "
+    ("paraphrase", "a region of the console that can be rewritten in place without disturbing the rest of the "
                    "screen", [CL + "io/outputs/section_output.py:SectionOutput"]),
-    ("paraphrase", "remove markup tags from a piece of text so only the plain words remain",
+    ("paraphrase", "remove markup elements in angle brackets from a piece of text so only the plain words remain",
      [CL + "_utils.py:strip_tags", CL + "_utils.py:TagStripper"]),
     ("paraphrase", "create the subcommand objects lazily from factories only when one of them is first needed",
      [CL + "loaders/factory_command_loader.py:FactoryCommandLoader"]),
-    ("paraphrase", "a spinning animation with a message that shows the program is still busy when progress cannot "
+    ("paraphrase", "a spinning animation with a message that shows the program is still busy when advancement cannot "
                    "be measured", [CL + "ui/progress_indicator.py:ProgressIndicator"]),
     # -- marshmallow: (de)serialisation ---------------------------------------------------------
     ("where", "where are unknown fields rejected on load", [MA + "schema.py:Schema._deserialize"]),
@@ -254,7 +254,7 @@ HAND: list[tuple[str, str, list[str]]] = [
      [MA + "utils.py:get_value", MA + "utils.py:_get_value_for_key"]),
     ("paraphrase", "combine several checks into one so that every one of them is run and all failures reported",
      [MA + "validate.py:And"]),
-    ("paraphrase", "a set that remembers the order in which its members were first added",
+    ("paraphrase", "a collection without duplicates that remembers the sequence in which its members were first added",
      [MA + "orderedset.py:OrderedSet"]),
     # -- trio: async library --------------------------------------------------------------------
     ("where", "where are cancel scopes cancelled on deadline", [TR + "_core/_run.py:Deadlines.expire"]),
@@ -272,7 +272,7 @@ HAND: list[tuple[str, str, list[str]]] = [
     ("where", "where are unix signals received asynchronously", [TR + "_signals.py:open_signal_receiver"]),
     ("paraphrase", "give up on whatever is inside the block when too much time has passed, carrying on silently "
                    "afterwards", [TR + "_timeouts.py:move_on_after"]),
-    ("paraphrase", "a pair of ends for passing objects between concurrent jobs through a bounded in-memory buffer",
+    ("paraphrase", "a pair of ends for passing objects between concurrent jobs through a bounded buffer held inside the process",
      [TR + "_channel.py:open_memory_channel"]),
     ("paraphrase", "limit how many jobs may use a shared resource at the same time by handing out a fixed number of "
                    "permits", [TR + "_sync.py:CapacityLimiter"]),
@@ -282,11 +282,11 @@ HAND: list[tuple[str, str, list[str]]] = [
      [TR + "_core/_mock_clock.py:MockClock"]),
     ("paraphrase", "sort the resolved addresses so that the two internet protocol families alternate when trying to "
                    "connect", [TR + "_highlevel_open_tcp_stream.py:reorder_for_rfc_6555_section_5_4"]),
-    ("paraphrase", "call back into the event loop from a plain operating system thread and wait for the answer",
+    ("paraphrase", "call back into the event loop out of a plain operating system worker and wait for the answer",
      [TR + "_threads.py:from_thread_run", TR + "_threads.py:from_thread_run_sync"]),
     ("paraphrase", "join a sending half and a receiving half into one two-way byte pipe",
      [TR + "_highlevel_generic.py:StapledStream"]),
-    ("paraphrase", "wrap a file object so that every blocking method runs in a helper thread and can be awaited",
+    ("paraphrase", "put an awaitable shell around an open stream on disk so each blocking method runs in a helper worker",
      [TR + "_file_io.py:AsyncIOWrapper", TR + "_file_io.py:wrap_file"]),
     ("paraphrase", "park the current job in a queue of sleepers until another job wakes one or all of them up",
      [TR + "_core/_parking_lot.py:ParkingLot"]),
@@ -315,7 +315,7 @@ HAND: list[tuple[str, str, list[str]]] = [
      [MI + "recipes.py:powerset"]),
     ("paraphrase", "split the elements into two groups, those that fail a test and those that pass it",
      [MI + "recipes.py:partition"]),
-    ("paraphrase", "return the only element of a stream, complaining if there are none or more than one",
+    ("paraphrase", "return the only element of a stream, complaining if the stream is empty or holds several",
      [MI + "more.py:one"]),
     ("paraphrase", "look at the first few elements of a stream without losing them for whoever reads it afterwards",
      [MI + "more.py:spy"]),
@@ -376,13 +376,13 @@ HAND: list[tuple[str, str, list[str]]] = [
                    "inputs do not overflow", [LK + "visitors.py:Transformer_NonRecursive"]),
     ("paraphrase", "turn a parsed structure back into text that the same grammar would accept",
      [LK + "reconstruct.py:Reconstructor"]),
-    ("paraphrase", "guess which failure case an input belongs to by comparing it with labelled sample inputs",
+    ("paraphrase", "guess which failure case a bad text belongs to by comparing it with labelled samples",
      [LK + "exceptions.py:UnexpectedInput.match_examples"]),
     ("paraphrase", "draw the parsed structure as a picture file using the graph rendering toolkit",
      [LK + "tree.py:pydot__tree_to_png"]),
-    ("paraphrase", "convert a grammar written for a javascript parsing toolkit into this library's own notation",
+    ("paraphrase", "convert the rules written for a javascript parsing toolkit into this library's own notation",
      [LK + "tools/nearley.py:NearleyToLark", LK + "tools/nearley.py:create_code_for_nearley_grammar"]),
-    ("paraphrase", "keep track of the current line and column while consuming text, counting newline characters",
+    ("paraphrase", "keep track of the current row and column while consuming text, by tallying the newline characters",
      [LK + "lexer.py:LineCounter"]),
     ("paraphrase", "rewrite a grammar so that every rule has either two symbols or a single terminal on its right "
                    "side", [LK + "parsers/cyk.py:to_cnf"]),

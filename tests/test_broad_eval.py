@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import copy
 import os
+import re
 
 import pytest
 
@@ -68,3 +69,26 @@ def test_docstring_queries_are_absent_from_the_stripped_copy_and_present_in_the_
             before = ast.get_docstring(_definition_at(original, start))
             assert broad_gen.first_sentence(before) == q["query"], (q["query"], rel, start)
             assert ast.get_docstring(_definition_at(stripped, start)) is None, (q["query"], rel, start)
+
+
+def _name_parts(symbol: str) -> set[str]:
+    return {p.lower() for w in re.findall(r"[A-Za-z0-9]+", symbol)
+            for p in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", w)}
+
+
+def test_paraphrases_are_10_to_30_words_and_share_no_word_with_their_gold_names():
+    from memtree.eval.broad_queries import HAND
+
+    glue = {"and", "for", "from", "the", "with", "into", "that", "this"}  # too common to give a name away
+    paraphrases = [(q, gold) for kind, q, gold in HAND if kind == "paraphrase"]
+    assert len(paraphrases) >= 100
+    shared = {}
+    for q, gold in paraphrases:
+        assert 10 <= len(q.split()) <= 30, q
+        names = set().union(*(_name_parts(g.rpartition(":")[2]) for g in gold))
+        common = {w for w in re.findall(r"[a-z0-9]+", q.lower()) if len(w) >= 3} & names - glue
+        if common:
+            shared[q] = sorted(common)
+    assert shared == {}
+    # Control: the check sees a name's parts in a query that uses them.
+    assert {"progress", "bar"} <= _name_parts("ProgressBar.set_bar_width")
