@@ -24,7 +24,9 @@ same stored chunks, every token ORed, no ranking, no abstention.
 
 Figures per kind and mode: NDCG@10 with file-level gold, Recall@10 and MRR@10
 with line-range gold (a hit counts when its chunk overlaps a gold range), and
-the emptied rate (abstained or no hits). For ``none``: the share abstained,
+the emptied rate (abstained or no hits). Every tenth query of each store is
+also asked through the recall tool itself (eval/broad_tool.py), to show the
+figures are the tool's. For ``none``: the share abstained,
 and the share flagged (abstained, or the outcome marked weak: an Outcome
 attribute ``confidence`` of "weak"/"low", when search has one).
 """
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from memtree.eval import broad_corpus, broad_gen
+from memtree.eval import broad_corpus, broad_gen, broad_tool
 from memtree.eval.recall_eval import (embed_corpus, eval_config, hit_span, metrics, query_embedder, start_writer,
                                       stop)
 
@@ -50,6 +52,7 @@ ANSWERABLE = KINDS[:-1]
 MODES = ("bm25", "keyword", "semantic", "hybrid")
 LIMIT = 10
 WEAK = {"weak", "low"}
+TOOL_SAMPLE_EVERY = 10  # of each store's queries, in list order, also run through the recall tool itself
 
 # The CI subset (tests/test_broad_eval.py): four packages of different styles
 # ingested whole, and of their queries every one of the hand-written kinds and
@@ -145,7 +148,7 @@ def build_store(work: str, files: list[str], root: str, stripped: bool) -> dict:
         caller.close()
         stop(proc)
     return {"paths": paths, "root": mirror or root, "chunks": n, "ingest_s": ingest_s, "embed_s": embed_s,
-            "provider": provider}
+            "provider": provider, "where": where}
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -192,7 +195,7 @@ def run_queries(store: dict, queries: list[dict], vectors) -> dict:
                 hits, emptied, flagged = got
                 row = {"kind": q["kind"], "package": q["package"], "query": q["query"], "emptied": emptied,
                        "flagged": flagged, "ms": (time.perf_counter() - t0) * 1000,
-                       "top": [hit_span(h, store["root"]) for h in hits[:3]]}
+                       "top": [hit_span(h, store["root"]) for h in hits[:3]], "ids": [h["id"] for h in hits]}
                 if q["gold"]:
                     row.update(metrics([hit_span(h, store["root"]) for h in hits], q["gold"], LIMIT))
                 out[mode].append(row)
@@ -243,18 +246,32 @@ def evaluate(small: bool = False, cache: str | None = None) -> dict:
     files = broad_corpus.source_files(root, only)
     queries = all_queries(root, small)
     results: dict = {m: [] for m in MODES}
-    info = {}
+    info: dict = {}
+    tool: dict = {}
     with tempfile.TemporaryDirectory(prefix="memtree-broad-") as work:
         for stripped in (False, True):
             store = build_store(work, files, root, stripped)
             sel = [q for q in queries if (q["kind"] == "docstring") == stripped]
             vectors = query_embedder(store["provider"]) if store["provider"] else None
-            for mode, rows in run_queries(store, sel, vectors).items():
+            got = run_queries(store, sel, vectors)
+            for mode, rows in got.items():
                 results[mode] += rows
+            if store["provider"]:
+                sample = [q["query"] for q in sel[::TOOL_SAMPLE_EVERY]]
+                mine = {m: {r["query"]: (r["ids"], r["emptied"]) for r in got[m]} for m in broad_tool.MODES}
+                for mode, c in broad_tool.compare(broad_tool.tool_answers(store["where"], sample), mine).items():
+                    agg = tool.setdefault(mode, {"n": 0, "same_ids": 0, "same_emptied": 0, "degraded": 0,
+                                                 "hits_within_budget": 0.0, "differ": []})
+                    for k in ("n", "same_ids", "same_emptied", "degraded"):
+                        agg[k] += c[k]
+                    agg["hits_within_budget"] += c["mean_hits_within_budget"] * c["n"]
+                    agg["differ"] += c["differ"]
             info["stripped" if stripped else "plain"] = {k: store[k] for k in ("chunks", "ingest_s", "embed_s")}
             info["provider"] = store["provider"].name if store["provider"] else "none"
+    for agg in tool.values():
+        agg["hits_within_budget"] = round(agg["hits_within_budget"] / max(agg["n"], 1), 2)
     return {"summary": summarise(results), "results": results, "stores": info, "files": len(files),
-            "queries": len(queries), "provider": info["provider"], "small": small}
+            "queries": len(queries), "provider": info["provider"], "small": small, "tool": tool}
 
 
 def load_baseline() -> dict:
@@ -295,6 +312,8 @@ def _commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     import orjson
 
+    from memtree.text import budget
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="the CI subset only")
     ap.add_argument("--cache", help="where the sdists are kept (default ~/.cache/memtree-eval)")
@@ -309,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{st['plain']['embed_s']:.1f}s; docstring-free store: {st['stripped']['chunks']} chunks, "
           f"{st['stripped']['ingest_s']:.1f}s, {st['stripped']['embed_s']:.1f}s; embeddings: {out['provider']}")
     print_table(out["summary"])
+    for mode, t in out["tool"].items():
+        print(f"through the recall tool ({mode}, every {TOOL_SAMPLE_EVERY}th query, {t['n']}): same hits in the same "
+              f"order {t['same_ids']}, same emptiness {t['same_emptied']}, degraded {t['degraded']}; hits an agent "
+              f"sees within the default {budget.DEFAULT_BUDGET}-token budget: {t['hits_within_budget']:.2f} on average")
+        for q in t["differ"][:3]:
+            print(f"  differs: {q!r}")
     if args.json:
         with open(args.json, "wb") as f:
             f.write(orjson.dumps(out["results"], option=orjson.OPT_INDENT_2))

@@ -1,8 +1,10 @@
 """The broad recall eval's CI subset (eval/broad_eval.py --small): four
 pinned packages ingested through a real writer and embedded by the real embed
 walker, every hand-written query of theirs and every second generated one,
-run in every mode. Each figure must stay within its tolerance of the committed
-baseline (eval/broad_baseline.json, made from main's ranking)."""
+run in every mode, a tenth of them also through the recall tool itself. Each
+figure must stay within its tolerance of the committed baseline
+(eval/broad_baseline.json, made from main's ranking; rewritten only in the
+commit that changes the ranking, with its figures)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,11 @@ def test_the_subset_holds_the_committed_baseline_in_every_mode_and_kind():
     assert entry, f"no committed small-set baseline for embedding provider {out['provider']!r}"
     problems = broad_eval.regressions(out["summary"], entry["summary"])
     assert problems == [], "\n".join(problems)
+    # The figures are the recall tool's: its answers (real Services, query embeddings from the
+    # running embed walker, the front's budget) name the same hits in the same order.
+    assert set(out["tool"]) == {"keyword", "hybrid"}
+    for mode, t in out["tool"].items():
+        assert t["n"] >= 25 and (t["same_ids"], t["same_emptied"], t["degraded"]) == (t["n"], t["n"], 0), (mode, t)
     # Every kind ran in the gated modes, with the query counts the baseline was made with.
     for mode in ("keyword", "hybrid"):
         assert {k: v["n"] for k, v in out["summary"][mode].items()} == \
