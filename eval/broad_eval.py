@@ -43,8 +43,7 @@ import tempfile
 import time
 
 from memtree.eval import broad_corpus, broad_gen, broad_tool
-from memtree.eval.recall_eval import (embed_corpus, eval_config, hit_span, metrics, query_embedder, start_writer,
-                                      stop)
+from memtree.eval.recall_eval import embed_corpus, eval_config, hit_span, metrics, query_embedder, start_writer, stop
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broad_baseline.json")
 KINDS = ("symbol", "where", "paraphrase", "docstring", "none")
@@ -73,8 +72,14 @@ def _resolve(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
         rel, _, symbol = g.rpartition(":")
         body, node = _parsed(os.path.join(root, rel)).body, None
         for part in symbol.split("."):
-            node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                         and n.name == part), None)
+            node = next(
+                (
+                    n
+                    for n in body
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+                ),
+                None,
+            )
             if node is None:
                 raise SystemExit(f"gold symbol {symbol!r} not found in {rel}: the pinned corpus changed?")
             body = node.body
@@ -103,6 +108,7 @@ def all_queries(root: str, small: bool = False) -> list[dict]:
 
 # -- stores ----------------------------------------------------------------------------------
 
+
 def ingest(files: list[str], root: str, caller, mirror: str | None = None) -> int:
     """PutFile per file as the wrapped read sends it; with ``mirror``, the
     docstring-free copy is written under it and ingested from there."""
@@ -125,8 +131,9 @@ def ingest(files: list[str], root: str, caller, mirror: str | None = None) -> in
         if not chunked.chunks:
             continue
         st = os.stat(path)
-        caller.call(protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunked.chunks,
-                                     session_id=None))
+        caller.call(
+            protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunked.chunks, session_id=None)
+        )
         n += len(chunked.chunks)
     return n
 
@@ -147,11 +154,19 @@ def build_store(work: str, files: list[str], root: str, stripped: bool) -> dict:
     finally:
         caller.close()
         stop(proc)
-    return {"paths": paths, "root": mirror or root, "chunks": n, "ingest_s": ingest_s, "embed_s": embed_s,
-            "provider": provider, "where": where}
+    return {
+        "paths": paths,
+        "root": mirror or root,
+        "chunks": n,
+        "ingest_s": ingest_s,
+        "embed_s": embed_s,
+        "provider": provider,
+        "where": where,
+    }
 
 
 # -- queries ---------------------------------------------------------------------------------
+
 
 def bm25_match(text: str) -> str:
     """Plain BM25's query: every token of the text (split as the FTS5
@@ -193,9 +208,16 @@ def run_queries(store: dict, queries: list[dict], vectors) -> dict:
                 if got is None:
                     continue  # semantic without vectors: the mode is not reported
                 hits, emptied, flagged = got
-                row = {"kind": q["kind"], "package": q["package"], "query": q["query"], "emptied": emptied,
-                       "flagged": flagged, "ms": (time.perf_counter() - t0) * 1000,
-                       "top": [hit_span(h, store["root"]) for h in hits[:3]], "ids": [h["id"] for h in hits]}
+                row = {
+                    "kind": q["kind"],
+                    "package": q["package"],
+                    "query": q["query"],
+                    "emptied": emptied,
+                    "flagged": flagged,
+                    "ms": (time.perf_counter() - t0) * 1000,
+                    "top": [hit_span(h, store["root"]) for h in hits[:3]],
+                    "ids": [h["id"] for h in hits],
+                }
                 if q["gold"]:
                     row.update(metrics([hit_span(h, store["root"]) for h in hits], q["gold"], LIMIT))
                 out[mode].append(row)
@@ -219,8 +241,11 @@ def summarise(results: dict) -> dict:
                 s[kind]["n"] = len(sel)
         none = [r for r in rows if r["kind"] == "none"]
         if none:
-            s["none"] = {"abstained": round(sum(r["emptied"] for r in none) / len(none), 3),
-                         "flagged": round(sum(r["flagged"] for r in none) / len(none), 3), "n": len(none)}
+            s["none"] = {
+                "abstained": round(sum(r["emptied"] for r in none) / len(none), 3),
+                "flagged": round(sum(r["flagged"] for r in none) / len(none), 3),
+                "n": len(none),
+            }
         summary[mode] = s
     return summary
 
@@ -231,13 +256,17 @@ def print_table(summary: dict) -> None:
         for mode in MODES:
             r = summary.get(mode, {}).get(kind)
             if r:
-                print(f"{kind:<11} {mode:<9} {r['ndcg']:>8.3f} {r['recall']:>6.3f} {r['mrr']:>7.3f} "
-                      f"{r['emptied']:>8.3f} {r['n']:>5}")
+                print(
+                    f"{kind:<11} {mode:<9} {r['ndcg']:>8.3f} {r['recall']:>6.3f} {r['mrr']:>7.3f} "
+                    f"{r['emptied']:>8.3f} {r['n']:>5}"
+                )
     for mode in MODES:
         r = summary.get(mode, {}).get("none")
         if r:
-            print(f"{'none':<11} {mode:<9} abstained {r['abstained']:.3f}, abstained or flagged weak "
-                  f"{r['flagged']:.3f} of {r['n']} no-answer queries")
+            print(
+                f"{'none':<11} {mode:<9} abstained {r['abstained']:.3f}, abstained or flagged weak "
+                f"{r['flagged']:.3f} of {r['n']} no-answer queries"
+            )
 
 
 def evaluate(small: bool = False, cache: str | None = None) -> dict:
@@ -260,8 +289,17 @@ def evaluate(small: bool = False, cache: str | None = None) -> dict:
                 sample = [q["query"] for q in sel[::TOOL_SAMPLE_EVERY]]
                 mine = {m: {r["query"]: (r["ids"], r["emptied"]) for r in got[m]} for m in broad_tool.MODES}
                 for mode, c in broad_tool.compare(broad_tool.tool_answers(store["where"], sample), mine).items():
-                    agg = tool.setdefault(mode, {"n": 0, "same_ids": 0, "same_emptied": 0, "degraded": 0,
-                                                 "hits_within_budget": 0.0, "differ": []})
+                    agg = tool.setdefault(
+                        mode,
+                        {
+                            "n": 0,
+                            "same_ids": 0,
+                            "same_emptied": 0,
+                            "degraded": 0,
+                            "hits_within_budget": 0.0,
+                            "differ": [],
+                        },
+                    )
                     for k in ("n", "same_ids", "same_emptied", "degraded"):
                         agg[k] += c[k]
                     agg["hits_within_budget"] += c["mean_hits_within_budget"] * c["n"]
@@ -270,8 +308,16 @@ def evaluate(small: bool = False, cache: str | None = None) -> dict:
             info["provider"] = store["provider"].name if store["provider"] else "none"
     for agg in tool.values():
         agg["hits_within_budget"] = round(agg["hits_within_budget"] / max(agg["n"], 1), 2)
-    return {"summary": summarise(results), "results": results, "stores": info, "files": len(files),
-            "queries": len(queries), "provider": info["provider"], "small": small, "tool": tool}
+    return {
+        "summary": summarise(results),
+        "results": results,
+        "stores": info,
+        "files": len(files),
+        "queries": len(queries),
+        "provider": info["provider"],
+        "small": small,
+        "tool": tool,
+    }
 
 
 def load_baseline() -> dict:
@@ -301,10 +347,27 @@ def _commit() -> str:
 
     try:
         # The last commit that changed what a search returns (ranking, chunking, the store), not the eval's own.
-        return subprocess.run(["git", "log", "-1", "--format=%h", "--", "memtree/recall", "memtree/text",
-                               "memtree/store", "actors/walkers", "config"], capture_output=True, text=True,
-                              timeout=10, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-                              ).stdout.strip() or "unknown"
+        return (
+            subprocess.run(
+                [
+                    "git",
+                    "log",
+                    "-1",
+                    "--format=%h",
+                    "--",
+                    "memtree/recall",
+                    "memtree/text",
+                    "memtree/store",
+                    "actors/walkers",
+                    "config",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            ).stdout.strip()
+            or "unknown"
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -322,16 +385,22 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = evaluate(args.small, args.cache)
     st = out["stores"]
-    print(f"corpus: {', '.join(f'{c[0]}=={c[1]}' for c in broad_corpus.CORPUS if not args.small or c[0] in SMALL_PACKAGES)}"
-          f"; {out['files']} files; {out['queries']} queries")
-    print(f"plain store: {st['plain']['chunks']} chunks, PutFile {st['plain']['ingest_s']:.1f}s, embedded "
-          f"{st['plain']['embed_s']:.1f}s; docstring-free store: {st['stripped']['chunks']} chunks, "
-          f"{st['stripped']['ingest_s']:.1f}s, {st['stripped']['embed_s']:.1f}s; embeddings: {out['provider']}")
+    print(
+        f"corpus: {', '.join(f'{c[0]}=={c[1]}' for c in broad_corpus.CORPUS if not args.small or c[0] in SMALL_PACKAGES)}"
+        f"; {out['files']} files; {out['queries']} queries"
+    )
+    print(
+        f"plain store: {st['plain']['chunks']} chunks, PutFile {st['plain']['ingest_s']:.1f}s, embedded "
+        f"{st['plain']['embed_s']:.1f}s; docstring-free store: {st['stripped']['chunks']} chunks, "
+        f"{st['stripped']['ingest_s']:.1f}s, {st['stripped']['embed_s']:.1f}s; embeddings: {out['provider']}"
+    )
     print_table(out["summary"])
     for mode, t in out["tool"].items():
-        print(f"through the recall tool ({mode}, every {TOOL_SAMPLE_EVERY}th query, {t['n']}): same hits in the same "
-              f"order {t['same_ids']}, same emptiness {t['same_emptied']}, degraded {t['degraded']}; hits an agent "
-              f"sees within the default {budget.DEFAULT_BUDGET}-token budget: {t['hits_within_budget']:.2f} on average")
+        print(
+            f"through the recall tool ({mode}, every {TOOL_SAMPLE_EVERY}th query, {t['n']}): same hits in the same "
+            f"order {t['same_ids']}, same emptiness {t['same_emptied']}, degraded {t['degraded']}; hits an agent "
+            f"sees within the default {budget.DEFAULT_BUDGET}-token budget: {t['hits_within_budget']:.2f} on average"
+        )
         for q in t["differ"][:3]:
             print(f"  differs: {q!r}")
     if args.json:

@@ -51,8 +51,9 @@ def definitions(root: str, files: list[str]) -> list[Definition]:
         def add(node, prefix, depth):
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
             kind = "class" if isinstance(node, ast.ClassDef) else ("method" if prefix else "function")
-            out.append(Definition(rel, prefix + node.name, kind, start, node.end_lineno, ast.get_docstring(node),
-                                  depth))
+            out.append(
+                Definition(rel, prefix + node.name, kind, start, node.end_lineno, ast.get_docstring(node), depth)
+            )
 
         for node in tree.body:
             if isinstance(node, _DEFS):

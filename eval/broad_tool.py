@@ -31,8 +31,14 @@ def _start_embed_walker(paths, config):
 
     env = {**os.environ, **ActorContext("walker.embed", paths, config, None).child_env()}
     log = open(paths.log_file("walker.embed"), "ab")
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.actors.walkers.embed"], env=env, stdout=log,
-                            stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "memtree.actors.walkers.embed"],
+        env=env,
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     log.close()
     return proc
 
@@ -68,8 +74,12 @@ def tool_answers(where: str, queries: list[str]) -> dict:
                     text = await retrieval.recall(svc, query=q, mode=mode)
                     shown = budget.enforce(text, budget.DEFAULT_BUDGET)
                     title = text.split("\n", 1)[0]
-                    out[mode][q] = (_ID_LINE.findall(shown), _ID_LINE.findall(text),
-                                    "no hits" in title or ": 0 result(s)" in title, "degraded" in title)
+                    out[mode][q] = (
+                        _ID_LINE.findall(shown),
+                        _ID_LINE.findall(text),
+                        "no hits" in title or ": 0 result(s)" in title,
+                        "degraded" in title,
+                    )
         finally:
             svc.close()
 
@@ -99,6 +109,12 @@ def compare(tool: dict, eval_ids: dict) -> dict:
             if ids_all != mine:
                 diffs.append(q)
         n = len(answers)
-        out[mode] = {"n": n, "same_ids": same, "same_emptied": same_empty, "degraded": degraded,
-                     "mean_hits_within_budget": round(sum(shown) / max(n, 1), 2), "differ": diffs[:5]}
+        out[mode] = {
+            "n": n,
+            "same_ids": same,
+            "same_emptied": same_empty,
+            "degraded": degraded,
+            "mean_hits_within_budget": round(sum(shown) / max(n, 1), 2),
+            "differ": diffs[:5],
+        }
     return out

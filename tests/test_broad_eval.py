@@ -32,14 +32,19 @@ def test_the_subset_holds_the_committed_baseline_in_every_mode_and_kind():
         assert t["n"] >= 25 and (t["same_ids"], t["same_emptied"], t["degraded"]) == (t["n"], t["n"], 0), (mode, t)
     # Every kind ran in the gated modes, with the query counts the baseline was made with.
     for mode in ("keyword", "hybrid"):
-        assert {k: v["n"] for k, v in out["summary"][mode].items()} == \
-            {k: v["n"] for k, v in entry["summary"][mode].items()}
+        assert {k: v["n"] for k, v in out["summary"][mode].items()} == {
+            k: v["n"] for k, v in entry["summary"][mode].items()
+        }
 
 
 def test_the_gate_names_a_drop_beyond_tolerance_and_passes_one_within():
-    base = {"hybrid": {"symbol": {"ndcg": 0.9, "recall": 0.9, "mrr": 0.8, "emptied": 0.02, "n": 40},
-                       "answerable": {"ndcg": 0.7, "recall": 0.7, "mrr": 0.6, "emptied": 0.05, "n": 200},
-                       "none": {"abstained": 0.5, "flagged": 0.6, "n": 50}}}
+    base = {
+        "hybrid": {
+            "symbol": {"ndcg": 0.9, "recall": 0.9, "mrr": 0.8, "emptied": 0.02, "n": 40},
+            "answerable": {"ndcg": 0.7, "recall": 0.7, "mrr": 0.6, "emptied": 0.05, "n": 200},
+            "none": {"abstained": 0.5, "flagged": 0.6, "n": 50},
+        }
+    }
     within = copy.deepcopy(base)
     within["hybrid"]["symbol"]["ndcg"] -= broad_eval.KIND_TOL * 0.9
     within["hybrid"]["answerable"]["emptied"] += broad_eval.ALL_TOL * 0.9
@@ -55,12 +60,15 @@ def test_the_gate_names_a_drop_beyond_tolerance_and_passes_one_within():
 def _definition_at(text: str, start: int):
     """(The copy's definition may end earlier: a docstring closing a body leaves blank lines.)"""
     for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and min([node.lineno] + [d.lineno for d in node.decorator_list]) == start:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and min([node.lineno] + [d.lineno for d in node.decorator_list]) == start
+        ):
             return node
     raise AssertionError(f"no definition starting at line {start}")
 
 
+@pytest.mark.timeout(600)  # a fresh machine downloads the four sdists first
 def test_docstring_queries_are_absent_from_the_stripped_copy_and_present_in_the_original():
     root = broad_corpus.fetch(only=broad_eval.SMALL_PACKAGES)
     queries = [q for q in broad_eval.all_queries(root, small=True) if q["kind"] == "docstring"]
@@ -79,8 +87,11 @@ def test_docstring_queries_are_absent_from_the_stripped_copy_and_present_in_the_
 
 
 def _name_parts(symbol: str) -> set[str]:
-    return {p.lower() for w in re.findall(r"[A-Za-z0-9]+", symbol)
-            for p in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", w)}
+    return {
+        p.lower()
+        for w in re.findall(r"[A-Za-z0-9]+", symbol)
+        for p in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", w)
+    }
 
 
 def test_paraphrases_are_10_to_30_words_and_share_no_word_with_their_gold_names():
