@@ -5,7 +5,7 @@ the five packages of eval/recall_queries.py, or a repository of a published
 code-search benchmark (semble's, CodeSearchNet's sources, SWE-bench's). Each
 is fetched once with ``pip download --no-deps --no-binary :all:``, checked
 against its sha256, extracted into the shared eval cache
-(``$MEMTREE_EVAL_CACHE`` or ~/.cache/memtree-eval) and only its importable
+(``$MEMTREE_EVAL_CACHE`` or ~/.cache/memtree-eval, folder broad-corpus/) and only its importable
 source is ingested: tests, docs, examples and build scripts are left out, as
 an agent exploring a library reads its code.
 """
@@ -142,7 +142,8 @@ def fetch(cache: str | None = None, only: set[str] | None = None) -> str:
     checking what is missing. A digest that disagrees is an error, not a
     silent re-download: the gold is tied to those bytes."""
     cache = cache_dir(cache)
-    root = os.path.join(cache, "corpus")
+    # Not the recall eval's corpus/: it ingests every folder there, so ours would become its distractors.
+    root = os.path.join(cache, "broad-corpus")
     dl = os.path.join(cache, "sdists")
     os.makedirs(root, exist_ok=True)
     for name, version, fname, sha, _roots, _style in CORPUS:

@@ -138,7 +138,9 @@ def ingest(root: str, caller) -> int:
     from memtree.text.chunking import chunk_text
 
     n = 0
-    for path in sorted(glob.glob(os.path.join(root, "*", "**", "*.py"), recursive=True)):
+    # Only the pinned packages' folders: anything else left in the cache must not become a distractor.
+    dirs = [os.path.join(root, f"{name}-{version}") for name, version in CORPUS.items()]
+    for path in sorted(p for d in dirs for p in glob.glob(os.path.join(d, "**", "*.py"), recursive=True)):
         with open(path, "rb") as f:
             data = f.read()
         chunked = chunk_text(path, data.decode("utf-8", errors="replace"))
