@@ -139,6 +139,7 @@ def ingest(root: str, caller, corpus: dict | None = None) -> int:
     from memtree.text.chunking import chunk_text
 
     n = 0
+    # The pinned packages' folders only (unless told): nothing else in the cache may become a distractor.
     dirs = ["*"] if corpus is False else [f"{k}-{v}" for k, v in (CORPUS if corpus is None else corpus).items()]
     for path in sorted(p for d in dirs for p in glob.glob(os.path.join(root, d, "**", "*.py"), recursive=True)):
         with open(path, "rb") as f:

@@ -1,21 +1,45 @@
 """`make bench`: every benchmark in turn (core, redact, hook, tools, idle, robust, doctor, storage, embed,
-recall eval, search by mode, search at scale, context A/B), figures to stdout."""
+recall eval, broad recall eval, search by mode, search at scale, context A/B), figures to stdout."""
 
 from __future__ import annotations
 
 import sys
 
-from memtree.eval import (bench_core, bench_doctor, bench_embed, bench_hook, bench_idle, bench_redact, bench_robust,
-                          bench_scale, bench_search, bench_storage, bench_tools, recall_eval)
+from memtree.eval import (
+    bench_core,
+    bench_doctor,
+    bench_embed,
+    bench_hook,
+    bench_idle,
+    bench_redact,
+    bench_robust,
+    bench_scale,
+    bench_search,
+    bench_storage,
+    bench_tools,
+    broad_eval,
+    recall_eval,
+)
 from memtree.eval.context_ab import run as context_ab
 
 
 def main() -> int:
-    for name, bench in (("core", bench_core), ("redact", bench_redact), ("hook", bench_hook), ("tools", bench_tools),
-                        ("idle", bench_idle), ("robust", bench_robust), ("doctor", bench_doctor),
-                        ("storage", bench_storage), ("embed", bench_embed), ("recall", recall_eval), ("search", bench_search),
-                        ("scale", bench_scale),
-                        ("context A/B (real Claude Code CLI)", context_ab)):
+    for name, bench in (
+        ("core", bench_core),
+        ("redact", bench_redact),
+        ("hook", bench_hook),
+        ("tools", bench_tools),
+        ("idle", bench_idle),
+        ("robust", bench_robust),
+        ("doctor", bench_doctor),
+        ("storage", bench_storage),
+        ("embed", bench_embed),
+        ("recall", recall_eval),
+        ("broad recall", broad_eval),
+        ("search", bench_search),
+        ("scale", bench_scale),
+        ("context A/B (real Claude Code CLI)", context_ab),
+    ):
         print(f"\n===== {name} =====", flush=True)
         code = bench.main([])
         if code:
