@@ -70,8 +70,20 @@ class SingletonLock:
             self.fd = self._open()
             return False
         os.ftruncate(self.fd, 0)
-        os.write(self.fd, f"{os.getpid()}\n".encode())
+        # Who holds it, for a standby to name (our parent is the supervisor that spawned us).
+        os.write(self.fd, f"{os.getpid()} {os.getppid()}\n".encode())
         return True
+
+    def holder(self) -> str:
+        """Who holds the lock, as a standby says it: the holder's pid and its supervisor's."""
+        try:
+            with open(self.path, encoding="ascii") as f:
+                pid, sup = (f.read(64).split() + ["", ""])[:2]
+        except (OSError, ValueError):
+            pid = sup = ""
+        if not pid.isdigit():  # between the holder's truncate and write, or a file of an older version
+            return "another process"
+        return f"pid {pid}" + (f" (supervisor {sup})" if sup.isdigit() else "")
 
     def release(self) -> None:
         """A clean stop: remove the file while holding it, then let go."""
@@ -228,10 +240,13 @@ class Actor:
         while not self._stopping:
             if lock.try_acquire():
                 return lock
+            # A standby says what it waits for (`ctl status` NOTE), not the counters of a role it lacks.
+            waiting = f"the {self.name} lock held by {lock.holder()}"
             if not announced:
-                log.info("%s: standby, another process holds %s", self.ctx.name, lock.path)
+                log.info("%s: standby, waiting for %s (%s)", self.ctx.name, waiting, lock.path)
                 announced = True
-            self._heartbeat("standby")
+            if self._hb is not None:
+                self._send_beat("standby", 0, {"waiting": waiting})
             deadline = time.monotonic() + period
             while time.monotonic() < deadline and not self._stopping:
                 time.sleep(min(0.05, period))

@@ -224,6 +224,11 @@ class Child:
                 rss = cpu = None
             prio = priority.describe(ps)
         alive = ps is not None
+        info = self.info if alive else {}
+        if alive and self.state is State.STARTING and self.last_hb is None and not self.spec.is_front:
+            # Spawned and silent: still importing, or hung; the operator sees which limit applies.
+            info = {"waiting": f"its first heartbeat (killed after supervisor.startTimeoutS="
+                               f"{self.timing.start_timeout:g}s)"}
         return {
             "name": self.name, "module": self.spec.module, "state": self.state.value, "pid": self.pid,
             "restarts": self.restarts,
@@ -231,5 +236,5 @@ class Child:
             "rss": rss, "cpu": cpu, "priority": prio,
             # A child that is not running has no heartbeat and no current counters.
             "last_heartbeat_s": round(now - self.last_hb, 3) if alive and self.last_hb is not None else None,
-            "backlog": self.backlog if alive else None, "info": self.info if alive else {},
+            "backlog": self.backlog if alive else None, "info": info,
         }

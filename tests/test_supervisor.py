@@ -73,6 +73,18 @@ def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_
     actors = system.wait_running(count=2)
     writers = {a["supervisor_pid"]: a["state"] for a in actors if a["name"] == "writer"}
     assert writers == {first.pid: "RUNNING", second.pid: "STANDBY"}
+    # Every standby says what it waits for: the lock its counterpart in the first supervisor holds.
+    holders = {a["name"]: a["pid"] for a in actors if a["supervisor_pid"] == first.pid}
+    assert {a["name"]: (a["state"], a["info"]) for a in actors if a["supervisor_pid"] == second.pid} == {
+        name: ("STANDBY", {"waiting": f"the {name} lock held by pid {pid} (supervisor {first.pid})"})
+        for name, pid in holders.items()}
+    assert not [a for a in actors if a["supervisor_pid"] == first.pid and "waiting" in a["info"]]
+    table = system.ctl("status")
+    assert table.returncode == 0, table.stderr
+    standby_lines = [line for line in table.stdout.splitlines() if " STANDBY " in line]
+    assert len(standby_lines) == len(holders) and all(
+        f"waiting=the {line.split()[0]} lock held by pid {holders[line.split()[0]]}" in line
+        for line in standby_lines), table.stdout
 
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
