@@ -65,8 +65,9 @@ class Front:
         self._svc_lock = anyio.Lock()
         listed = specs.parse_tools(os.environ.get(specs.ENV_TOOLS)) if listed is None else listed
         # tools/list shows ``tools``; a call may also name a hidden tool they took over (note, forget).
-        self.tools = [n for n in listed if specs.available(specs.TOOLS[n])]
-        self.served = [n for n in specs.served(tuple(self.tools)) if specs.available(specs.TOOLS[n])]
+        specs.check_modules()  # `memtree serve` checks first; the front run alone lands here
+        self.tools = list(listed)
+        self.served = list(specs.served(tuple(self.tools)))
         self._listing = ListToolsResult(tools=[
             Tool(name=n, description=specs.TOOLS[n].description, input_schema=specs.input_schema(specs.TOOLS[n]),
                  annotations=ToolAnnotations(**specs.TOOLS[n].annotations))
@@ -221,10 +222,14 @@ def main() -> int:
     from memtree.runtime.logs import configure_logging
 
     configure_logging("mcp")
-    from memtree.errors import BadRequest
+    from memtree.errors import BadRequest, ConfigError
 
     try:
         front = Front()
+    except ConfigError as e:  # a tool module missing
+        log.error("mcp: %s", e.message)
+        print(f"memtree mcp: {e.message}", file=sys.stderr)
+        return 2
     except BadRequest as e:  # `memtree serve --tools` checks first; a hand-set env lands here
         log.error("mcp: %s=%r: %s", specs.ENV_TOOLS, os.environ.get(specs.ENV_TOOLS), e.message)
         print(f"memtree mcp: {e.message}", file=sys.stderr)

@@ -346,6 +346,10 @@ def serve(project: str | None, front: bool, front_env: dict | None = None) -> in
         _texts, config_sig = settings.config_texts(paths.project_root, memtree_home())
         config = load_config(paths.project_root, memtree_home())
         specs = child_specs(config, front)
+        if front:
+            from memtree.front import tool_table
+
+            tool_table.check_modules()
     except ConfigError as e:
         log.error("supervisor: %s", e.message)
         print(f"memtree serve: {e.message}", file=sys.stderr)

@@ -1,8 +1,10 @@
 """Child specs: which actors the supervisor runs, in start order.
 
 Actors are named by module string, never imported here (imports go one way:
-the supervisor never imports actors). A module that is not importable is
-skipped with a log line, so the system runs with whatever actors exist.
+the supervisor never imports actors). A built-in actor whose module cannot be
+found is a startup error naming it (a broken install or a move that missed a
+module string must not run half a system); only an actor the user added in
+``actors`` may be missing, and is skipped with a log line.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ DEFAULT_TABLE = (
     ("walker.dedupe", "memtree.actors.walkers.dedupe"),
     ("walker.summarize", "memtree.actors.walkers.summarize"),
 )
+BUILT_IN = frozenset(name for name, _ in DEFAULT_TABLE)
 _ACTOR_KEYS = {"module": str, "enabled": bool}
 
 
@@ -68,7 +71,7 @@ def _source_of(name: str, sources: list[str]) -> str:
 
 
 def _validated_actors(actors: dict, sources: list[str]) -> dict[str, dict]:
-    known = {name for name, _ in DEFAULT_TABLE}
+    known = BUILT_IN
     out = {}
     for name, entry in actors.items():
         where = lambda: _source_of(name, sources)  # noqa: E731 - only read on error
@@ -116,6 +119,10 @@ def child_specs(config, front: bool) -> list[ChildSpec]:
             log.info("%s: disabled by config", name)
             continue
         if not importable(module):
+            if name in BUILT_IN:
+                raise ConfigError(f"built-in actor {name}: module {module} cannot be found"
+                                  + (f" (set in {_source_of(name, list(config.sources))})" if "module" in entry
+                                     else " (a broken install?)"))
             log.warning("%s: module %s is not importable, skipped", name, module)
             continue
         specs.append(ChildSpec(

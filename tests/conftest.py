@@ -46,31 +46,12 @@ def pytest_report_header(config):
             f"pyzmq {zmq.pyzmq_version()} (libzmq {zmq.zmq_version()})")
 
 
-# The actors the `system` fixture expects RUNNING. A real module that has not
-# landed yet is replaced by a stand-in (tests/actors/sleepy.py) so the
-# supervisor's behaviour is still exercised; `System.stand_ins` says which.
-REAL_ACTORS = {
-    "writer": "memtree.actors.writer",
-    "walker.filter": "memtree.actors.walkers.filter",
-}
-STAND_IN = "tests.actors.sleepy"
-# Walkers the supervisor starts whenever their module exists.
-OPTIONAL_ACTORS = {
-    "walker.staleness": "memtree.actors.walkers.staleness",
-    "walker.pruner": "memtree.actors.walkers.pruner",
-    "walker.embed": "memtree.actors.walkers.embed",
-    "walker.dedupe": "memtree.actors.walkers.dedupe",
-    "walker.summarize": "memtree.actors.walkers.summarize",
-}
+# The actors a default `system` runs, each expected RUNNING: every built-in but
+# the front (a headless serve has none). A missing one is a startup error.
+def _built_in_actors() -> list[str]:
+    from memtree.supervisor.spec import DEFAULT_TABLE, FRONT
 
-
-def _importable(module: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:
-        return False
+    return [name for name, _ in DEFAULT_TABLE if name != FRONT]
 
 
 class System:
@@ -90,9 +71,7 @@ class System:
         self.paths = store_paths(root, phash, home=self.home)
         self.procs: list[subprocess.Popen] = []
         self.seen_pids: set[int] = set()
-        self.stand_ins = sorted(n for n, m in REAL_ACTORS.items() if not _importable(m))
-        # Every actor a default system runs, each expected RUNNING.
-        self.expected = [*REAL_ACTORS, *(n for n, m in OPTIONAL_ACTORS.items() if _importable(m))]
+        self.expected = _built_in_actors()
 
     # -- setup ------------------------------------------------------------------
     def write_config(self, overrides: dict | None = None, actors: dict | None = None) -> None:
@@ -105,9 +84,7 @@ class System:
             else:
                 merged[section] = values
         data = dict(test_config(merged).data)
-        table = {n: {"module": STAND_IN} for n in self.stand_ins}
-        table.update(actors or {})
-        data["actors"] = table
+        data["actors"] = dict(actors or {})
         with open(os.path.join(self.project, ".memtree", "config.json"), "w") as f:
             json.dump(data, f)
 

@@ -66,6 +66,9 @@ def test_serve_with_a_bad_config_names_the_key_and_file_and_exits_2(system_facto
     assert f"{cfg}: actors.walker.extra.module is required" in done.stderr
     done = _config_error(s, {"actors": {"writer": {"modul": "x"}}})
     assert f"{cfg}: unknown key actors.writer.modul" in done.stderr
+    done = _config_error(s, {"actors": {"writer": {"module": "memtree.actors.no_writer"}}})
+    assert done.stderr.strip() == ("memtree serve: built-in actor writer: module memtree.actors.no_writer cannot be found"
+                                   f" (set in {cfg})")
 
 
 @pytest.mark.parametrize("front, reason", [

@@ -14,14 +14,11 @@ import subprocess
 import sys
 
 import anyio
-import pytest
 
 from memtree.ops.install import fallback_server_entry
-from tests.conftest import _importable
 from tests.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, PYTHON, wait_until
 
-pytestmark = pytest.mark.skipif(not _importable("memtree.actors.mcp_front"), reason="the MCP front has not landed")
 
 # name -> file in the project; a package's __init__ or a module.
 DECOYS = {

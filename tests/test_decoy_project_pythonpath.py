@@ -11,11 +11,9 @@ import os
 import subprocess
 
 import anyio
-import pytest
 
 from memtree.runtime import pythonpath
 from memtree.ops.install import server_entry
-from tests.conftest import _importable
 from tests.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, PYTHON, wait_until
 from tests.test_decoy_project import _text, plant_decoys, serving
@@ -38,7 +36,6 @@ async def _session(s, seen: dict) -> None:
             lambda: contents(s, "%through a project PYTHONPATH%"), timeout=COLD_START_S, what="the capture stored"))
 
 
-@pytest.mark.skipif(not _importable("memtree.actors.mcp_front"), reason="the MCP front has not landed")
 def test_a_pythonpath_into_the_project_reaches_neither_the_server_nor_the_actors_nor_the_hook(
         system_factory, tmp_path):
     s = system_factory

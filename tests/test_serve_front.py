@@ -4,12 +4,9 @@ import os
 
 import anyio
 import psutil
-import pytest
 
-from tests.conftest import _importable
 from tests.support import COLD_START_S, PYTHON, wait_until
 
-pytestmark = pytest.mark.skipif(not _importable("memtree.actors.mcp_front"), reason="the MCP front has not landed")
 
 
 def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves(system_factory, monkeypatch):

@@ -13,7 +13,7 @@ import inspect
 import os
 import typing
 
-from memtree.errors import BadRequest
+from memtree.errors import BadRequest, ConfigError
 from memtree.front.opts import OPTS, hint_options
 
 
@@ -139,12 +139,24 @@ def input_schema(spec: Spec) -> dict:
     return {"type": "object", "properties": props}
 
 
-def available(spec: Spec) -> bool:
-    """Wrapped tools register only once their module exists in the tree
-    (checked by file, so the front imports none of them before initialize)."""
+def missing_modules() -> list[str]:
+    """``"<tool>: <module>"`` for each tool whose module is not in the tree (a
+    broken install, or a move that missed a module string). Checked by file,
+    so the front imports none of them before initialize."""
     import memtree
 
-    parts = spec.module.split(".")
-    return any(os.path.exists(os.path.join(d, *parts[1:-1], parts[-1] + ".py")) for d in memtree.__path__)
+    out = []
+    for spec in TOOLS.values():
+        parts = spec.module.split(".")
+        if not any(os.path.exists(os.path.join(d, *parts[1:-1], parts[-1] + ".py")) for d in memtree.__path__):
+            out.append(f"{spec.name}: {spec.module}")
+    return out
+
+
+def check_modules() -> None:
+    """A missing tool module is a startup error naming it, never a tool quietly left out of tools/list."""
+    missing = missing_modules()
+    if missing:
+        raise ConfigError(f"tool module not found ({'; '.join(missing)}): memtree is not installed whole")
 
 

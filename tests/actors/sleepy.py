@@ -1,4 +1,6 @@
-"""A do-nothing singleton actor: heartbeats, holds its lock, stops on SIGTERM.
+"""A do-nothing singleton actor: heartbeats, holds its lock, stops on SIGTERM
+(a front that never reads stdin, or one cheap actor to watch; never a stand-in
+for a built-in: a missing one is a startup error).
 
 Its lock is named after the name the supervisor gave it, so one module can
 stand in for several actors.
