@@ -50,7 +50,7 @@ def _statuses(status) -> list[str] | None:
     return None if status is None else list(check_statuses(str_list(status, "status", ALL_STATUSES)))
 
 
-def _get(svc, node_id, budget_tokens=None, status=None, name="node_id") -> str:
+def _get(svc, node_id, status=None, name="node_id") -> str:
     conn = svc.db()
     node = require(conn, node_id, name, statuses=_statuses(status))
     stale = freshness.check(svc, [node])
@@ -112,7 +112,7 @@ def render_safe(node: dict) -> dict:
     return {**node, "content": render.neutralise(node.get("content") or "")}
 
 
-def _recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=None) -> str:
+def _recent(svc, since=None, kind=None, limit=None, status=None) -> str:
     filters = check_filters({"since": since, "kind": kind, "status": status})
     limit = check_limit(limit, 20)
     rows = reads.recent(svc.db(), filters, limit)
@@ -158,7 +158,7 @@ def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:
     return tuple(str_list(edge_kinds, "edge_kinds", EDGE_KINDS + TREE_KINDS))
 
 
-def _neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None, name="node_id") -> str:
+def _neighbors(svc, node_id, depth=None, edge_kinds=None, name="node_id") -> str:
     depth = 1 if depth is None else depth
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_NEIGHBOR_DEPTH:
         raise BadRequest(f"depth must be an integer between 1 and {MAX_NEIGHBOR_DEPTH}, got {depth!r}")
@@ -202,7 +202,7 @@ def _neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None, na
     return "\n".join(lines)
 
 
-def _path_to_root(svc, node_id, budget_tokens=None, name="node_id") -> str:
+def _path_to_root(svc, node_id, name="node_id") -> str:
     conn = svc.db()
     origin = require(conn, node_id, name, statuses=ALL_STATUSES)
     chain = [origin, *reads.ancestors(conn, origin["id"])]
@@ -215,15 +215,11 @@ def _path_to_root(svc, node_id, budget_tokens=None, name="node_id") -> str:
     return "\n".join(lines)
 
 
-async def get(svc, node_id, budget_tokens=None, status=None) -> str:
-    return await svc.run_sync(_get, svc, node_id, budget_tokens, status)
+async def recent(svc, since=None, kind=None, limit=None, status=None) -> str:
+    return await svc.run_sync(_recent, svc, since, kind, limit, status)
 
 
-async def recent(svc, since=None, kind=None, limit=None, status=None, budget_tokens=None) -> str:
-    return await svc.run_sync(_recent, svc, since, kind, limit, status, budget_tokens)
-
-
-async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=None, group_files=False) -> str:
+async def search(svc, query, mode=None, limit=None, filters=None, group_files=False) -> str:
     mode = check_mode(mode)
     filters = check_filters(filters)
     limit = check_limit(limit, 10)
@@ -233,15 +229,7 @@ async def search(svc, query, mode=None, limit=None, filters=None, budget_tokens=
     return await svc.run_sync(_search, svc, query, mode, limit, filters, vector, why, group_files)
 
 
-async def neighbors(svc, node_id, depth=None, edge_kinds=None, budget_tokens=None) -> str:
-    return await svc.run_sync(_neighbors, svc, node_id, depth, edge_kinds, budget_tokens)
-
-
-async def path_to_root(svc, node_id, budget_tokens=None) -> str:
-    return await svc.run_sync(_path_to_root, svc, node_id, budget_tokens)
-
-
-async def note(svc, text, parent_id=None, budget_tokens=None, names=("text", "parent_id")) -> str:
+async def note(svc, text, parent_id=None, names=("text", "parent_id")) -> str:
     """``names``: what the caller calls the text and the parent (recall: note, ids)."""
     if not isinstance(text, str) or not text.strip():
         raise BadRequest(f"{names[0]} must be a non-empty string")
@@ -354,15 +342,15 @@ async def recall(svc, query=None, ids=None, note=None, op=None, mode=None, limit
         unknown = [k for k in f if k != "status"]
         if unknown:
             raise BadRequest(f"filters.{unknown[0]} does not apply to op=get; it takes status")
-        return await svc.run_sync(_get, svc, node_ids[0], None, f.get("status"), "ids")
+        return await svc.run_sync(_get, svc, node_ids[0], f.get("status"), "ids")
     if op == "neighbors":
         _only(op, args, ("ids", "depth", "filters"))
         unknown = [k for k in f if k != "edge_kinds"]
         if unknown:
             raise BadRequest(f"filters.{unknown[0]} does not apply to op=neighbors; it takes edge_kinds")
-        return await svc.run_sync(_neighbors, svc, node_ids[0], depth, f.get("edge_kinds"), None, "ids")
+        return await svc.run_sync(_neighbors, svc, node_ids[0], depth, f.get("edge_kinds"), "ids")
     _only(op, args, ("ids",))
-    return await svc.run_sync(_path_to_root, svc, node_ids[0], None, "ids")
+    return await svc.run_sync(_path_to_root, svc, node_ids[0], "ids")
 
 
 async def _write_op(svc, op: str, args: dict) -> str:
@@ -389,4 +377,4 @@ async def _compose_tool(svc, node_ids, budget_tokens, fmt, query, depth) -> str:
     return await compose(svc, node_ids, budget.check(budget_tokens), fmt, query, depth)
 
 
-__all__ = ["recall", "get", "recent", "search", "neighbors", "path_to_root", "note", "forget", "parse_time"]
+__all__ = ["recall", "recent", "search", "note", "forget", "parse_time"]

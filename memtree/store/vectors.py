@@ -39,11 +39,6 @@ def from_blob(blob: bytes) -> list[float]:
     return array.array("f", blob).tolist()
 
 
-def stored_models(db) -> list[tuple[str, int, int]]:
-    """(model, dim, count) of every vector in the store."""
-    return [tuple(r) for r in db.execute("SELECT model, dim, count(*) FROM nodes_vec GROUP BY model, dim")]
-
-
 def other_model_count(db, model: str, dim: int) -> int:
     return db.execute("SELECT count(*) FROM nodes_vec WHERE model != ? OR dim != ?", (model, dim)).fetchone()[0]
 
@@ -106,11 +101,6 @@ def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: in
         if len(out) >= k:
             break
     return out[:k]
-
-
-def vector_of(db, node_id: str, model: str) -> bytes | None:
-    row = db.execute("SELECT embedding FROM nodes_vec WHERE node_id = ? AND model = ?", (node_id, model)).fetchone()
-    return row[0] if row else None
 
 
 def backlog(db, model: str, limit: int, kinds: tuple[str, ...] = EMBED_KINDS,
