@@ -18,7 +18,7 @@ from memtree.recall.search import (MAX_LIMIT, check_filters, check_limit, check_
 from memtree.store import reads
 from memtree.store.kinds import EDGE_KINDS, TREE_KINDS
 from memtree.text.chunking import split_lines
-from memtree.store.live import ALL_STATUSES, check_statuses
+from memtree.store.live import ANY_STATUS, STATUSES, check_statuses
 
 _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 MAX_NEIGHBOR_DEPTH = 5
@@ -47,7 +47,7 @@ def require(conn, node_id: str, name: str = "node_id", statuses=None) -> dict:
 
 
 def _statuses(status) -> list[str] | None:
-    return None if status is None else list(check_statuses(str_list(status, "status", ALL_STATUSES)))
+    return None if status is None else list(check_statuses(str_list(status, "status", STATUSES)))
 
 
 def _get(svc, node_id, status=None, name="node_id") -> str:
@@ -164,7 +164,7 @@ def _neighbors(svc, node_id, depth=None, edge_kinds=None, name="node_id") -> str
         raise BadRequest(f"depth must be an integer between 1 and {MAX_NEIGHBOR_DEPTH}, got {depth!r}")
     kinds = _check_edge_kinds(edge_kinds)
     conn = svc.db()
-    origin = require(conn, node_id, name, statuses=ALL_STATUSES)
+    origin = require(conn, node_id, name, statuses=ANY_STATUS)
     seen = {origin["id"]: (0, "origin")}
     frontier = [origin["id"]]
     edge_only = [k for k in kinds if k in EDGE_KINDS]
@@ -173,7 +173,7 @@ def _neighbors(svc, node_id, depth=None, edge_kinds=None, name="node_id") -> str
         nxt = []
         for nid in frontier:
             near = []
-            parent = reads.parent_of(conn, nid, ALL_STATUSES if nid == origin["id"] else None)
+            parent = reads.parent_of(conn, nid, ANY_STATUS if nid == origin["id"] else None)
             if "parent" in kinds and parent:
                 near.append((parent, "parent"))
             if "child" in kinds:
@@ -204,7 +204,7 @@ def _neighbors(svc, node_id, depth=None, edge_kinds=None, name="node_id") -> str
 
 def _path_to_root(svc, node_id, name="node_id") -> str:
     conn = svc.db()
-    origin = require(conn, node_id, name, statuses=ALL_STATUSES)
+    origin = require(conn, node_id, name, statuses=ANY_STATUS)
     chain = [origin, *reads.ancestors(conn, origin["id"])]
     lines = [f"path from {origin['id']} to its root ({len(chain)} node(s), root last):"]
     for i, n in enumerate(chain):
@@ -251,7 +251,7 @@ async def forget(svc, node_id, reason, names=("node_id", "reason")) -> str:
         raise BadRequest(f"{names[1]} may have at most {MAX_REASON_CHARS} characters")
     if await svc.run_sync(lambda: reads.node_status(svc.db(), node_id)) == "forgotten":
         raise NotFound(f"{names[0]}: node {node_id} is forgotten already")
-    await svc.run_sync(lambda: require(svc.db(), node_id, names[0], statuses=ALL_STATUSES))
+    await svc.run_sync(lambda: require(svc.db(), node_id, names[0], statuses=ANY_STATUS))
     res = await svc.call(protocol.Forget(node_id=node_id, reason=reason))
     return forget_text(res)
 

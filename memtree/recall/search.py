@@ -30,7 +30,7 @@ from memtree.errors import BadRequest
 from memtree.recall import ranking
 from memtree.store import reads
 from memtree.store.kinds import FILTER_KEYS, NODE_KINDS
-from memtree.store.live import ALL_STATUSES, check_statuses
+from memtree.store.live import STATUSES, check_statuses
 
 MODES = ("keyword", "semantic", "hybrid")
 MAX_LIMIT = 100
@@ -98,7 +98,7 @@ def check_filters(filters) -> dict:
         raise BadRequest(f"unknown filter {unknown[0]!r}; expected one of {', '.join(FILTER_KEYS)}")
     out: dict = {}
     if filters.get("status") is not None:
-        out["status"] = list(check_statuses(str_list(filters["status"], "filters.status", ALL_STATUSES)))
+        out["status"] = list(check_statuses(str_list(filters["status"], "filters.status", STATUSES)))
     if filters.get("kind") is not None:
         out["kind"] = str_list(filters["kind"], "filters.kind", NODE_KINDS)
     for key in ("since", "until"):

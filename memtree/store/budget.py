@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.live import ANY_STATUS, status_clause
 
 from memtree.store.kinds import CAPTURE_KINDS
 # Statuses in removal order; the last step takes whatever capture is left, oldest first.
@@ -52,7 +52,7 @@ def store_bytes(db) -> int:
 
 def captured_bytes(db) -> int:
     """Bytes of the tool output and file text the stored nodes were made from."""
-    where, params = status_clause("n", ALL_STATUSES)
+    where, params = status_clause("n", ANY_STATUS)
     return db.execute(f"SELECT COALESCE(SUM(n.original_bytes), 0) FROM nodes n WHERE {where}",
                       params).fetchone()[0]
 
@@ -60,7 +60,7 @@ def captured_bytes(db) -> int:
 def bytes_per_content_byte(db) -> float:
     """Pages in use per byte of stored row (content + overhead): the FTS index
     and the other indexes make a row cost more than its text."""
-    where, params = status_clause("n", ALL_STATUSES)
+    where, params = status_clause("n", ANY_STATUS)
     stored = db.execute(f"SELECT COALESCE(SUM(length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD}), 0)"
                         f" FROM nodes n WHERE {where}", params).fetchone()[0]
     return max(1.0, store_bytes(db) / stored) if stored else 1.0
@@ -97,7 +97,7 @@ def victims(db, need_bytes: int, limit: int) -> list[tuple[str, str, int]]:
 
 
 def children(db, node_id: str) -> list[tuple[str, str, int]]:
-    where, params = status_clause("n", ALL_STATUSES)
+    where, params = status_clause("n", ANY_STATUS)
     return [tuple(r) for r in db.execute(
         f"SELECT n.id, n.status, length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD} FROM nodes n"
         f" WHERE n.parent_id = ? AND {where}", [node_id, *params])]

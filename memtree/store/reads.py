@@ -11,7 +11,7 @@ import json
 import orjson
 
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
-from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.live import ANY_STATUS, LIVE, status_clause
 
 COLS = ("id", "parent_id", "kind", "source_uri", "content", "status", "mtime", "created_at",
         "updated_at", "truncated", "original_bytes", "metadata", "session_id")
@@ -50,7 +50,7 @@ def batches(ids):
 def node_status(conn, node_id: str) -> str | None:
     """The status of ``node_id`` whatever it is (None: no such node), so a
     caller can say why a node is hidden rather than "not found"."""
-    where, params = status_clause("n", ALL_STATUSES)
+    where, params = status_clause("n", ANY_STATUS)
     row = conn.execute(f"SELECT n.status FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
     return row[0] if row else None
 
@@ -191,7 +191,7 @@ def search_fts(conn, match: str, filters: dict, limit: int) -> list[tuple[Node, 
 def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
     """The chain from ``node_id``'s parent to its root, whatever their status:
     the caller shows hidden ancestors by id and status only, never content."""
-    where, params = status_clause("n", ALL_STATUSES)
+    where, params = status_clause("n", ANY_STATUS)
     rows = conn.execute(
         f"WITH RECURSIVE up(id, depth) AS ("
         f" SELECT parent_id, 1 FROM nodes WHERE id = ? AND parent_id IS NOT NULL"
@@ -215,7 +215,7 @@ def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:
 
 def chunk_ids_by_start(conn, file_id: str) -> dict[int, str]:
     """The live chunks of a file, by their first line: start line -> id."""
-    where, params = status_clause("n", ["live"])
+    where, params = status_clause("n", LIVE)
     rows = conn.execute(
         f"SELECT json_extract(n.metadata, '$.start'), n.id FROM nodes n"
         f" WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}", [file_id, *params]).fetchall()

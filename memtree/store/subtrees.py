@@ -4,7 +4,7 @@ except the daily count, which must see every summary ever written today."""
 
 from __future__ import annotations
 
-from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.live import ANY_STATUS, status_clause
 from memtree.store.reads import COLS, _node
 
 _SELECT = ", ".join(f"c.{c}" for c in COLS)
@@ -32,7 +32,7 @@ def children(db, parent_id: str, limit: int) -> list[dict]:
 
 
 def api_summaries_since(db, since_ms: int, provider: str) -> int:
-    where, params = status_clause("n", ALL_STATUSES)  # a forgotten summary still spent the quota
+    where, params = status_clause("n", ANY_STATUS)  # a forgotten summary still spent the quota
     return db.execute(
         f"SELECT count(*) FROM nodes n WHERE n.kind = 'summary' AND n.created_at >= ? AND {where} "
         f"AND json_extract(n.metadata, '$.provider') = ?", [since_ms, *params, provider]).fetchone()[0]

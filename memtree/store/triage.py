@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memtree.store.live import status_clause
+from memtree.store.live import PENDING, status_clause
 from memtree.store.reads import batches
 
 
@@ -17,7 +17,7 @@ class Pending:
 def pending_batch(db, limit: int) -> list[Pending]:
     """The oldest pending nodes with their parent's kind and status; parents sort
     before their children (ULIDs from one writer are monotonic)."""
-    where, params = status_clause("n", ("pending",))
+    where, params = status_clause("n", PENDING)
     rows = db.execute(
         f"SELECT n.id, n.parent_id, n.kind, n.content_hash, length(CAST(n.content AS BLOB)), p.kind, p.status"
         f" FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id"  # parent's status is read as data
@@ -44,5 +44,5 @@ def live_owners(db, hashes) -> dict[str, str]:
 
 
 def pending_count(db) -> int:
-    where, params = status_clause("n", ("pending",))
+    where, params = status_clause("n", PENDING)
     return db.execute(f"SELECT count(*) FROM nodes n WHERE {where}", params).fetchone()[0]

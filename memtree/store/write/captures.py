@@ -10,7 +10,7 @@ import orjson
 from memtree import tokens
 from memtree.errors import BadRequest, Refused
 from memtree.gate import redact_text
-from memtree.store.live import status_clause
+from memtree.store.live import CURRENT, LIVE, status_clause
 from memtree.store.write.mutations import (
     Tx, add_edges, change_status, content_hash, file_root, insert_node, is_tombstoned, prepare_content,
     session_root,
@@ -146,7 +146,7 @@ def put_file(tx: Tx, rec) -> dict:
 def recent_output(tx: Tx, digest: str) -> str | None:
     """A tool output with this content hash stored within capture.dedupeWindowS."""
     since = tx.now - int(tx.config.capture.dedupeWindowS * 1000)
-    where, params = status_clause("n", ("pending", "live"))
+    where, params = status_clause("n", CURRENT)
     row = tx.db.execute(
         f"SELECT n.id FROM nodes n WHERE n.content_hash = ? AND n.kind = 'tool_output'"
         f" AND n.created_at >= ? AND {where} ORDER BY n.created_at DESC LIMIT 1",
@@ -156,7 +156,7 @@ def recent_output(tx: Tx, digest: str) -> str | None:
 
 
 def _children_of(tx: Tx, parent: str) -> list[str]:
-    where, params = status_clause("n", ("pending", "live"))
+    where, params = status_clause("n", CURRENT)
     return [r[0] for r in tx.db.execute(
         f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.id", [parent, *params])]
 
@@ -314,7 +314,7 @@ def shown_id(tx: Tx, node_id: str) -> str:
                         " WHERE n.id = ?", (node_id,)).fetchone()
     if row and row[0] == "file_chunk" and row[2] == "file" and "read" in orjson.loads(row[1]):
         return row[3]
-    where, params = status_clause("o", ("live",))
+    where, params = status_clause("o", LIVE)
     row = tx.db.execute(
         f"SELECT o.id FROM nodes n JOIN nodes o ON o.content_hash = n.content_hash AND o.id != n.id"
         f" WHERE n.id = ? AND {where} ORDER BY o.created_at LIMIT 1", [node_id, *params]).fetchone()

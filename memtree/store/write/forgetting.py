@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.live import ANY_STATUS, NOT_FORGOTTEN, status_clause
 from memtree.store.reads import batches
 
 LINE_KEY = "line:"  # tombstones.content_hash prefix of a line key
@@ -99,7 +99,7 @@ def add_tombstones(db, node_id: str, digest: str, text: str, reason: str, at: in
 
 
 def subtree(db, roots: list[str]) -> list[str]:
-    where, params = status_clause("n", ALL_STATUSES)  # forgetting reaches every status
+    where, params = status_clause("n", ANY_STATUS)  # forgetting reaches every status
     seen, todo = list(dict.fromkeys(roots)), list(dict.fromkeys(roots))
     while todo:
         nid = todo.pop(0)
@@ -116,7 +116,7 @@ def _in(ids) -> str:
 
 def same_hash(db, hashes: list[str], skip: set) -> list[str]:
     """Rows with one of these content hashes (a dropped duplicate, a re-capture)."""
-    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    where, params = status_clause("n", NOT_FORGOTTEN)
     out = []
     for part in batches(hashes):
         out += [r[0] for r in db.execute(
@@ -127,7 +127,7 @@ def same_hash(db, hashes: list[str], skip: set) -> list[str]:
 
 def summaries_of(db, ids: list[str], skip: set) -> list[str]:
     """Summaries whose ``summarizes`` edge points at one of ``ids``: they quote them."""
-    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    where, params = status_clause("n", NOT_FORGOTTEN)
     out = []
     for part in batches(ids):
         out += [r[0] for r in db.execute(
@@ -141,7 +141,7 @@ def holding_lines(db, lines: dict[str, str], skip: set) -> list[tuple[str, str]]
     """(id, content) of other rows that contain a forgotten line (a grep hit,
     a whole-file read around a forgotten chunk), any status but forgotten."""
     longest = sorted(set(lines.values()), key=len, reverse=True)[:SCAN_LINES]
-    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    where, params = status_clause("n", NOT_FORGOTTEN)
     found: dict[str, str] = {}
     for i in range(0, len(longest), 16):
         part = longest[i:i + 16]

@@ -21,7 +21,7 @@ from memtree.ids import now_ms, ulid
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.write import forgetting
 from memtree.store.kinds import EDGE_KINDS, NODE_KINDS, ROOT_KINDS
-from memtree.store.live import ALL_STATUSES, INDEXED, status_clause
+from memtree.store.live import ANY_STATUS, INDEXED, STATUSES, status_clause
 from memtree.store import uris
 
 INSERT_STATUSES = ("pending", "live")
@@ -123,7 +123,7 @@ def is_tombstoned(db, digest: str) -> bool:
 
 def node_row(db, node_id: str):
     """(kind, status, content_hash, parent_id) of any node, whatever its status."""
-    where, params = status_clause("n", ALL_STATUSES)  # the writer must see every status to change one
+    where, params = status_clause("n", ANY_STATUS)  # the writer must see every status to change one
     return db.execute(
         f"SELECT n.kind, n.status, n.content_hash, n.parent_id FROM nodes n WHERE n.id = ? AND {where}",
         [node_id, *params],
@@ -176,7 +176,7 @@ def insert_node(tx: Tx, kind: str, content: str, *, parent_id: str | None = None
 
 
 def _find_root(tx: Tx, kind: str, source_uri: str) -> str | None:
-    where, params = status_clause("n", ("pending", "live", "stale", "superseded"))
+    where, params = status_clause("n", INDEXED)
     row = tx.db.execute(
         f"SELECT n.id FROM nodes n WHERE n.kind = ? AND n.source_uri = ? AND {where} ORDER BY n.created_at LIMIT 1",
         [kind, source_uri, *params],
@@ -221,12 +221,12 @@ def add_node(tx: Tx, rec) -> dict:
 
 def set_status(tx: Tx, ids: list, status: str, reason: str = "", expect: list | None = None) -> list[str]:
     """Change status; only rows whose status is in ``expect`` (when given). Returns changed ids."""
-    if status not in ALL_STATUSES:
-        raise BadRequest(f"unknown status {status!r}; expected one of {', '.join(ALL_STATUSES)}")
+    if status not in STATUSES:
+        raise BadRequest(f"unknown status {status!r}; expected one of {', '.join(STATUSES)}")
     if status == "forgotten":
         raise BadRequest("use Forget to forget a node; it also tombstones the content")
     if expect is not None:
-        bad = [s for s in expect if s not in ALL_STATUSES]
+        bad = [s for s in expect if s not in STATUSES]
         if bad:
             raise BadRequest(f"unknown status {bad[0]!r} in expect")
     if not all(isinstance(i, str) for i in ids):
@@ -316,7 +316,7 @@ def forget(tx: Tx, node_id: str, reason: str) -> dict:
 
 
 def _content(db, node_id: str) -> tuple[str, str]:
-    where, params = status_clause("n", ALL_STATUSES)  # forgetting reaches every status
+    where, params = status_clause("n", ANY_STATUS)  # forgetting reaches every status
     row = db.execute(f"SELECT n.kind, n.content FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
     return (row[0], row[1] or "") if row else ("", "")
 
@@ -344,7 +344,7 @@ def _rewrite(tx: Tx, nid: str, text: str, cut: int, reason: str) -> None:
 def _summaries_above(db, node_id: str) -> list[str]:
     """Summaries of the subtrees that hold ``node_id`` (of its ancestors): they
     quote what is forgotten, so they are forgotten with it."""
-    where, params = status_clause("n", ALL_STATUSES)
+    where, params = status_clause("n", ANY_STATUS)
     out, cur = [], node_id
     for _ in range(64):  # a parent chain is short; the cap guards a cycle
         row = node_row(db, cur)

@@ -10,7 +10,7 @@ import orjson
 
 from memtree.errors import BadRequest
 from memtree.gate import REDACTION_VERSION, redact_text
-from memtree.store.live import ALL_STATUSES, status_clause
+from memtree.store.live import NOT_FORGOTTEN, status_clause
 from memtree.store.write.mutations import Tx, _json, clean, clean_meta, content_hash
 
 
@@ -19,7 +19,7 @@ def reredact(tx: Tx, ids: list) -> list[str]:
     rule added later cleans what is already there. Returns the ids changed."""
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise BadRequest("ids must be a list of node id strings")
-    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    where, params = status_clause("n", NOT_FORGOTTEN)
     changed = []
     for node_id in dict.fromkeys(ids):
         row = tx.db.execute(f"SELECT n.content, n.metadata, n.source_uri FROM nodes n WHERE n.id = ? AND {where}",

@@ -5,7 +5,7 @@ its transaction, with audit rows like every other mutation (store/mutations.py).
 from __future__ import annotations
 
 from memtree.errors import BadRequest
-from memtree.store.live import ALL_STATUSES, INDEXED, status_clause
+from memtree.store.live import ANY_STATUS, INDEXED, status_clause
 from memtree.store.write.mutations import Tx, _require, node_row
 from memtree.store.vector_index import code_of
 from memtree.store.vectors import to_blob
@@ -13,7 +13,7 @@ from memtree.text.sameness import same_text
 
 
 def _text(tx: Tx, node_id: str) -> str:
-    where, params = status_clause("n", ALL_STATUSES)
+    where, params = status_clause("n", ANY_STATUS)
     row = tx.db.execute(f"SELECT n.content FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
     return row[0] if row else ""
 
