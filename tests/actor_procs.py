@@ -11,7 +11,7 @@ from memtree.actors.base import ActorContext
 from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
 from memtree.store import db as store_db
-from tests.support import COLD_START_S, PYTHON, close_bound, spawn, wait_until
+from tests.support import COLD_START_S, PYTHON, close_bound, deadline_ms, spawn, wait_until
 
 
 def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None = None, extra_env: dict | None = None):
@@ -28,7 +28,7 @@ def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None =
 
 def start_writer(paths, config, hb_endpoint: str | None = None):
     proc = start_actor(paths, config, "memtree.actors.writer", "writer", hb_endpoint)
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=2000)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(2000))
     try:
         # Allows for a cold interpreter importing zmq/apsw on a loaded box.
         wait_until(lambda: _ping(caller, proc), timeout=COLD_START_S, what="writer answering Ping")
@@ -40,7 +40,7 @@ def start_writer(paths, config, hb_endpoint: str | None = None):
 def _ping(caller: Caller, proc) -> bool:
     assert proc.poll() is None, f"writer exited with {proc.returncode}"
     try:
-        return bool(caller.call(protocol.Ping(), timeout_ms=500))
+        return bool(caller.call(protocol.Ping(), timeout_ms=deadline_ms(500)))
     except MemtreeError:
         return False
 

@@ -10,7 +10,7 @@ import sqlite_vec
 import zmq
 
 from memtree.paths import compute_project, store_paths
-from tests.support import COLD_START_S, PYTHON, WaitTimeout, spawn, test_config, wait_until
+from tests.support import COLD_START_S, PYTHON, WaitTimeout, beats, deadline, slowness, spawn, test_config, wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,8 +40,22 @@ def pytest_unconfigure(config):
     shutil.rmtree(_RUNTIME_BASE, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(config, items):
+    """pytest-timeout's limit (pyproject's, or a test's own mark) is a deadline
+    like the others: stretched by the session's slowness."""
+    base = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        kwargs = dict(mark.kwargs) if mark is not None else {}
+        given = mark.args[0] if mark is not None and mark.args else kwargs.pop("timeout", None)
+        seconds = float(given) if given is not None else base
+        if seconds:
+            item.add_marker(pytest.mark.timeout(deadline(seconds), **kwargs), append=False)
+
+
 def pytest_report_header(config):
-    return (f"apsw {apsw.apsw_version()} (SQLite {apsw.sqlite_lib_version()}), "
+    return (f"slowness {slowness():g} (deadlines stretched by it; tests/support.py), "
+            f"apsw {apsw.apsw_version()} (SQLite {apsw.sqlite_lib_version()}), "
             f"sqlite-vec {sqlite_vec.__version__ if hasattr(sqlite_vec, '__version__') else '?'}, "
             f"pyzmq {zmq.pyzmq_version()} (libzmq {zmq.zmq_version()})")
 
@@ -52,6 +66,11 @@ def _built_in_actors() -> list[str]:
     from memtree.supervisor.spec import DEFAULT_TABLE, FRONT
 
     return [name for name, _ in DEFAULT_TABLE if name != FRONT]
+
+
+# 3 s without a heartbeat before a SIGKILL (at slowness 1): a busy 2-core box
+# must not make a healthy actor look hung (tests/support.py's 1 s is tight here).
+MISSED_BEATS = beats(15)
 
 
 class System:
@@ -75,9 +94,7 @@ class System:
 
     # -- setup ------------------------------------------------------------------
     def write_config(self, overrides: dict | None = None, actors: dict | None = None) -> None:
-        # 3 s without a heartbeat before a SIGKILL: a busy 2-core box must not
-        # make a healthy actor look hung (tests/support.py's 1 s is tight here).
-        merged = {"supervisor": {"missedHeartbeats": 15}}
+        merged = {"supervisor": {"missedHeartbeats": MISSED_BEATS}}
         for section, values in (overrides or {}).items():
             if isinstance(values, dict):
                 merged.setdefault(section, {}).update(values)
@@ -179,14 +196,14 @@ class System:
             pass
         for proc in self.procs:
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=deadline(15))
             except subprocess.TimeoutExpired:
                 pass
             try:  # the safety net
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            proc.wait(timeout=5)
+            proc.wait(timeout=deadline(5))
 
     def leftovers(self) -> list[int]:
         left = []

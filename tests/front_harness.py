@@ -16,7 +16,7 @@ from memtree import protocol
 from memtree.actors.base import ActorContext
 from memtree.runtime.client import Caller
 from tests.actor_procs import rows, start_writer
-from tests.support import COLD_START_S, PYTHON, make_paths, reap, test_config
+from tests.support import COLD_START_S, PYTHON, deadline_ms, make_paths, reap, test_config
 
 
 class Front:
@@ -25,7 +25,7 @@ class Front:
         self.root = self.paths.project_root
         self.config = test_config(overrides)
         self.writer = start_writer(self.paths, self.config) if with_writer else None
-        self.caller = Caller(self.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+        self.caller = Caller(self.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
         self._portal_cm = start_blocking_portal()
         self.portal = self._portal_cm.__enter__()
         self._client_cm = None

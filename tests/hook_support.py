@@ -8,7 +8,7 @@ import subprocess
 
 from memtree.ops.install import hook_argv
 from tests.actor_procs import rows
-from tests.support import PAYLOAD_DIR
+from tests.support import PAYLOAD_DIR, deadline
 
 RECORDED_PROJECT = "/tmp/claude-code-harness/proj"
 
@@ -26,7 +26,7 @@ def run_hook(system, data: bytes | dict, **extra_env) -> subprocess.CompletedPro
     if isinstance(data, dict):
         data = json.dumps(data).encode()
     done = subprocess.run(hook_argv(), input=data, cwd=system.project, env=hook_env(system, **extra_env),
-                          capture_output=True, timeout=120)
+                          capture_output=True, timeout=deadline(120))
     assert done.returncode == 0, (done.returncode, done.stderr[-500:])
     if done.stdout:
         out = json.loads(done.stdout)["hookSpecificOutput"]

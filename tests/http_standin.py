@@ -8,6 +8,8 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.support import deadline
+
 
 class JsonStandIn:
     def __init__(self):
@@ -44,4 +46,4 @@ class JsonStandIn:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
-        self.thread.join(5)
+        self.thread.join(deadline(5))

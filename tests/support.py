@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -16,17 +17,75 @@ from memtree.paths import StorePaths, prepare_store, store_paths
 PYTHON = sys.executable
 # Real hook payloads captured from the real Claude Code CLI (see the folder's README).
 PAYLOAD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "claude_code")
-# A cold interpreter that imports zmq/apsw/mcp takes 1-3 s on a loaded 2-core box.
-COLD_START_S = 20.0
+
+# -- deadlines that depend on the machine's speed ---------------------------------
+# Every such deadline in tests/ is written for a quiet 2-core box and passes
+# through deadline(), which stretches it by how slow this machine is right now:
+# measured once per session by timing what every actor does first (a cold
+# interpreter importing zmq, apsw, psutil, orjson, sqlite_vec), against the
+# same start on a quiet 2-core box. Never below 1 (no deadline is tighter than
+# written) and capped, so a hung test still fails in bounded time.
+QUIET_COLD_START_S = 0.25  # the calibrating start, median of 3, on a quiet 2-core box
+_CALIBRATE = "import zmq, apsw, psutil, orjson, sqlite_vec"
+MAX_SLOWNESS = 8.0
+ENV_SLOWNESS = "MEMTREE_TEST_SLOWNESS"  # set: use this factor instead of measuring (and children see it)
+_slowness: float | None = None
+
+
+def calibrate(runs: int = 3) -> float:
+    """Wall seconds of the calibrating cold start (the median of ``runs``)."""
+    took = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        subprocess.run([PYTHON, "-P", "-c", _CALIBRATE], check=True, stdin=subprocess.DEVNULL, timeout=120)
+        took.append(time.monotonic() - t0)
+    return sorted(took)[len(took) // 2]
+
+
+def slowness() -> float:
+    """How much slower than a quiet box this one is, measured once per session."""
+    global _slowness
+    if _slowness is None:
+        given = os.environ.get(ENV_SLOWNESS)
+        measured = float(given) if given else calibrate() / QUIET_COLD_START_S
+        _slowness = round(min(MAX_SLOWNESS, max(1.0, measured)), 2)
+        os.environ[ENV_SLOWNESS] = str(_slowness)  # test subprocesses that import this reuse it
+    return _slowness
+
+
+def deadline(seconds: float) -> float:
+    """A deadline that depends on the machine's speed, stretched by slowness()."""
+    return seconds * slowness()
+
+
+def deadline_ms(ms: int) -> int:
+    return int(ms * slowness())
+
+
+def beats(n: int) -> int:
+    """Missed heartbeats before the supervisor kills an actor: the window is a deadline too."""
+    return max(n, round(n * slowness()))
+
+
+def __getattr__(name: str):
+    # A cold interpreter that imports zmq/apsw/mcp takes 1-3 s on a loaded 2-core box.
+    if name == "COLD_START_S":
+        return deadline(20.0)
+    raise AttributeError(name)
+
+
 
 
 class WaitTimeout(AssertionError):
     pass
 
 
-def wait_until(pred: Callable[[], object], timeout: float = 10.0, interval: float = 0.02, what: str = "condition"):
-    """Poll ``pred`` until truthy; fail with the last value seen."""
-    deadline = time.monotonic() + timeout
+def wait_until(pred: Callable[[], object], timeout: float | None = None, interval: float = 0.02,
+               what: str = "condition"):
+    """Poll ``pred`` until truthy; fail with the last value seen. ``timeout``
+    is a deadline already (default: deadline(10))."""
+    timeout = deadline(10.0) if timeout is None else timeout
+    until = time.monotonic() + timeout
     last = None
     while True:
         try:
@@ -36,16 +95,17 @@ def wait_until(pred: Callable[[], object], timeout: float = 10.0, interval: floa
         else:
             if last:
                 return last
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout}s waiting for {what}; last saw: {last!r}")
+        if time.monotonic() >= until:
+            raise WaitTimeout(f"timed out after {timeout:g}s waiting for {what}; last saw: {last!r}")
         time.sleep(interval)
 
 
 def test_config(overrides: dict | None = None) -> Config:
     """Defaults with fast cadences for tests, plus ``overrides`` (sections merge)."""
     fast = {
-        "supervisor": {"heartbeatMs": 200, "missedHeartbeats": 5, "backoffInitialMs": 50,
-                       "backoffMaxMs": 500, "shutdownTimeoutS": 5},
+        "supervisor": {"heartbeatMs": 200, "missedHeartbeats": beats(5), "backoffInitialMs": 50,
+                       "backoffMaxMs": 500, "shutdownTimeoutS": math.ceil(deadline(5)),
+                       "startTimeoutS": math.ceil(deadline(30))},
         "walkers": {"filterIntervalMs": 500},
     }
     data = validate(fast, "<tests>", defaults())
@@ -87,8 +147,9 @@ def close_bound(sock, ep: str) -> None:
         pass
 
 
-def reap(proc: subprocess.Popen, timeout: float = 5.0) -> None:
-    """SIGTERM the group, wait with a deadline, then SIGKILL the group."""
+def reap(proc: subprocess.Popen, timeout: float | None = None) -> None:
+    """SIGTERM the group, wait with a deadline (default: deadline(5)), then SIGKILL the group."""
+    timeout = deadline(5.0) if timeout is None else timeout
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)

@@ -8,9 +8,9 @@ import time
 from memtree import protocol
 from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, beats, deadline, deadline_ms, wait_until
 
-HB_MS, MISSED = 200, 3  # the supervisor kills an actor after 0.6 s without a beat
+HB_MS, MISSED = 200, beats(3)  # the supervisor kills an actor after 0.6 s without a beat (at slowness 1)
 # 8 MB of a million distinct words: indexing them (FTS) takes seconds. (8 MB
 # of one repeated character no longer did: redaction skips what has no hint.)
 BIG = " ".join(f"w{i}" for i in range(1_000_000))
@@ -38,7 +38,7 @@ def test_a_writer_call_lasting_several_heartbeat_periods_does_not_get_the_writer
     stop = threading.Event()
     watcher = threading.Thread(target=_watch_busy, args=(s, stop, seen))
     watcher.start()
-    caller = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=120_000)
+    caller = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(120_000))
     try:
         started = time.monotonic()
         node = caller.call(protocol.AddNode(kind="note", content=BIG))["id"]
@@ -46,7 +46,7 @@ def test_a_writer_call_lasting_several_heartbeat_periods_does_not_get_the_writer
     finally:
         caller.close()
         stop.set()
-        watcher.join(timeout=10)
+        watcher.join(timeout=deadline(10))
     # Positive control: the call kept the writer's loop busy past the kill window.
     assert took > MISSED * HB_MS / 1000, f"only {took:.2f}s of work: the test proves nothing"
     assert seen and max(seen) > 0, "status never showed the writer busy"

@@ -22,7 +22,7 @@ import pytest
 from memtree.capture import heartbeat
 from memtree.paths import compute_project, store_paths
 from tests.claude_code import cli
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,7 +69,7 @@ def _installed(tmp_path) -> tuple[str, str, dict]:
     memtree_home = os.path.join(home, ".memtree")
     env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, capture_output=True, text=True,
-                          timeout=60, env=env)
+                          timeout=deadline(60), env=env)
     assert done.returncode == 0, done.stderr
     return proj, memtree_home, env
 
@@ -135,7 +135,7 @@ def _assert_captured_found_and_no_gap(store_dir, result, shown, search_tool):
 def _doctor_healthy(memtree_cmd: list[str], proj: str, env: dict) -> dict:
     """`memtree doctor --json` after the session, in the CLI's environment: every check passes."""
     done = subprocess.run([*memtree_cmd, "doctor", "--json"], cwd=proj, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=deadline(300))
     report = json.loads(done.stdout)
     checks = {r["check"]: r for r in report["checks"]}
     assert done.returncode == 0 and report["healthy"], checks
@@ -209,7 +209,7 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
     from tests.support import wait_until
 
     wait_until(lambda: os.path.exists(stamp) or os.path.exists(os.path.join(data, "install.failed")),
-               timeout=cli.RUN_TIMEOUT_S, interval=0.5, what="the plugin's background install")  # pip, cold
+               timeout=deadline(cli.RUN_TIMEOUT_S), interval=0.5, what="the plugin's background install")  # pip, cold
     ready_s = time.time() - t_install
     with open(os.path.join(data, "install.log")) as f:
         log = f.read()

@@ -19,11 +19,11 @@ import pytest
 
 from memtree.paths import compute_project, store_paths
 from tests.claude_code import cli
-from tests.support import wait_until
+from tests.support import deadline, wait_until
 from tests.test_claude_code import _installed, claude_bin  # noqa: F401 - claude_bin: the shared fixture
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
-END_S = 30.0  # a loaded 2-core box: SIGTERM to six actors, each removing its files
+END_S = deadline(30.0)  # a loaded 2-core box: SIGTERM to six actors, each removing its files
 
 
 def _group(pgid: int) -> list[psutil.Process]:
@@ -61,7 +61,7 @@ def test_after_a_real_cli_session_memtree_ends_by_itself_and_leaves_no_run_files
                             text=True, start_new_session=True)
     killed = []
     try:
-        stdout, stderr = proc.communicate(timeout=cli.RUN_TIMEOUT_S)
+        stdout, stderr = proc.communicate(timeout=deadline(cli.RUN_TIMEOUT_S))
         assert proc.returncode == 0, stderr[-2000:]
         assert json.loads(stdout)["session_id"]
         try:  # the CLI is gone; memtree (in its process group) must end by itself

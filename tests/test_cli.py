@@ -7,10 +7,10 @@ import subprocess
 import psutil
 import pytest
 
-from tests.support import COLD_START_S, PYTHON, spawn
+from tests.support import COLD_START_S, PYTHON, deadline, spawn
 
 
-def _memtree(*args, cwd, env, stdin=subprocess.DEVNULL, timeout=60):
+def _memtree(*args, cwd, env, stdin=subprocess.DEVNULL, timeout=deadline(60)):
     return subprocess.run([PYTHON, "-m", "memtree.cli", *args], cwd=cwd, env={**os.environ, **env},
                           stdin=stdin, capture_output=True, text=True, timeout=timeout)
 
@@ -129,9 +129,9 @@ def test_ctl_status_json_without_a_supervisor_answers_running_false(system_facto
 
 
 def test_demo_help_prints_help_and_runs_nothing(tmp_path):
-    done = _memtree("demo", "--help", cwd=tmp_path, env={"MEMTREE_HOME": str(tmp_path / "home")}, timeout=30)
+    done = _memtree("demo", "--help", cwd=tmp_path, env={"MEMTREE_HOME": str(tmp_path / "home")}, timeout=deadline(30))
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith("usage: memtree demo [-h]") and "[demo]" not in done.stdout
     assert not (tmp_path / "home").exists()
-    bad = _memtree("demo", "--fast", cwd=tmp_path, env={}, timeout=30)
+    bad = _memtree("demo", "--fast", cwd=tmp_path, env={}, timeout=deadline(30))
     assert bad.returncode == 2 and "unrecognized arguments: --fast" in bad.stderr and "[demo]" not in bad.stdout

@@ -17,7 +17,7 @@ import anyio
 
 from memtree.ops.install import fallback_server_entry
 from tests.hook_support import bash_payload, contents, run_hook
-from tests.support import COLD_START_S, PYTHON, wait_until
+from tests.support import COLD_START_S, PYTHON, deadline, wait_until
 
 
 # name -> file in the project; a package's __init__ or a module.
@@ -67,7 +67,7 @@ async def _every_tool(s, seen: dict) -> None:
         ctl = os.path.join(os.path.dirname(sys.executable), "memtree")
         done = await anyio.to_thread.run_sync(lambda: subprocess.run(
             [ctl, "ctl", "status", "--json"], cwd=s.project, env={**os.environ, **s.env},
-            capture_output=True, text=True, timeout=60))
+            capture_output=True, text=True, timeout=deadline(60)))
         actors = json.loads(done.stdout or "{}").get("actors", [])
         seen["ctl"] = (done.returncode, done.stderr, {a["name"]: a["state"] for a in actors})
         seen["mcp_info"] = [a.get("info") for a in actors if a["name"] == "mcp"]
@@ -84,9 +84,9 @@ async def _every_tool(s, seen: dict) -> None:
         text = "The decoy project keeps its own json, zmq and pydantic; memtree must never import them."
         nid = (await call("recall", {"note": text})).split()[0]
         hidden = (await call("note", {"text": "The hidden note tool still answers by name."})).split()[0]
-        deadline = anyio.current_time() + COLD_START_S
+        until = anyio.current_time() + COLD_START_S
         while "never import them" not in await call("recall", {"query": "decoy project pydantic"}):
-            assert anyio.current_time() < deadline, results["recall"]
+            assert anyio.current_time() < until, results["recall"]
             await anyio.sleep(0.1)
         await call("recall", {"ids": [nid]})
         await call("recall", {})
@@ -133,6 +133,6 @@ def test_serve_ctl_hook_and_every_tool_work_in_a_project_full_of_decoys(system_f
 
     assert set(os.listdir(marks)) == set()
     # Positive control: the decoys do bite a Python started in the project the usual way.
-    done = subprocess.run([PYTHON, "-c", "import json"], cwd=s.project, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([PYTHON, "-c", "import json"], cwd=s.project, capture_output=True, text=True, timeout=deadline(60))
     assert done.returncode == 1 and "decoy json.py from the project was imported" in done.stderr
     assert set(os.listdir(marks)) == {"json"}

@@ -15,7 +15,7 @@ import anyio
 from memtree.runtime import pythonpath
 from memtree.ops.install import server_entry
 from tests.hook_support import bash_payload, contents, run_hook
-from tests.support import COLD_START_S, PYTHON, wait_until
+from tests.support import COLD_START_S, PYTHON, deadline, wait_until
 from tests.test_decoy_project import _text, plant_decoys, serving
 
 DECOYS = {"json": "json.py", "zmq": "zmq.py", "memtree": "memtree/__init__.py", "orjson": "orjson.py",
@@ -58,7 +58,7 @@ def test_a_pythonpath_into_the_project_reaches_neither_the_server_nor_the_actors
 
     # Positive control: with -P alone (how actors started before) the decoys bite.
     done = subprocess.run([PYTHON, "-P", "-c", "import json"], cwd=s.project, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": user_path}, timeout=60)
+                          env={**os.environ, "PYTHONPATH": user_path}, timeout=deadline(60))
     assert done.returncode == 1 and "decoy json.py from the project was imported" in done.stderr
     assert set(os.listdir(marks)) == {"json"}
 

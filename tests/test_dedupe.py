@@ -12,7 +12,7 @@ from memtree import protocol
 from memtree.runtime.client import Caller
 from memtree.recall.embeddings import LOCAL_MODEL
 from tests.actor_procs import rows, start_actor, start_writer
-from tests.support import COLD_START_S, make_paths, reap, wait_until
+from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 
 DIM = 256
@@ -34,7 +34,7 @@ def store(tmp_path):
     paths = make_paths(tmp_path)
     config = make_config({"walkers": {"dedupeIntervalMs": 200}})
     writer = start_writer(paths, config)
-    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     procs = [writer]
     yield paths, config, w, procs
     w.close()

@@ -13,7 +13,7 @@ from memtree.runtime.client import Caller
 from memtree.store import budget
 from tests import support
 from tests.actor_procs import start_actor
-from tests.support import COLD_START_S, reap, wait_until
+from tests.support import COLD_START_S, deadline_ms, reap, wait_until
 from tests.tools_harness import Harness
 
 SIZE = 60_000  # bytes per capture
@@ -26,7 +26,7 @@ def _text(rng: random.Random, tag: str) -> str:
 
 def _fill(h) -> dict[str, list[str]]:
     rng = random.Random(7)
-    caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         session = caller.call(protocol.AddNode(kind="session", content="", source_uri="session:s", status="live"))["id"]
 
@@ -148,7 +148,7 @@ def test_status_gives_the_stored_per_captured_ratio_only_once_a_mebibyte_was_cap
     from memtree.store import db as store_db
 
     h = Harness(tmp_path)
-    caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     rng = random.Random(3)
     try:
         def line() -> str:

@@ -11,14 +11,14 @@ import subprocess
 import apsw
 
 from tests.hook_support import bash_payload, run_hook
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 
 
 def doctor(system, *args) -> tuple[int, dict]:
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "doctor", "--json", *args], cwd=system.project,
                           env={**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, **system.env,
                                "HOME": system.home}, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=deadline(180))
     assert "Traceback" not in done.stderr, done.stderr
     report = json.loads(done.stdout)
     assert report["healthy"] == (done.returncode == 0), (done.returncode, report)
@@ -33,7 +33,7 @@ def install(system) -> None:
     # Claude Code's user config (where the server goes) in the test's home, as doctor reads it.
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=system.project,
                           env={**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, **system.env,
-                               "HOME": system.home}, capture_output=True, text=True, timeout=60)
+                               "HOME": system.home}, capture_output=True, text=True, timeout=deadline(60))
     assert done.returncode == 0, done.stderr
 
 
@@ -108,5 +108,5 @@ def test_bad_config_is_one_line_naming_the_key(system_factory):
     _, checks = doctor(s)
     assert checks["config"]["status"] == "FAIL" and "storage.maxBytes" in checks["config"]["message"]
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "doctor", "--project", "/nonexistent"], capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=deadline(60))
     assert done.returncode == 2 and done.stderr.strip() == "memtree doctor: --project /nonexistent: not a directory"

@@ -16,7 +16,7 @@ from memtree.recall.embeddings import LOCAL_MODEL, StaticProvider
 from memtree.store.vectors import from_blob
 from tests.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 from tests.ollama_standin import OllamaStandIn, letter_vector
-from tests.support import COLD_START_S, make_paths, reap, wait_until
+from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 
 WALKER = "memtree.actors.walkers.embed"
@@ -31,7 +31,7 @@ def system(tmp_path):
         config = make_config({"walkers": {"embeddingIdleMs": 100}, **(overrides or {})})
         procs.append(start_writer(paths, config))
         procs.append(start_actor(paths, config, WALKER, "walker.embed", sink.endpoint if sink else None))
-        return paths, Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+        return paths, Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
 
     yield start
     for p in procs:
@@ -64,7 +64,7 @@ def test_live_nodes_get_vectors_with_model_and_dim_and_pending_ones_do_not(syste
 
 def test_query_embedding_is_served_on_the_embed_socket(system):
     paths, w = system()
-    q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=5000)
+    q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
     try:
         res = wait_until(lambda: q.call(protocol.EmbedQuery(text="strip common leading whitespace")),
                          timeout=COLD_START_S, what="an EmbedQuery answer")
@@ -92,7 +92,7 @@ def test_missing_ollama_leaves_the_walker_idle_with_the_reason_and_queries_refus
         hb = wait_until(lambda: (lambda b: b if b.info.get("idle") else None)(sink.wait_state("walker.embed")),
                         timeout=COLD_START_S, what="an idle heartbeat")
         assert "ollama" in hb.info["idle"] and url in hb.info["idle"]
-        q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=5000)
+        q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
         try:
             with pytest.raises(Unavailable, match="embeddings unavailable: ollama"):
                 q.call(protocol.EmbedQuery(text="anything"))
@@ -136,13 +136,16 @@ def test_ctl_status_shows_why_the_embed_walker_is_idle(system_factory):
 
 def test_a_slow_ollama_batch_does_not_get_the_walker_killed_as_hung(system_factory):
     s = system_factory
-    with OllamaStandIn(delay_s=4.0) as ollama:  # longer than missedHeartbeats x heartbeatMs (3 s here)
-        s.write_config({"embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url},
+    # Longer than the kill window (15 beats x 200 ms = 3 s), shorter than the walker's 5 s probe
+    # timeout (memtree/recall/embeddings.py): the window is fixed here, not stretched by slowness.
+    with OllamaStandIn(delay_s=4.0) as ollama:
+        s.write_config({"supervisor": {"missedHeartbeats": 15},
+                        "embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url},
                         "walkers": {"embeddingIdleMs": 100}})
         s.serve()
         s.wait_running()
         pid = s.pid("walker.embed")
-        w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+        w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
         try:
             node = add(w, "a note embedded by a slow ollama server, one batch of one")
         finally:

@@ -70,10 +70,10 @@ def _mcp(system):
 
 
 def _note_via_mcp(call, text: str) -> str:
-    deadline = time.monotonic() + COLD_START_S * 2
+    until = time.monotonic() + COLD_START_S * 2
     while True:  # the writer may still be starting
         err, out = call("note", {"text": text})
-        if not err or time.monotonic() > deadline:
+        if not err or time.monotonic() > until:
             break
         time.sleep(0.2)
     assert not err, out

@@ -9,7 +9,7 @@ from memtree.actors.walkers.filter import decide
 from memtree.runtime.client import Caller
 from memtree.store.triage import Pending
 from tests.actor_procs import HeartbeatSink, rows, start_actor, start_writer
-from tests.support import COLD_START_S, make_paths, reap, test_config as make_config, wait_until
+from tests.support import COLD_START_S, deadline_ms, make_paths, reap, test_config as make_config, wait_until
 
 LONG = "x" * 60  # over the default capture.filterMinSize (50 bytes)
 
@@ -19,7 +19,7 @@ def system(tmp_path):
     paths = make_paths(tmp_path)
     config = make_config()
     procs = [start_writer(paths, config)]
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     sink = HeartbeatSink(paths)
 
     def start_filter():
@@ -98,7 +98,7 @@ def test_the_filter_keeps_running_without_a_writer_and_catches_up_when_it_return
     try:
         # The filter starts before any store or writer exists; it must wait, not die.
         writer = start_writer(paths, config)
-        caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+        caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
         try:
             nid = add(caller, "written once the writer is up " + LONG)
         finally:

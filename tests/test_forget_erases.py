@@ -13,7 +13,7 @@ from memtree.recall.retrieval import forget_text
 from tests import leak_scan
 from tests.actor_procs import rows
 from tests.hook_support import run_hook
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, deadline_ms, wait_until
 
 # Distinctive tokens (one per line) so "no token left" is checkable in raw bytes.
 NOTE = ("Quarterly plan: migrate billing to quokkaflux7731 by March\n"
@@ -55,7 +55,7 @@ def _raw_hits(system, tokens) -> set[str]:
 
 
 def test_forget_leaves_no_token_of_any_copy_and_refuses_recaptures(system):
-    writer = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    writer = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     try:
         first = writer.call(protocol.AddNode(kind="note", content=NOTE, session_id="sess-forget-all"))["id"]
         wait_until(lambda: _status(system, first) == "live", timeout=COLD_START_S, what="the note live")

@@ -8,7 +8,7 @@ from memtree import protocol
 from memtree.runtime.client import Caller
 from tests.actor_procs import rows
 from tests.hook_support import bash_payload, run_hook
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, deadline_ms, wait_until
 
 
 def _ids_with(system, like: str) -> set[str]:
@@ -35,7 +35,7 @@ def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
     [chunk_id] = _ids_with(system, "%Private roadmap notes%")
     [control_id] = _ids_with(system, "%unrelated build log%")
 
-    writer = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=5000)
+    writer = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(5000))
     for nid in (bash_id, chunk_id):
         writer.call(protocol.Forget(node_id=nid, reason="user asked to forget"))
     writer.close()

@@ -9,7 +9,7 @@ import time
 from anyio.from_thread import start_blocking_portal
 
 from tests.front_harness import ids_in
-from tests.support import COLD_START_S, PYTHON, wait_until
+from tests.support import COLD_START_S, PYTHON, deadline, wait_until
 
 
 def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable(tmp_path):
@@ -30,17 +30,17 @@ def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable
                 return text
 
             # The writer may still be starting: a note is retried until it is acknowledged.
-            deadline = time.monotonic() + COLD_START_S * 2
+            until = time.monotonic() + COLD_START_S * 2
             while True:
                 res = portal.call(client.call_tool, "recall",
                                   {"note": "The gecko service caches DNS answers for thirty seconds."})
-                if not res.is_error or time.monotonic() > deadline:
+                if not res.is_error or time.monotonic() > until:
                     break
                 time.sleep(0.2)
             assert not res.is_error, res.content[0].text
             nid = res.content[0].text.split()[0]
             found = set()
-            while time.monotonic() < deadline and nid not in found:
+            while time.monotonic() < until and nid not in found:
                 found = ids_in(call("recall", {"query": "gecko DNS"}))
                 time.sleep(0.1)
             assert found == {nid}
@@ -68,7 +68,7 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
                 import subprocess
 
                 done = subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"], cwd=str(project),
-                                      env=env, capture_output=True, text=True, timeout=60)
+                                      env=env, capture_output=True, text=True, timeout=deadline(60))
                 actors = json.loads(done.stdout or "{}").get("actors", [])
                 return [a["info"] for a in actors if a["name"] == "mcp" and a.get("info")]
 
@@ -77,10 +77,10 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
                               what="the front's heartbeat") == [{"tools": "recall"}]
             res = portal.call(client.call_tool, "read", {"path": "x.py"})
             assert res.is_error and res.content[0].text == "unknown tool 'read'; memtree has recall"
-            deadline = time.monotonic() + COLD_START_S * 2  # the writer may still be starting
+            until = time.monotonic() + COLD_START_S * 2  # the writer may still be starting
             while True:
                 res = portal.call(client.call_tool, "note", {"text": "The newt queue holds at most forty jobs."})
-                if not res.is_error or time.monotonic() > deadline:
+                if not res.is_error or time.monotonic() > until:
                     break
                 time.sleep(0.2)
             assert not res.is_error, res.content[0].text

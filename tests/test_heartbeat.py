@@ -10,6 +10,7 @@ import subprocess
 from memtree.capture import heartbeat
 from memtree.ops.install import hook_argv
 from tests.hook_support import bash_payload, hook_env, run_hook
+from tests.support import deadline
 
 
 def _transcript(path, calls: list[tuple[str, str, bool]]) -> str:
@@ -54,7 +55,7 @@ def test_concurrent_hook_processes_lose_no_count(tmp_path):
     code = ("import sys; from memtree.capture import heartbeat\n"
             "for _ in range(25): heartbeat.count(sys.argv[1], 'same', 'stored')")
     procs = [subprocess.Popen([hook_argv()[0], "-c", code, store]) for _ in range(8)]
-    assert [p.wait(timeout=60) for p in procs] == [0] * 8
+    assert [p.wait(timeout=deadline(60)) for p in procs] == [0] * 8
     [slot] = heartbeat.read_all(store)
     assert (slot["seen"], slot["stored"]) == (200, 200)
 
@@ -111,7 +112,7 @@ def test_the_stop_hook_with_an_unreadable_transcript_exits_zero_silently(system)
 def _run_stop(system, payload: dict) -> subprocess.CompletedProcess:
     """The Stop hook exactly as `memtree install` registers it: silent, exit 0."""
     done = subprocess.run([*hook_argv(), "stop"], input=json.dumps(payload).encode(), cwd=system.project,
-                          env=hook_env(system), capture_output=True, timeout=60)
+                          env=hook_env(system), capture_output=True, timeout=deadline(60))
     assert (done.returncode, done.stdout) == (0, b""), done.stderr[-500:]
     return done
 

@@ -14,7 +14,7 @@ from memtree.capture import spool
 from memtree.capture.ingest import plan
 from tests.actor_procs import rows
 from tests.hook_support import bash_payload, contents, counter, real_payloads, run_hook, start_hook
-from tests.support import COLD_START_S, PYTHON, test_config as make_config, wait_until
+from tests.support import COLD_START_S, PYTHON, deadline, test_config as make_config, wait_until
 
 
 def _stored_uri(n: dict) -> str:
@@ -140,7 +140,7 @@ def test_a_writer_killed_mid_drain_loses_and_repeats_nothing(system):
                       if "memtree.actors.writer" in " ".join(p.cmdline()))
         writer.kill()
     finally:
-        ctl.wait(60)
+        ctl.wait(deadline(60))
     assert seen < 1200, "the drain finished before the kill; nothing was tested"
     wait_until(lambda: count() == 1200, timeout=3 * COLD_START_S, what="every spooled capture after the restart")
     assert set(contents(system, "$ echo capture-%").values()) == {1}
@@ -153,12 +153,12 @@ def test_twenty_hooks_started_at_once_all_land(system):
             proc.stdin.write(json.dumps(bash_payload(system, i, extra="parallel")).encode())
             proc.stdin.close()
         for proc in procs:
-            assert proc.wait(120) == 0 and proc.stdout.read() == b""
+            assert proc.wait(deadline(120)) == 0 and proc.stdout.read() == b""
     finally:
         for proc in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+                proc.wait(deadline(5))
             for f in (proc.stdout, proc.stderr):
                 f.close()
     # Acked ones are in already; any that timed out spooled and land at the next drain.

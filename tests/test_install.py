@@ -12,7 +12,7 @@ import pytest
 
 from memtree.ops.install import hook_argv
 from memtree.ops.transcripts import folder_name
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,7 +23,7 @@ def install(project, *args, home=None) -> subprocess.CompletedProcess:
     home = os.path.normpath(str(home or os.path.join(str(project), "..", "claude-home")))
     env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
     return subprocess.run([PYTHON, "-m", "memtree.cli", "install", "--project", str(project), *args],
-                          capture_output=True, text=True, timeout=60, cwd=REPO, env={**env, "HOME": home})
+                          capture_output=True, text=True, timeout=deadline(60), cwd=REPO, env={**env, "HOME": home})
 
 
 def in_project(tmp_path):
@@ -158,7 +158,7 @@ def test_the_readme_install_command_works_as_written_from_the_checkout(tmp_path)
     env = {**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, "HOME": str(tmp_path / "claude-home")}
     for line in lines:
         done = subprocess.run(line.replace("/path/to/your/project", str(project)), shell=True, cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=deadline(60))
         assert done.returncode == 0, (line, done.stderr)
     _assert_our_hooks(load(project / ".claude" / "settings.local.json"))
     _assert_our_server(local_server(project))
@@ -170,7 +170,7 @@ def test_the_installed_hook_command_runs_and_exits_zero_silently(tmp_path):
     cmd = load(tmp_path / ".claude" / "settings.local.json")["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     env = {**os.environ, "MEMTREE_HOME": str(tmp_path / "home")}
     done = subprocess.run(cmd, shell=True, input=b'{"cwd": "%s"}' % str(tmp_path).encode(), capture_output=True,
-                          env=env, cwd=tmp_path, timeout=60)
+                          env=env, cwd=tmp_path, timeout=deadline(60))
     assert (done.returncode, done.stdout) == (0, b"")
 
 
@@ -244,10 +244,10 @@ def test_the_launcher_without_its_package_still_exits_zero_silently(tmp_path):
     lone.mkdir(parents=True)
     shutil.copy(os.path.join(REPO, "hooks", "launch.py"), lone / "launch.py")
     done = subprocess.run([sys.executable, "-I", "-S", str(lone / "launch.py")], input=b'{"cwd": "/"}',
-                          capture_output=True, timeout=60)
+                          capture_output=True, timeout=deadline(60))
     assert (done.returncode, done.stdout) == (0, b"")
     # positive control: the real launcher imports the hook and handles the same input
-    real = subprocess.run(hook_argv(), input=b"not json", capture_output=True, timeout=60,
+    real = subprocess.run(hook_argv(), input=b"not json", capture_output=True, timeout=deadline(60),
                           env={**os.environ, "MEMTREE_HOME": str(tmp_path / "home")}, cwd=str(tmp_path))
     assert (real.returncode, real.stdout) == (0, b"")
     assert os.listdir(tmp_path / "home")  # it ran far enough to resolve a store

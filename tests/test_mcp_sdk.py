@@ -4,7 +4,7 @@ imported ``mcp`` keeps the whole package."""
 
 import subprocess
 
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 
 PROBE = """
 import sys
@@ -18,7 +18,7 @@ print(lean, "mcp.client" in sys.modules, "mcp.server.mcpserver" in sys.modules)
 
 
 def _probe(pre: str = "") -> str:
-    done = subprocess.run([PYTHON, "-P", "-c", PROBE.format(pre=pre)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([PYTHON, "-P", "-c", PROBE.format(pre=pre)], capture_output=True, text=True, timeout=deadline(120))
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

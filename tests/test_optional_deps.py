@@ -7,7 +7,7 @@ as an environment without numpy would.
 
 import json
 
-from tests.support import wait_until
+from tests.support import deadline, wait_until
 
 SHIM = 'raise ImportError("No module named numpy (test shim)")\n'
 
@@ -31,7 +31,7 @@ def test_without_numpy_dedupe_and_embed_idle_with_the_reason_and_the_rest_runs(s
     pid = actors["walker.dedupe"]["pid"]
     # Five dedupe intervals later it is the same process, never restarted.
     later = wait_until(lambda: (a := s.actor("walker.dedupe")) and a["uptime_s"] >= 1.0 and a,
-                       timeout=30, what="walker.dedupe up for 1 s")
+                       timeout=deadline(30), what="walker.dedupe up for 1 s")
     assert (later["state"], later["pid"], later["restarts"]) == ("RUNNING", pid, 0), later
     assert {a["name"] for a in s.status() if a["restarts"]} == set()
     table = s.ctl("status")

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # source folder -> its package in the wheel (pyproject's package-dir)
@@ -41,7 +41,7 @@ def wheel(tmp_path_factory):
             shutil.copy(path, src / name)
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run([PYTHON, "-m", "build", "--wheel", "--outdir", str(out), str(src)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=deadline(300))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (whl,) = [p for p in os.listdir(out) if p.endswith(".whl")]
     with zipfile.ZipFile(out / whl) as z:

@@ -11,7 +11,7 @@ from memtree.runtime.client import Caller
 from memtree.tools.read import read
 from tests.actor_procs import start_actor
 from tests import support
-from tests.support import COLD_START_S, reap, wait_until
+from tests.support import COLD_START_S, deadline_ms, reap, wait_until
 from tests.tools_harness import Harness
 
 FAST = {"walkers": {"stalenessIntervalMs": 200, "prunerIntervalMs": 200, "filterIntervalMs": 200}}
@@ -37,7 +37,7 @@ def test_a_chunk_goes_pending_live_stale_superseded_pruned_then_its_row_is_delet
         full = h.write("mod.py", "def f():\n    return 1\n")
         h.run(read, "mod.py")  # the file root exists, as a hook capture would find it
         root = h.rows("SELECT id FROM nodes WHERE kind='file'")[0][0]
-        caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=5000)
+        caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(5000))
         captured = caller.call(protocol.AddNode(
             kind="file_chunk", content="captured zebracorn text of mod.py lines 1-2, long enough to keep",
             parent_id=root, source_uri=f"file://{full}#L1-2", metadata={"path": full, "start": 1, "end": 2},

@@ -11,7 +11,7 @@ from memtree.ids import now_ms, ulid
 from memtree.store import db as store_db
 from memtree.store import reads
 from tests.actor_procs import rows
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 
 SECRET = "hunter2Secret9xq"
 OLD = f"deploy notes\nDB_PASSWORD={SECRET}\nregion eu-west-1, nothing secret on this line\n"
@@ -45,7 +45,7 @@ def test_old_rows_are_redacted_on_the_way_out_and_rescan_fixes_them(system):
     assert rows(system.paths, "SELECT content FROM nodes WHERE id = ?", (secret_id,)) == [(OLD,)]  # still on disk
 
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "redact", "--rescan"], cwd=system.project,
-                          env={**system.env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
+                          env={**system.env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=deadline(120))
     assert done.returncode == 0, done.stderr
     assert "[" in done.stderr and "rows" in done.stderr  # the progress bar
     assert "1 changed" in done.stdout
@@ -82,6 +82,6 @@ def test_rescan_without_a_writer_says_so_in_one_line(system):
     conn.close()
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "redact", "--rescan"], cwd=system.project,
                           env={**system.env, "MEMTREE_CALL_TIMEOUT_MS": "500"}, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=deadline(120))
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "writer did not answer" in done.stderr

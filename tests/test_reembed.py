@@ -15,7 +15,7 @@ from memtree.runtime.client import Caller
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.store import db as store_db
 from memtree.store.vectors import ModelMismatch, check_model, knn
-from tests.support import PYTHON, spawn, wait_until
+from tests.support import PYTHON, deadline, deadline_ms, spawn, wait_until
 
 
 @pytest.fixture()
@@ -26,7 +26,7 @@ def old_model_store(system_factory):
     s.write_config(actors={"walker.embed": {"enabled": False}})
     s.serve()
     s.wait_running([n for n in s.expected if n != "walker.embed"])
-    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     ids = {}
     for i in range(120):
         text = f"def helper_{i}(): retry the request with exponential backoff, attempt {i}"
@@ -50,7 +50,7 @@ def _rows(s, sql, params=()):
 
 def _reembed(s, *args, **kw):
     return subprocess.run([PYTHON, "-m", "memtree.cli", "reembed", *args], cwd=s.project,
-                          env={**os.environ, **s.env}, capture_output=True, text=True, timeout=120, **kw)
+                          env={**os.environ, **s.env}, capture_output=True, text=True, timeout=deadline(120), **kw)
 
 
 def test_mixed_model_store_is_refused_then_reembed_fixes_it(old_model_store):
@@ -83,13 +83,13 @@ def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
     try:
         # Interrupt once some but not all batches are committed (each batch is one commit).
         wait_until(lambda: 0 < _rows(s, "SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,))[0][0],
-                   timeout=30, interval=0.005, what="the first re-embedded batch")
+                   timeout=deadline(30), interval=0.005, what="the first re-embedded batch")
         proc.send_signal(signal.SIGINT)
-        err = proc.communicate(timeout=30)[1].decode()
+        err = proc.communicate(timeout=deadline(30))[1].decode()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+            proc.wait(deadline(5))
     counts = dict(((m, c) for m, _, c in _rows(s, "SELECT model, dim, count(*) FROM nodes_vec GROUP BY 1, 2")))
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert counts.get("old-model", 0) > 0 and counts[LOCAL_MODEL] > 0  # stopped part way

@@ -13,7 +13,7 @@ import pytest
 
 from memtree import protocol, tokens
 from tests.front_harness import Front, ids_in
-from tests.support import wait_until
+from tests.support import deadline, wait_until
 
 HIDDEN = ("stale", "superseded", "pruned", "dropped", "forgotten")
 
@@ -122,7 +122,7 @@ def test_a_chunk_whose_file_changed_is_marked_stale_in_the_answer_and_in_the_sto
     changed = front.ok("recall", {"query": "wombat_burrow"})
     line = next(ln for ln in changed.splitlines() if chunk in ln)
     assert "STALE" in line
-    wait_until(lambda: _status(front, chunk) == "stale", timeout=10, what="the writer to learn the chunk is stale")
+    wait_until(lambda: _status(front, chunk) == "stale", timeout=deadline(10), what="the writer to learn the chunk is stale")
     assert ids_in(front.ok("recall", {"query": "wombat_burrow"})) == set()
 
 
@@ -133,7 +133,7 @@ def test_a_chunk_whose_file_was_deleted_is_marked_stale(front):
     out = front.ok("recall", {"ids": [chunk, keep], "budget_tokens": 2000, "depth": 0})
     assert f'id={chunk}' in out and "stale=" in out.split(f"id={chunk}")[1].split(">")[0]
     assert "stale=" not in out.split(f"id={keep}")[1].split(">")[0]
-    wait_until(lambda: _status(front, chunk) == "stale", timeout=10, what="the writer to learn the chunk is stale")
+    wait_until(lambda: _status(front, chunk) == "stale", timeout=deadline(10), what="the writer to learn the chunk is stale")
     assert _status(front, keep) == "live"
 
 

@@ -14,7 +14,7 @@ import pytest
 from memtree import protocol
 from memtree.runtime.client import Caller
 from memtree.paths import compute_project, store_paths
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, deadline_ms, wait_until
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
 
@@ -98,7 +98,7 @@ def test_a_standby_takes_over_a_cleanly_stopped_singleton_and_holds_the_lock_at_
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
         os.close(fd)
-    caller = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    caller = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     try:
         assert caller.call(protocol.Ping())["pid"] == s.actor("writer", {"RUNNING"})["pid"]
     finally:

@@ -11,7 +11,7 @@ from memtree.runtime.client import Caller
 from memtree.ops.install import hook_argv
 from tests.actor_procs import rows
 from tests.hook_support import hook_env, run_hook
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, deadline, deadline_ms, wait_until
 
 SLOW = {"MEMTREE_HOOK_TIMEOUT_MS": "10000"}
 
@@ -20,7 +20,7 @@ def _session_start(system, source: str = "startup", session: str = "sess-new") -
     payload = {"session_id": session, "transcript_path": "/dev/null", "cwd": system.project,
                "hook_event_name": "SessionStart", "source": source}
     done = subprocess.run(hook_argv() + ["session-start"], input=json.dumps(payload).encode(), cwd=system.project,
-                          env=hook_env(system), capture_output=True, timeout=60)
+                          env=hook_env(system), capture_output=True, timeout=deadline(60))
     assert done.returncode == 0 and done.stderr == b"", done.stderr[-400:]
     return done
 
@@ -66,7 +66,7 @@ def test_the_brief_recalls_files_commands_searches_notes_and_open_threads_of_liv
                       "tool_input": {"pattern": "def refund", "path": system.project},
                       "tool_response": {"mode": "files_with_matches", "filenames": ["billing.py", "refunds.py"],
                                         "numFiles": 2}}, **SLOW)
-    caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         caller.call(protocol.AddNode(kind="note", content="Refunds round half-even; see charge_7.", status="live",
                                      session_id="sess-old"))
@@ -94,7 +94,7 @@ def test_the_brief_recalls_files_commands_searches_notes_and_open_threads_of_liv
 
 
 def test_a_large_store_still_gives_a_brief_within_1500_tokens(system):
-    caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         for i in range(200):
             caller.call(protocol.AddNode(kind="note", content=f"finding {i}: " + "detail " * 60, status="live"))

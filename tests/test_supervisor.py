@@ -6,7 +6,8 @@ import signal
 from memtree import protocol
 from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
-from tests.support import COLD_START_S, wait_until
+from tests.conftest import MISSED_BEATS
+from tests.support import COLD_START_S, deadline, deadline_ms, wait_until
 
 
 def _new_running_pid(system, name, old_pid):
@@ -36,7 +37,7 @@ def test_stopped_walker_is_found_by_missed_heartbeats_killed_and_restarted(syste
     assert new != before["walker.filter"]
     assert system.pids()["writer"] == before["writer"]
     log = system.log_tail(lines=50)
-    assert "walker.filter: no heartbeat for" in log and "(15 missed), SIGKILL pid=%d" % before["walker.filter"] in log
+    assert "walker.filter: no heartbeat for" in log and "(%d missed), SIGKILL pid=%d" % (MISSED_BEATS, before["walker.filter"]) in log
     assert system.actor("walker.filter")["restarts"] == 1
 
 
@@ -87,12 +88,12 @@ def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_
         for line in standby_lines), table.stdout
 
     os.killpg(first.pid, signal.SIGKILL)
-    first.wait(timeout=10)
+    first.wait(timeout=deadline(10))
     # The standby takes the lock once the kernel drops the dead holder's flock.
     actors = system.wait_running(count=1)
     assert {a["supervisor_pid"] for a in actors} == {second.pid}
 
-    caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=2000)
+    caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(2000))
     try:
         def write():
             try:
@@ -126,7 +127,7 @@ def test_children_do_not_outlive_a_supervisor_killed_with_sigkill(system):
     pids = list(system.pids().values())
     sup = system.procs[0]
     os.kill(sup.pid, signal.SIGKILL)  # only the supervisor, not its group
-    sup.wait(timeout=10)
+    sup.wait(timeout=deadline(10))
     # PR_SET_PDEATHSIG sends each child SIGTERM when the supervisor dies.
     assert len(pids) >= 2
     wait_until(lambda: system.leftovers() == [], timeout=COLD_START_S, what="children of the killed supervisor gone")

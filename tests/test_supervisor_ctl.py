@@ -4,6 +4,7 @@ import json
 import sys
 
 from memtree import protocol
+from tests.support import deadline
 
 
 def test_ctl_restart_by_short_name_gives_a_new_pid_and_leaves_the_others(system):
@@ -86,7 +87,7 @@ def test_second_lifecycle_command_on_the_same_actor_gets_busy(system):
 def test_ctl_shutdown_stops_every_process(system):
     done = system.ctl("shutdown")
     assert done.returncode == 0, done.stderr
-    assert system.procs[0].wait(timeout=30) == 0
+    assert system.procs[0].wait(timeout=deadline(30)) == 0
     assert system.leftovers() == []
     after = system.ctl("status")
     assert after.returncode == 1
@@ -117,7 +118,7 @@ def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_hold
     sub = os.path.join(s.project, "src", "deep")
     os.makedirs(sub)
     table = subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "status"], cwd=sub,
-                           env={**os.environ, **s.env}, capture_output=True, text=True, timeout=60)
+                           env={**os.environ, **s.env}, capture_output=True, text=True, timeout=deadline(60))
     assert table.returncode == 0, table.stderr
     col = table.stdout.splitlines()[0].split().index("SUPERVISOR")
     filters = {ln.split()[col]: ln.split()[1] for ln in table.stdout.splitlines() if ln.startswith("walker.filter")}
@@ -127,7 +128,7 @@ def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_hold
     assert done.returncode == 0, done.stderr
     # The holder's filter stopped; the standby in the other supervisor takes the role.
     rows = wait_until(lambda: {a["supervisor_pid"]: a["state"] for a in s.status() if a["name"] == "walker.filter"}
-                      == {first.pid: "STOPPED", second.pid: "RUNNING"}, timeout=20, what="standby filter takeover")
+                      == {first.pid: "STOPPED", second.pid: "RUNNING"}, timeout=deadline(20), what="standby filter takeover")
     assert rows
 
 

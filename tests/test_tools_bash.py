@@ -11,7 +11,7 @@ import pytest
 from memtree import tokens
 from memtree.errors import BadRequest
 from memtree.tools.bash import bash
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, deadline, wait_until
 from tests.tools_harness import Harness, stored_node_id
 
 
@@ -43,7 +43,7 @@ def test_timeout_kills_the_whole_process_group(h, tmp_path):
             return psutil.Process(child).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
-    wait_until(gone, timeout=10, what=f"background child {child} killed")
+    wait_until(gone, timeout=deadline(10), what=f"background child {child} killed")
 
 
 def test_denylisted_command_runs_but_nothing_is_stored(tmp_path):
@@ -126,7 +126,7 @@ def _status_line(out: str) -> str:
 
 def test_background_child_holding_the_output_gets_the_same_answer_every_time(h):
     command = "sleep 300 & echo started"
-    answers = [h.run(bash, command, timeout_s=3) for _ in range(3)]
+    answers = [h.run(bash, command, timeout_s=deadline(3)) for _ in range(3)]
     for out in answers:
         assert "started" in out and "timeout" not in out, out
         assert "[exit 0; background processes still held the output after the shell exited: killed with its " \
@@ -142,7 +142,7 @@ def test_background_child_holding_the_output_is_killed(h, tmp_path):
     control = tmp_path / "control.pid"
     out = h.run(bash, f"sleep 300 & echo $! > {pidfile}; echo started", timeout_s=5)
     assert "killed with its process group" in out
-    wait_until(lambda: _gone(int(pidfile.read_text())), timeout=10, what="background child killed")
+    wait_until(lambda: _gone(int(pidfile.read_text())), timeout=deadline(10), what="background child killed")
     # Positive control: a child that let go of the pipes is left running, and the answer says so.
     out = h.run(bash, f"sleep 300 >/dev/null 2>&1 & echo $! > {control}; echo started", timeout_s=5)
     pid = int(control.read_text())
@@ -164,9 +164,9 @@ def test_a_cancelled_call_kills_the_process_group_of_its_command(h, tmp_path):
         svc = Services(h.config, h.paths, session_id="test-session", src="test")
         try:
             task = asyncio.ensure_future(bash(svc, f"sleep 300 & echo $! > {pidfile}; wait", timeout_s=600))
-            deadline = asyncio.get_running_loop().time() + COLD_START_S  # a loaded box
+            until = asyncio.get_running_loop().time() + COLD_START_S  # a loaded box
             while not (pidfile.exists() and pidfile.read_text().strip()):
-                assert asyncio.get_running_loop().time() < deadline, "command never started"
+                assert asyncio.get_running_loop().time() < until, "command never started"
                 await asyncio.sleep(0.02)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -176,7 +176,7 @@ def test_a_cancelled_call_kills_the_process_group_of_its_command(h, tmp_path):
             svc.zctx.destroy(linger=0)
 
     asyncio.run(main())
-    wait_until(lambda: _gone(int(pidfile.read_text())), timeout=10, what="cancelled command's child killed")
+    wait_until(lambda: _gone(int(pidfile.read_text())), timeout=deadline(10), what="cancelled command's child killed")
 
 
 def _start_sleeper(f, pidfile):
@@ -200,7 +200,7 @@ def test_a_front_that_exits_kills_the_commands_it_was_running(tmp_path):
         assert not _gone(child)  # positive control: it runs while the front does
     finally:
         f.close()  # closes the front's stdin: the front exits
-    wait_until(lambda: _gone(child), timeout=10, what="the running command's child killed on front exit")
+    wait_until(lambda: _gone(child), timeout=deadline(10), what="the running command's child killed on front exit")
     assert pending.done()
 
 
@@ -217,7 +217,7 @@ def test_a_front_stopped_by_sigterm_kills_the_commands_it_was_running(tmp_path):
         front = shell.parent()
         assert "memtree.actors.mcp_front" in " ".join(front.cmdline())
         front.send_signal(signal.SIGTERM)  # what the supervisor sends at shutdown
-        wait_until(lambda: _gone(child), timeout=10, what="the running command's child killed on SIGTERM")
+        wait_until(lambda: _gone(child), timeout=deadline(10), what="the running command's child killed on SIGTERM")
         assert _gone(shell.pid)
     finally:
         f.close()
@@ -231,7 +231,7 @@ def test_an_mcp_request_cancelled_by_the_client_kills_its_command_and_the_front_
     try:
         pending, child = _start_sleeper(f, pidfile)
         pending.cancel()  # the SDK client sends notifications/cancelled for an abandoned request
-        wait_until(lambda: _gone(child), timeout=10, what="the cancelled request's command killed")
+        wait_until(lambda: _gone(child), timeout=deadline(10), what="the cancelled request's command killed")
         assert "still-serving" in f.ok("bash", {"command": "echo still-serving"})  # same front, next call
     finally:
         f.close()

@@ -11,7 +11,7 @@ from memtree.runtime.client import Caller
 from memtree.errors import BadRequest
 from memtree.store.vectors import ModelMismatch, check_model, knn
 from tests.actor_procs import read_db, rows, start_writer
-from tests.support import make_paths, reap, wait_until
+from tests.support import deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 
 
@@ -19,7 +19,7 @@ from tests.support import test_config as make_config
 def writer(tmp_path):
     paths = make_paths(tmp_path)
     proc = start_writer(paths, make_config())
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     yield paths, caller
     caller.close()
     reap(proc)

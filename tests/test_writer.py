@@ -14,14 +14,14 @@ from memtree.runtime.client import Caller
 from memtree.errors import NotFound, Refused
 from memtree.paths import socket_path
 from tests.actor_procs import raw_call, rows, start_writer
-from tests.support import make_paths, reap, test_config as make_config, wait_until
+from tests.support import deadline, deadline_ms, make_paths, reap, test_config as make_config, wait_until
 
 
 @pytest.fixture()
 def writer(tmp_path):
     paths = make_paths(tmp_path)
     proc = start_writer(paths, make_config())
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=10000)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=deadline_ms(10000))
     yield paths, proc, caller
     caller.close()
     reap(proc)
@@ -67,7 +67,7 @@ def test_concurrent_calls_are_all_acked_after_commit_and_all_stored(writer):
                     acked[env.id] = node_id
             return len(acked) == len(sent)
 
-        wait_until(collect, timeout=60, what="all 400 replies")
+        wait_until(collect, timeout=deadline(60), what="all 400 replies")
     finally:
         for s in socks:
             s.close(linger=0)
@@ -152,7 +152,7 @@ def test_events_are_published_after_commit(writer):
             topic, frame = sub.recv_multipart()
             return topic, protocol.decode(frame).body, nid
 
-        topic, event, nid = wait_until(added_and_seen, timeout=20, what="a NodesChanged event")
+        topic, event, nid = wait_until(added_and_seen, timeout=deadline(20), what="a NodesChanged event")
         assert topic == b"NodesChanged" and event.status == "pending" and event.kinds == ["note"]
         assert set(event.ids) <= {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")}
         assert rows(paths, "SELECT status FROM nodes WHERE id=?", (event.ids[0],)) == [("pending",)]
@@ -217,7 +217,7 @@ def test_a_writer_that_cannot_grow_its_files_refuses_then_recovers_by_itself(wri
             return caller.call(protocol.AddNode(kind="note", content="stored once the files may grow"))["id"]
         except Unavailable:
             return None
-    after = wait_until(stored_again, timeout=10, what="the writer storing again by itself")
+    after = wait_until(stored_again, timeout=deadline(10), what="the writer storing again by itself")
     assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {kept, after}
     assert proc.poll() is None
 
@@ -253,12 +253,12 @@ def test_acked_writes_survive_a_kill_before_the_writer_checkpoints(tmp_path):
     paths = make_paths(tmp_path)
     config = make_config()
     proc = start_writer(paths, config)
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=10000)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=deadline_ms(10000))
     try:
         acked = [caller.call(protocol.AddNode(kind="note", content=f"acked note {i} " + "x" * 1000))["id"]
                  for i in range(40)]  # ~16 WAL pages each: under WAL_CHECKPOINT_PAGES, so none checkpointed
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        proc.wait(deadline(10))
         # The database file without its WAL holds none of them: recovery is what finds them.
         import shutil
         import sqlite3

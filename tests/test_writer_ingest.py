@@ -10,7 +10,7 @@ import pytest
 
 from memtree import protocol
 from tests.actor_procs import raw_call, rows, start_writer
-from tests.support import PAYLOAD_DIR, make_paths, reap, test_config as make_config, wait_until
+from tests.support import PAYLOAD_DIR, deadline, make_paths, reap, test_config as make_config, wait_until
 
 PAYLOADS = os.path.join(PAYLOAD_DIR, "basic.jsonl")
 HARNESS_PROJECT = "/tmp/claude-code-harness/proj"  # the cwd of every recorded payload
@@ -135,6 +135,6 @@ def test_an_oversized_message_is_cut_off_at_the_socket_and_the_writer_serves_on(
     assert reply["ok"] is False and reply["error"]["code"] == "bad_request"
     # A bad frame is answered at once and counted in the batch after: wait for the count.
     wait_until(lambda: rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(1,)],
-               timeout=10, what="the control frame counted")
+               timeout=deadline(10), what="the control frame counted")
     assert rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(1,)]  # and only it
     assert proc.poll() is None

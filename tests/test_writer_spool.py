@@ -12,7 +12,7 @@ from memtree import protocol
 from memtree.capture import spool
 from memtree.runtime.client import Caller
 from tests.actor_procs import rows, start_writer
-from tests.support import COLD_START_S, make_paths, reap, test_config as make_config, wait_until
+from tests.support import COLD_START_S, deadline, deadline_ms, make_paths, reap, test_config as make_config, wait_until
 
 
 def read_payload(i: int, root: str) -> dict:
@@ -83,7 +83,7 @@ def test_a_drain_interrupted_after_commit_neither_duplicates_nor_loses(tmp_path)
 def test_captures_spooled_while_the_writer_runs_are_drained_periodically(tmp_path):
     paths = make_paths(tmp_path)
     proc = start_writer(paths, make_config({"writer": {"spoolDrainMs": 200}}))
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=5000)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(5000))
     try:
         assert marker_counts(paths, 2) == {0: 0, 1: 0}
         for i in range(2):
@@ -132,7 +132,7 @@ def test_a_100_mb_spool_is_drained_streaming_in_bounded_memory(tmp_path):
             f.writelines(entries)
         assert os.path.getsize(staging) > 100_000_000
         os.rename(staging, f"{paths.spool}.{2:020d}{spool.DRAINING_SUFFIX}")
-        wait_until(lambda: marker_counts(paths, 100) == {i: 1 for i in range(100)}, timeout=120,
+        wait_until(lambda: marker_counts(paths, 100) == {i: 1 for i in range(100)}, timeout=deadline(120),
                    what="100 big spooled captures stored")
         grown = _peak_rss(proc.pid) - before
         # Streaming holds one chunk (SPOOL_CHUNK_BYTES, 16 MB) at a time; the whole file is 100 MB.

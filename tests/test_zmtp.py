@@ -10,6 +10,7 @@ import pytest
 import zmq
 
 from memtree.capture import zmtp
+from tests.support import deadline
 
 
 class Router:
@@ -36,7 +37,7 @@ class Router:
 
     def close(self):
         self.stop.set()
-        self.thread.join(5)
+        self.thread.join(deadline(5))
         self.sock.close(0)
         self.ctx.term()
 
@@ -68,11 +69,11 @@ def test_long_frames_and_multipart_messages_survive_the_round_trip(router, endpo
 def test_many_round_trips_on_one_connection(router, endpoint):
     import time
 
-    deadline = time.monotonic() + 30  # allows for a loaded 2-core box
-    with zmtp.Connection(endpoint, deadline) as conn:
+    until = time.monotonic() + deadline(30)
+    with zmtp.Connection(endpoint, until) as conn:
         for i in range(200):
-            conn.send([b"m%d" % i], deadline)
-            assert conn.recv(deadline) == [b"ack:m%d" % i]
+            conn.send([b"m%d" % i], until)
+            assert conn.recv(until) == [b"ack:m%d" % i]
     assert len(router.received) == 200
 
 
@@ -103,8 +104,8 @@ def test_a_router_that_never_replies_times_out(endpoint):
             zmtp.request(endpoint, [b"x"], 0.2)
         # The message itself was delivered (the handshake finished before sending).
         import time
-        deadline = time.monotonic() + 10
-        while not silent.received and time.monotonic() < deadline:
+        until = time.monotonic() + deadline(10)
+        while not silent.received and time.monotonic() < until:
             time.sleep(0.01)
         assert silent.received == [[b"x"]]
     finally:
@@ -140,7 +141,7 @@ class RawServer:
 
     def close(self):
         self.sock.close()
-        self.thread.join(5)
+        self.thread.join(deadline(5))
 
 
 def _read_greeting(conn):

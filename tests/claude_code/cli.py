@@ -17,10 +17,12 @@ import time
 
 import psutil
 
+from tests.support import deadline, deadline_ms
+
 VERSION = "2.1.197"
 # One copy of the shared harness's fake API, kept in the eval package.
 FAKE_API = importlib.util.find_spec("memtree.eval.context_ab.fake_api").origin
-RUN_TIMEOUT_S = 600  # the plugin's first run installs its environment inside the session
+RUN_TIMEOUT_S = 600  # the plugin's first run installs its environment inside the session (used through deadline())
 
 
 class RegistryUnreachable(Exception):
@@ -39,7 +41,7 @@ def cache_dir() -> str:
 
 def _works(path: str) -> bool:
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=deadline(60))
     except (OSError, subprocess.TimeoutExpired):
         return False
     return out.returncode == 0 and out.stdout.startswith(VERSION)
@@ -64,7 +66,7 @@ def ensure_cli() -> str:
     if shutil.which("npm") is None:
         raise RegistryUnreachable("npm is not installed, so the npm registry cannot be reached")
     ping = subprocess.run(["npm", "view", f"@anthropic-ai/claude-code@{VERSION}", "version"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=deadline(300))
     if ping.returncode != 0 or VERSION not in ping.stdout:
         errors = [ln for ln in ping.stderr.splitlines() if ln.startswith("npm error") and "complete log" not in ln]
         why = "; ".join(errors[:2]) or ping.stderr.strip()[-300:]
@@ -73,7 +75,7 @@ def ensure_cli() -> str:
         raise AssertionError(f"npm reached no answer for @anthropic-ai/claude-code@{VERSION}: {why}")
     os.makedirs(prefix, exist_ok=True)
     done = subprocess.run(["npm", "install", "--prefix", prefix, f"@anthropic-ai/claude-code@{VERSION}"],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=deadline(900))
     assert done.returncode == 0, f"npm install failed:\n{done.stderr[-2000:]}"
     found = find_binary(prefix)
     assert found, f"npm installed @anthropic-ai/claude-code@{VERSION} but no working binary under {prefix}"
@@ -92,8 +94,8 @@ def base_env(home: str, extra: dict | None = None) -> dict:
         # -p waits this long for MCP servers before the first request (the plugin's
         # first run installs memtree's environment meanwhile).
         # MCP_TIMEOUT is how long a starting server may take (default 30 s).
-        "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": str(RUN_TIMEOUT_S * 1000),
-        "MCP_TIMEOUT": str(RUN_TIMEOUT_S * 1000),
+        "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
+        "MCP_TIMEOUT": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
         # pip inside the plugin's first run reuses the developer's wheel cache.
         "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pip"),
     })
@@ -121,7 +123,7 @@ class FakeApi:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.proc.wait(timeout=10)
+        self.proc.wait(timeout=deadline(10))
         self.proc.stdout.close()
 
     def requests(self) -> list[dict]:
@@ -141,7 +143,7 @@ def run_session(binary: str, env: dict, project: str, allowed: str, out_dir: str
     proc = subprocess.Popen(argv, env=env, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+        out, err = proc.communicate(timeout=deadline(RUN_TIMEOUT_S))
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
