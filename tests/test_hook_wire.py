@@ -14,7 +14,7 @@ from memtree.config.defaults import defaults
 from memtree.hooks import post_tool_use as hook
 from memtree.ops.install import hook_argv
 from tests.hook_support import bash_payload, contents, hook_env
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, deadline, wait_until
 from tests.support import test_config as make_config
 
 
@@ -89,7 +89,7 @@ def test_an_acknowledged_capture_imports_nothing_expensive(system):
     argv = hook_argv()
     done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=json.dumps(bash_payload(system, 1)).encode(),
                           cwd=system.project, env=hook_env(system, MEMTREE_HOOK_TIMEOUT_MS="10000"),
-                          capture_output=True, timeout=60)
+                          capture_output=True, timeout=deadline(60))
     assert done.returncode == 0 and done.stdout == b""
     imported = {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
     assert "memtree.capture.zmtp" in imported and "memtree.protocol" in imported  # positive control
@@ -114,7 +114,7 @@ def test_installed_in_site_packages_the_hook_path_still_imports_no_orjson():
 
     def imports(code: str) -> set[str]:
         done = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", "-c", setup + code],
-                              capture_output=True, timeout=60)
+                              capture_output=True, timeout=deadline(60))
         assert done.returncode == 0, done.stderr.decode()[-3000:]
         return {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
 
