@@ -34,9 +34,9 @@ from typing import Callable
 import zmq
 
 from memtree import protocol
+from memtree.paths import makedirs_private, socket_path
 from memtree.runtime.actorenv import ActorContext
 from memtree.runtime.logs import configure_logging
-from memtree.paths import makedirs_private, socket_path
 
 log = logging.getLogger(__name__)
 

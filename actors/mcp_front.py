@@ -100,8 +100,8 @@ class Front:
             return self.svc
 
     async def run_tool(self, spec, arguments: dict) -> CallToolResult:
-        from memtree.text import budget
         from memtree.errors import MemtreeError
+        from memtree.text import budget
         from memtree.tools import call_repr
 
         try:

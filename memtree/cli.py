@@ -40,8 +40,8 @@ def _serve(argv: list[str]) -> int:
     args = p.parse_args(argv)
     front_env = {}
     if args.tools is not None:
-        from memtree.front import tool_table
         from memtree.errors import BadRequest
+        from memtree.front import tool_table
 
         try:
             front_env[tool_table.ENV_TOOLS] = ",".join(tool_table.parse_tools(args.tools))

@@ -13,9 +13,9 @@ import importlib.util
 import json
 import logging
 
-from memtree.runtime.actorenv import FRONT_NAME
 from memtree.config.loader import did_you_mean
 from memtree.errors import ConfigError
+from memtree.runtime.actorenv import FRONT_NAME
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import zmq
 
 from memtree import protocol
 from memtree.actors.base import ActorContext
-from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
+from memtree.runtime.client import Caller
 from memtree.store import db as store_db
 from tests.support import COLD_START_S, PYTHON, close_bound, deadline_ms, spawn, wait_until
 

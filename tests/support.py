@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Callable
 
-from memtree.config.loader import Config, validate
 from memtree.config.defaults import defaults
+from memtree.config.loader import Config, validate
 from memtree.paths import StorePaths, prepare_store, store_paths
 
 PYTHON = sys.executable

@@ -14,6 +14,7 @@ from memtree.runtime.client import Caller
 from memtree.store.write.bookkeeping import RETRY_WINDOW_MS
 from tests.actor_procs import rows
 from tests.hook_support import run_hook
+from tests.support import deadline_ms
 
 HOUR_MS = 3_600_000
 
@@ -41,7 +42,7 @@ def _marked(system, marker: str) -> list[tuple[str, str]]:
 
 def test_capture_keys_expire_after_their_retry_window_and_a_forgotten_capture_stays_refused(system):
     assert system.ctl("stop", "walker.pruner").returncode == 0  # this test sends Tidy itself
-    w = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    w = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         old, waiting, fresh = (_read(system, f"{m}.py", m) for m in ("oldcap", "waitcap", "freshcap"))
         long_ago = now_ms() - HOUR_MS

@@ -19,7 +19,7 @@ from memtree.store import budget
 from memtree.store.db import open_read
 from tests.actor_procs import rows
 from tests.hook_support import bash_payload, start_hook
-from tests.support import WaitTimeout, wait_until
+from tests.support import WaitTimeout, deadline, deadline_ms, wait_until
 
 BUDGET = 512 * 1024
 FLOOD = 800
@@ -44,7 +44,7 @@ def _flood(system, start: int, count: int, **env) -> None:
 def _reap_hook(p) -> None:
     p.stdout.read()  # a large output's replacement, if any: drained so the hook never blocks on it
     err = p.stderr.read()
-    assert p.wait(timeout=120) == 0, err[-500:]
+    assert p.wait(timeout=deadline(120)) == 0, err[-500:]
     p.stdout.close()
     p.stderr.close()
 
@@ -66,7 +66,7 @@ def test_a_flood_through_the_hook_ends_under_budget_with_bookkeeping_bounded_and
     s.write_config({"storage": {"maxBytes": BUDGET}, "walkers": {"prunerIntervalMs": 500}})
     s.serve()
     s.wait_running()
-    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         notes = {w.call(protocol.AddNode(kind="note", content=f"decision {i}: keep the export job on tuesdays",
                                          status="live"))["id"] for i in range(3)}
@@ -93,7 +93,7 @@ def test_a_flood_through_the_hook_ends_under_budget_with_bookkeeping_bounded_and
         ok, state["last"] = settled()
         return ok
     try:
-        wait_until(done, timeout=120, interval=0.5, what=f"the store under {BUDGET} bytes in pages and files")
+        wait_until(done, timeout=deadline(120), interval=0.5, what=f"the store under {BUDGET} bytes in pages and files")
     except WaitTimeout as e:
         raise WaitTimeout(f"{e}; (spool files, pages in use, files, WAL, spool_applied rows): {state['last']}") from None
 

@@ -6,8 +6,8 @@ import threading
 import time
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
+from memtree.runtime.client import Caller
 from tests.support import COLD_START_S, deadline, deadline_ms, wait_until
 
 # The kill window is what is tested, not a deadline: it must stay below the work (the positive

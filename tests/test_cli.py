@@ -10,9 +10,10 @@ import pytest
 from tests.support import COLD_START_S, PYTHON, deadline, spawn
 
 
-def _memtree(*args, cwd, env, stdin=subprocess.DEVNULL, timeout=deadline(60)):
+def _memtree(*args, cwd, env, stdin=subprocess.DEVNULL, timeout=None):
     return subprocess.run([PYTHON, "-m", "memtree.cli", *args], cwd=cwd, env={**os.environ, **env},
-                          stdin=stdin, capture_output=True, text=True, timeout=timeout)
+                          stdin=stdin, capture_output=True, text=True,
+                          timeout=deadline(60) if timeout is None else timeout)
 
 
 def test_no_command_prints_usage_and_exits_2(tmp_path):

@@ -19,7 +19,6 @@ from memtree.ops.install import fallback_server_entry
 from tests.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, PYTHON, deadline, wait_until
 
-
 # name -> file in the project; a package's __init__ or a module.
 DECOYS = {
     "email": "email/__init__.py",  # a partial package: email._policybase is missing, as in the report

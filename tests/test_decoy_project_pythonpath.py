@@ -12,8 +12,8 @@ import subprocess
 
 import anyio
 
-from memtree.runtime import pythonpath
 from memtree.ops.install import server_entry
+from memtree.runtime import pythonpath
 from tests.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, PYTHON, deadline, wait_until
 from tests.test_decoy_project import _text, plant_decoys, serving

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.recall.embeddings import LOCAL_MODEL
+from memtree.runtime.client import Caller
 from tests.actor_procs import rows, start_actor, start_writer
 from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config

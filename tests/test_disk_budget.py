@@ -4,7 +4,6 @@ captures (never notes or pinned nodes), audited, and the file shrinks."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 

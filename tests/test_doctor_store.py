@@ -11,6 +11,7 @@ from memtree import protocol
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
 from tests.actor_procs import rows
+from tests.support import deadline_ms
 from tests.test_doctor import doctor
 
 DIM = 256  # the bundled model's dimension, so the embed walker's own vectors do not mix with these
@@ -23,7 +24,7 @@ def _vec(axis: int) -> list[float]:
 
 
 def test_kept_vectors_of_stale_and_superseded_nodes_are_healthy_and_real_damage_is_named_and_fixed(system):
-    w = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    w = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         ids = {name: w.call(protocol.AddNode(kind="tool_output", content=f"doctor store check row {name} " * 4,
                                              status="live"))["id"]

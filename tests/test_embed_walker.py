@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.errors import Unavailable
 from memtree.recall.embeddings import LOCAL_MODEL, StaticProvider
+from memtree.runtime.client import Caller
 from memtree.store.vectors import from_blob
 from tests.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 from tests.ollama_standin import OllamaStandIn, letter_vector

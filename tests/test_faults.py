@@ -15,8 +15,8 @@ import time
 from anyio.from_thread import start_blocking_portal
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.errors import CallTimeout, Unavailable
+from memtree.runtime.client import Caller
 from memtree.store.db import open_read
 from tests.front_harness import ids_in
 from tests.support import COLD_START_S, PYTHON, wait_until

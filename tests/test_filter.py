@@ -9,7 +9,8 @@ from memtree.actors.walkers.filter import decide
 from memtree.runtime.client import Caller
 from memtree.store.triage import Pending
 from tests.actor_procs import HeartbeatSink, rows, start_actor, start_writer
-from tests.support import COLD_START_S, deadline_ms, make_paths, reap, test_config as make_config, wait_until
+from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
+from tests.support import test_config as make_config
 
 LONG = "x" * 60  # over the default capture.filterMinSize (50 bytes)
 

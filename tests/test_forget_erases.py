@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.recall.retrieval import forget_text
+from memtree.runtime.client import Caller
 from tests import leak_scan
 from tests.actor_procs import rows
 from tests.hook_support import run_hook

@@ -107,8 +107,8 @@ def test_a_tool_call_doing_seconds_of_work_does_not_cost_the_session_its_front(s
     work must run in worker threads or missed beats get the front killed."""
     from mcp import Client, StdioServerParameters
 
-    from memtree.runtime.client import Caller
     from memtree.paths import prepare_store
+    from memtree.runtime.client import Caller
     from tests.actor_procs import start_writer
 
     s = system_factory

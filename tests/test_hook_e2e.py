@@ -14,7 +14,8 @@ from memtree.capture import spool
 from memtree.capture.ingest import plan
 from tests.actor_procs import rows
 from tests.hook_support import bash_payload, contents, counter, real_payloads, run_hook, start_hook
-from tests.support import COLD_START_S, PYTHON, deadline, test_config as make_config, wait_until
+from tests.support import COLD_START_S, PYTHON, deadline, wait_until
+from tests.support import test_config as make_config
 
 
 def _stored_uri(n: dict) -> str:

@@ -5,11 +5,10 @@ CPU is measured from psutil ``cpu_times`` deltas (memtree.runtime.cpu), never fr
 """
 
 import json
-import os
 
 from memtree.runtime.cpu import measure
 from memtree.supervisor.main import READY_LINE
-from tests.support import COLD_START_S, deadline, wait_until
+from tests.support import COLD_START_S, wait_until
 
 IDLE_S = 10.0  # the window the issue measured the spinning walkers over
 

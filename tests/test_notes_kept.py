@@ -11,7 +11,7 @@ from memtree import protocol
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
 from tests.actor_procs import rows, start_actor, start_writer
-from tests.support import COLD_START_S, make_paths, reap, wait_until
+from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 
 DIM = 256
@@ -35,7 +35,7 @@ def test_notes_differing_in_a_number_are_never_superseded_and_no_note_is_pruned_
 
 
 def _run(paths, config, procs: list) -> None:
-    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         ids, vecs = {}, {}
 
@@ -89,7 +89,7 @@ def _run(paths, config, procs: list) -> None:
     wait_until(lambda: all(status(n) is None for n in captures), timeout=COLD_START_S,
                what="the pruner purging the captures")
     # One more capture to remove: once it is gone, a whole sweep ran after the ones above.
-    w2 = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10_000)
+    w2 = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         last = w2.call(protocol.AddNode(kind="tool_output", content="one more capture " * 8, status="live"))["id"]
     finally:

@@ -9,8 +9,8 @@ import os
 from memtree import protocol
 from memtree.runtime.client import Caller
 from memtree.tools.read import read
-from tests.actor_procs import start_actor
 from tests import support
+from tests.actor_procs import start_actor
 from tests.support import COLD_START_S, deadline_ms, reap, wait_until
 from tests.tools_harness import Harness
 

@@ -69,7 +69,7 @@ def test_a_second_rescan_changes_nothing_and_audits_nothing(system):
     for expect in ("rescanned 1 rows", "rescanned 0 rows"):  # the second finds nothing older than the gate
         done = subprocess.run([PYTHON, "-m", "memtree.cli", "redact", "--rescan"], cwd=system.project,
                               env={**system.env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=deadline(120))
         assert done.returncode == 0 and expect in done.stdout, (done.stdout, done.stderr)
     assert rows(system.paths, "SELECT node_id, reason LIKE '%metadata%' FROM audit WHERE action = 'redact'") == \
         [(benign_id, 1)]

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.recall.embeddings import LOCAL_MODEL
+from memtree.runtime.client import Caller
 from memtree.store import db as store_db
 from memtree.store.vectors import ModelMismatch, check_model, knn
 from tests.support import PYTHON, deadline, deadline_ms, spawn, wait_until

@@ -12,8 +12,8 @@ import tempfile
 import pytest
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.paths import compute_project, store_paths
+from memtree.runtime.client import Caller
 from tests.support import COLD_START_S, deadline_ms, wait_until
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]

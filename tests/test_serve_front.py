@@ -8,7 +8,6 @@ import psutil
 from tests.support import COLD_START_S, PYTHON, wait_until
 
 
-
 def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves(system_factory, monkeypatch):
     import mcp.client.stdio
     from mcp import ClientSession, StdioServerParameters, stdio_client

@@ -7,8 +7,8 @@ import os
 import subprocess
 
 from memtree import protocol, tokens
-from memtree.runtime.client import Caller
 from memtree.ops.install import hook_argv
+from memtree.runtime.client import Caller
 from tests.actor_procs import rows
 from tests.hook_support import hook_env, run_hook
 from tests.support import COLD_START_S, deadline, deadline_ms, wait_until

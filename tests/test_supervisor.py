@@ -4,8 +4,8 @@ import os
 import signal
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.errors import MemtreeError
+from memtree.runtime.client import Caller
 from tests.conftest import MISSED_BEATS
 from tests.support import COLD_START_S, deadline, deadline_ms, wait_until
 
@@ -37,7 +37,7 @@ def test_stopped_walker_is_found_by_missed_heartbeats_killed_and_restarted(syste
     assert new != before["walker.filter"]
     assert system.pids()["writer"] == before["writer"]
     log = system.log_tail(lines=50)
-    assert "walker.filter: no heartbeat for" in log and "(%d missed), SIGKILL pid=%d" % (MISSED_BEATS, before["walker.filter"]) in log
+    assert "walker.filter: no heartbeat for" in log and f"({MISSED_BEATS} missed), SIGKILL pid={before['walker.filter']}" in log
     assert system.actor("walker.filter")["restarts"] == 1
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.errors import BadRequest
+from memtree.runtime.client import Caller
 from memtree.store.vectors import ModelMismatch, check_model, knn
 from tests.actor_procs import read_db, rows, start_writer
-from tests.support import deadline_ms, make_paths, reap, wait_until
+from tests.support import deadline, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 
 
@@ -198,7 +198,7 @@ def test_forget_erases_the_vector_and_its_sign_bits_from_the_file(store):
     assert blob_gone in raw and code_gone in raw  # the scan below can see them
     w.call(protocol.Forget(node_id=gone, reason="test"))
     # The writer truncates the WAL right after a Forget's commit: wait for it.
-    wait_until(lambda: blob_gone not in _file_bytes(paths), timeout=10, what="the forgotten vector off disk")
+    wait_until(lambda: blob_gone not in _file_bytes(paths), timeout=deadline(10), what="the forgotten vector off disk")
     raw = _file_bytes(paths)
     assert code_gone not in raw
     assert blob_kept in raw and code_kept in raw

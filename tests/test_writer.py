@@ -10,11 +10,12 @@ import pytest
 import zmq
 
 from memtree import protocol
-from memtree.runtime.client import Caller
 from memtree.errors import NotFound, Refused
 from memtree.paths import socket_path
+from memtree.runtime.client import Caller
 from tests.actor_procs import raw_call, rows, start_writer
-from tests.support import deadline, deadline_ms, make_paths, reap, test_config as make_config, wait_until
+from tests.support import deadline, deadline_ms, make_paths, reap, wait_until
+from tests.support import test_config as make_config
 
 
 @pytest.fixture()

@@ -10,7 +10,8 @@ import pytest
 
 from memtree import protocol
 from tests.actor_procs import raw_call, rows, start_writer
-from tests.support import PAYLOAD_DIR, deadline, make_paths, reap, test_config as make_config, wait_until
+from tests.support import PAYLOAD_DIR, deadline, make_paths, reap, wait_until
+from tests.support import test_config as make_config
 
 PAYLOADS = os.path.join(PAYLOAD_DIR, "basic.jsonl")
 HARNESS_PROJECT = "/tmp/claude-code-harness/proj"  # the cwd of every recorded payload

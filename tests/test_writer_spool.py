@@ -12,7 +12,8 @@ from memtree import protocol
 from memtree.capture import spool
 from memtree.runtime.client import Caller
 from tests.actor_procs import rows, start_writer
-from tests.support import COLD_START_S, deadline, deadline_ms, make_paths, reap, test_config as make_config, wait_until
+from tests.support import COLD_START_S, deadline, deadline_ms, make_paths, reap, wait_until
+from tests.support import test_config as make_config
 
 
 def read_payload(i: int, root: str) -> dict:

@@ -89,8 +89,8 @@ class Supervisors:
     """The live supervisors of one store, and calls to them."""
 
     def __init__(self, paths):
-        from memtree.runtime.client import Caller
         from memtree.protocol import sup_control_sock
+        from memtree.runtime.client import Caller
 
         self.paths = paths
         self.callers = {pid: Caller(paths.endpoint(sup_control_sock(pid)), src="ctl")

@@ -153,8 +153,8 @@ def check_mcp(rep: Report, project: str) -> None:
 
 def _listed_tools(entry: dict) -> tuple[tuple[str, ...], str | None]:
     """The tools the entry's ``serve --tools LIST`` lists (all without it), or why that is wrong."""
-    from memtree.front.tool_table import LISTED, parse_tools
     from memtree.errors import BadRequest
+    from memtree.front.tool_table import LISTED, parse_tools
 
     args = [str(a) for a in entry.get("args") or []]
     text = None
@@ -192,8 +192,8 @@ def check_store(rep: Report, paths, fix: bool) -> None:
 
 def _rebuild(paths) -> str | None:
     from memtree import protocol
-    from memtree.runtime.client import Caller
     from memtree.errors import MemtreeError
+    from memtree.runtime.client import Caller
 
     caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="doctor", timeout_ms=120_000)
     try:

@@ -72,8 +72,8 @@ def check_tools(text: str | None) -> tuple[str, ...] | None:
     """``--tools`` checked as serve checks it; None when it lists every tool."""
     if text is None:
         return None
-    from memtree.front.tool_table import LISTED, parse_tools
     from memtree.errors import BadRequest
+    from memtree.front.tool_table import LISTED, parse_tools
 
     try:
         tools = parse_tools(text)

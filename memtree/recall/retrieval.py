@@ -9,16 +9,24 @@ from __future__ import annotations
 import re
 
 from memtree import protocol
-from memtree.recall import freshness
-from memtree.recall import render
 from memtree.errors import BadRequest, NotFound
-from memtree.tools import call_repr
-from memtree.recall.search import (MAX_LIMIT, check_filters, check_limit, check_mode, fts_query, parse_time,
-                            query_vector, run, str_list)
+from memtree.recall import freshness, render
+from memtree.recall.search import (
+    MAX_LIMIT,
+    check_filters,
+    check_limit,
+    check_mode,
+    fts_query,
+    parse_time,
+    query_vector,
+    run,
+    str_list,
+)
 from memtree.store import reads
 from memtree.store.kinds import EDGE_KINDS, TREE_KINDS
 from memtree.text.chunking import split_lines
 from memtree.store.live import ANY_STATUS, STATUSES, check_statuses
+from memtree.tools import call_repr
 
 _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 MAX_NEIGHBOR_DEPTH = 5
@@ -371,8 +379,8 @@ async def _write_op(svc, op: str, args: dict) -> str:
 
 
 async def _compose_tool(svc, node_ids, budget_tokens, fmt, query, depth) -> str:
-    from memtree.text import budget
     from memtree.recall.compose import compose
+    from memtree.text import budget
 
     return await compose(svc, node_ids, budget.check(budget_tokens), fmt, query, depth)
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
+from memtree.store.kinds import CAPTURE_KINDS
 from memtree.store.live import ANY_STATUS, status_clause
 
-from memtree.store.kinds import CAPTURE_KINDS
 # Statuses in removal order; the last step takes whatever capture is left, oldest first.
 # Rows already pruned (out of every index, kept for audit) are deleted before anything else.
 ORDER = (("pruned",), ("superseded",), ("stale",), ("pending", "live", "dropped", "forgotten"))

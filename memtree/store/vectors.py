@@ -14,12 +14,11 @@ import json
 
 from memtree.errors import MemtreeError
 from memtree.protocol import ErrorCode
-from memtree.store.live import INDEXED, status_clause
-from memtree.store.reads import _filters_sql
-
 
 # Kinds whose content is embedded (session and file roots have none).
 from memtree.store.kinds import EMBED_KINDS
+from memtree.store.live import INDEXED, status_clause
+from memtree.store.reads import _filters_sql
 
 
 class ModelMismatch(MemtreeError):

@@ -10,12 +10,19 @@ import orjson
 from memtree import tokens
 from memtree.errors import BadRequest, Refused
 from memtree.gate import redact_text
+from memtree.store import uris
 from memtree.store.live import CURRENT, LIVE, status_clause
 from memtree.store.write.mutations import (
-    Tx, add_edges, change_status, content_hash, file_root, insert_node, is_tombstoned, prepare_content,
+    Tx,
+    add_edges,
+    change_status,
+    content_hash,
+    file_root,
+    insert_node,
+    is_tombstoned,
+    prepare_content,
     session_root,
 )
-from memtree.store import uris
 
 
 def _chunk_fields(c, i: int) -> tuple[int, int, str | None, str, str]:

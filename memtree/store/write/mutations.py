@@ -17,12 +17,12 @@ import hashlib
 import orjson
 
 from memtree.errors import BadRequest, NotFound, Refused
-from memtree.ids import now_ms, ulid
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
-from memtree.store.write import forgetting
+from memtree.ids import now_ms, ulid
+from memtree.store import uris
 from memtree.store.kinds import EDGE_KINDS, NODE_KINDS, ROOT_KINDS
 from memtree.store.live import ANY_STATUS, INDEXED, STATUSES, status_clause
-from memtree.store import uris
+from memtree.store.write import forgetting
 
 INSERT_STATUSES = ("pending", "live")
 # Statuses that take a node out of every index (FTS by trigger, vectors here).

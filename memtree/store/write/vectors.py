@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from memtree.errors import BadRequest
 from memtree.store.live import ANY_STATUS, INDEXED, status_clause
-from memtree.store.write.mutations import Tx, _require, node_row
 from memtree.store.vector_index import code_of
 from memtree.store.vectors import to_blob
+from memtree.store.write.mutations import Tx, _require, node_row
 from memtree.text.sameness import same_text
 
 
