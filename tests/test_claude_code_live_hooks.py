@@ -22,6 +22,7 @@ import pytest
 
 from tests.actor_procs import rows
 from tests.claude_code import cli
+from tests.support import deadline
 from tests.test_claude_code import _installed, _store_dir, claude_bin  # noqa: F401 - claude_bin is a fixture
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
@@ -37,7 +38,7 @@ def _run(binary: str, env: dict, proj: str, out_dir: str, turns: list, args: lis
                                 cwd=proj, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
         try:
-            out, err = proc.communicate(timeout=cli.RUN_TIMEOUT_S)
+            out, err = proc.communicate(timeout=deadline(cli.RUN_TIMEOUT_S))
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -88,8 +89,8 @@ def test_file_changed_and_post_compact_on_the_real_cli(claude_bin, tmp_path):
         # /compact on the same session: the summary is kept, the brief after it leads with it
         _run(claude_bin, env, proj, str(tmp_path / "s3"), [{"text": "Compacted."}], ["-p", "/compact", "--continue"])
         sid = second["session_id"]
-        deadline = time.monotonic() + 30  # the writer may still be draining when the server stops: then it spooled
-        while time.monotonic() < deadline and not rows(store, "SELECT 1 FROM nodes WHERE kind = 'observation'"
+        until = time.monotonic() + deadline(30)  # the writer may still be draining when the server stops: then it spooled
+        while time.monotonic() < until and not rows(store, "SELECT 1 FROM nodes WHERE kind = 'observation'"
                                                               " AND session_id = ?", (sid,)):
             time.sleep(0.2)
         [(content, meta)] = rows(store, "SELECT content, metadata FROM nodes WHERE kind = 'observation'"

@@ -10,7 +10,7 @@ import subprocess
 from memtree.ops.install import hook_argv
 from tests.actor_procs import rows
 from tests.hook_support import hook_env, run_hook
-from tests.support import COLD_START_S, wait_until
+from tests.support import COLD_START_S, deadline, wait_until
 
 SLOW = {"MEMTREE_HOOK_TIMEOUT_MS": "10000"}
 SID = "sess-compacted"
@@ -20,7 +20,7 @@ SUMMARY = ("The user is fixing refund rounding in billing.py; charge_7 must roun
 
 def _hook(system, arg: str, payload: dict, **env) -> subprocess.CompletedProcess:
     done = subprocess.run(hook_argv() + [arg], input=json.dumps(payload).encode(), cwd=system.project,
-                          env=hook_env(system, **{**SLOW, **env}), capture_output=True, timeout=60)
+                          env=hook_env(system, **{**SLOW, **env}), capture_output=True, timeout=deadline(60))
     assert done.returncode == 0 and done.stderr == b"", done.stderr[-400:]
     return done
 

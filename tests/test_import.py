@@ -16,7 +16,7 @@ from memtree.runtime.client import Caller
 from tests import transcript_fixture as fx
 from tests.actor_procs import rows
 from tests.fixtures.transcripts import extend
-from tests.support import wait_until
+from tests.support import deadline, deadline_ms, wait_until
 
 RAW_SECRETS = ("AKIAQWERTYUIOPASDF7K", "Zx9vB2mQ7rT4yU1iO8pL3kJ6hG5fD0sA2wE9qR7t",
                "sk-ant-api03-Qm7Xv2Lr9Tz4Kp8Wn3Bc6Hy1Jd5Fs0Ga", "hunter2-Lobster-Quartz-91")
@@ -59,8 +59,8 @@ def _forget_notes_first(system) -> None:
                "tool_name": "Read", "tool_use_id": "toolu_earlier", "tool_input": {"file_path": path},
                "tool_response": {"type": "text", "file": {"filePath": path, "content": extend.FORGET_TEXT,
                                                           "numLines": 4, "startLine": 1, "totalLines": 4}}}
-    ingest = Caller(system.paths.endpoint(protocol.SOCK_INGEST), src="test", timeout_ms=10000)
-    write = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=10000)
+    ingest = Caller(system.paths.endpoint(protocol.SOCK_INGEST), src="test", timeout_ms=deadline_ms(10000))
+    write = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     try:
         [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["stored"]
         write.call(protocol.Forget(node_id=nid, reason="user asked"))
@@ -163,7 +163,7 @@ def test_a_fact_known_only_from_an_imported_session_is_found(system, tmp_path):
     assert done.returncode == 0, done.stderr
     conn = open_read(system.paths.db)
     try:  # the filter walker makes the imported capture live
-        wait_until(lambda: search.keyword(conn, "heronbay", {}, 5), timeout=30, what="heronbay live")
+        wait_until(lambda: search.keyword(conn, "heronbay", {}, 5), timeout=deadline(30), what="heronbay live")
     finally:
         conn.close()
     answer = _recall_over_mcp(system, "heronbay codename")
@@ -195,7 +195,7 @@ def test_without_a_writer_the_calls_are_spooled_and_stored_when_memtree_runs(sys
     assert b"heronbay" in spooled and not [s for s in RAW_SECRETS if s.encode() in spooled]
     system.serve()
     system.wait_running()
-    wait_until(lambda: any("heronbay" in c[4] for c in _captures(system).values()), timeout=60,
+    wait_until(lambda: any("heronbay" in c[4] for c in _captures(system).values()), timeout=deadline(60),
                what="spooled import drained")
 
 
@@ -219,7 +219,7 @@ def test_the_progress_bar_goes_to_a_terminal_only(system, tmp_path):
     master, slave = pty.openpty()
     try:
         done = subprocess.run([PYTHON, "-m", "memtree.cli", "import", "--dry-run"], cwd=system.project, env=env,
-                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=300)
+                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=deadline(300))
         os.close(slave)
         slave = None
         out = b""

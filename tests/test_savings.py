@@ -13,7 +13,7 @@ from memtree.ops import savings
 from memtree.ops.transcripts import folder_name
 from tests.actor_procs import rows
 from tests.hook_support import run_hook
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 from tests.test_hook_rewrite import SLOW, _bash, _module, _read, _updated
 
 WRAPPED_SHOWN = "tests/test_0.py::test_case PASSED\n… 598 lines left out\ntests/test_599.py::test_case PASSED"
@@ -100,7 +100,7 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
 
     done = subprocess.run([PYTHON, "-m", "memtree.cli", "stats", "--json"], cwd=system.project,
                           env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=deadline(60))
     assert done.returncode == 0, done.stderr
     m = json.loads(done.stdout)
     assert set(m["sessions"]) == {"sess-rw"}
@@ -112,19 +112,19 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
 
     table = subprocess.run([PYTHON, "-m", "memtree.cli", "stats"], cwd=system.project,
                            env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=deadline(60))
     assert table.returncode == 0 and table.stdout.splitlines()[0].split()[:2] == ["DAY", "SESSIONS"]
     assert f"{stored - shown:,} tokens kept out of the context" in table.stdout and "formula: kept = " in table.stdout
 
     env = {**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir}
     status = subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status"], cwd=system.project, env=env,
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=deadline(60))
     assert status.returncode == 0 and savings.summary_line(m) in status.stdout.splitlines(), status.stdout
     status_json = json.loads(subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"],
                                             cwd=system.project, env=env, capture_output=True, text=True,
-                                            timeout=60).stdout)
+                                            timeout=deadline(60)).stdout)
     assert status_json["savings"] == m["total"]
     doctor = json.loads(subprocess.run([PYTHON, "-m", "memtree.cli", "doctor", "--json"], cwd=system.project, env=env,
-                                       capture_output=True, text=True, timeout=300).stdout)
+                                       capture_output=True, text=True, timeout=deadline(300)).stdout)
     [row] = [r for r in doctor["checks"] if r["check"] == "savings"]
     assert row["status"] == "ok" and row["message"].startswith(f"{stored - shown:,} tokens kept out of the context")

@@ -11,7 +11,7 @@ import uuid
 
 from memtree.ops.transcripts import folder_name
 from tests.fixtures.transcripts import extend
-from tests.support import PYTHON
+from tests.support import PYTHON, deadline
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "transcripts")
 EXTENDED = os.path.join(FIXTURE, "extended")
@@ -64,7 +64,7 @@ def place(project: str, config_dir: str, copies: int = 1) -> str:
 
 def run_import(project: str, env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PYTHON, "-m", "memtree.cli", "import", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=deadline(300))
 
 
 def transcript_calls(folder: str) -> dict[str, dict]:
