@@ -31,7 +31,7 @@ ALLOW: dict[str, str] = {
 # "path::function" -> the filters it applies: named sets of store/live.py, CALLER (the caller
 # names the statuses; none: live only) or ANY (every status, on purpose; the reason beside it).
 _L, _P, _C, _I, _NF = (frozenset(getattr(live, n)) for n in ("LIVE", "PENDING", "CURRENT", "INDEXED", "NOT_FORGOTTEN"))
-CALLER, ANY = "caller", "ANY_STATUS"
+CALLER, ANY, UNNAMED = "caller", "ANY_STATUS", "unnamed"
 PINNED: dict[str, set] = {
     "memtree/store/budget.py::bytes_per_content_byte": {ANY},
     "memtree/store/budget.py::captured_bytes": {ANY},
@@ -57,8 +57,8 @@ PINNED: dict[str, set] = {
     "memtree/store/recent_work.py::notes": {_L},
     "memtree/store/recent_work.py::tool_outputs": {_L},
     "memtree/store/recent_work.py::totals": {_L},
-    "memtree/store/savings.py::captured_sessions": {CALLER},
-    "memtree/store/savings.py::stored_text": {CALLER, _L},
+    "memtree/store/savings.py::captured_sessions": {ANY},
+    "memtree/store/savings.py::stored_text": {_NF, _L},
     "memtree/store/subtrees.py::api_summaries_since": {ANY},
     "memtree/store/sweeps.py::cleaned_before": {_NF},
     "memtree/store/sweeps.py::due": {CALLER},
@@ -104,6 +104,7 @@ ANY_REASONS: dict[str, str] = {
     "memtree/store/budget.py::children": "a capture's children of every status count and go with it",
     "memtree/store/reads.py::ancestors": "hidden ancestors are shown by id and status, never content",
     "memtree/store/reads.py::node_status": "says why a node is hidden rather than 'not found'",
+    "memtree/store/savings.py::captured_sessions": "a session memtree captured in, whatever became of its nodes",
     "memtree/store/subtrees.py::api_summaries_since": "a forgotten summary still spent the API quota",
     "memtree/store/write/forgetting.py::subtree": "forgetting reaches every status",
     "memtree/store/write/mutations.py::_content": "forgetting reaches every status",
@@ -156,7 +157,12 @@ def _filter_of(call: ast.Call):
         return frozenset(_LIVE_NAMES[name])
     if isinstance(arg, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in arg.elts):
         return frozenset(e.value for e in arg.elts)
-    return CALLER
+    if isinstance(arg, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in arg.elts):
+        return CALLER  # [status]: one the caller names
+    if isinstance(arg, ast.Name) or (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute)
+                                     and arg.func.attr == "get"):
+        return CALLER  # a parameter or a filter the caller passed
+    return UNNAMED  # built on the spot (list(STATUSES), a comprehension): name the set in store/live.py
 
 
 def _filters(fn: ast.AST, helpers: set[str]) -> frozenset:
@@ -248,6 +254,9 @@ def test_the_scanner_flags_a_read_without_the_predicate_and_one_that_filters_not
         "def everything(conn):\n"
         "    where, p = status_clause('n', ('pending', 'live', 'stale', 'superseded', 'pruned', 'dropped', 'forgotten'))\n"
         "    return conn.execute(f'SELECT n.id FROM nodes n WHERE {where}', p)\n"
+        "def built(conn):\n"
+        "    where, p = status_clause('n', list(STATUSES))\n"
+        "    return conn.execute(f'SELECT n.id FROM nodes n WHERE {where}', p)\n"
         "def marked(conn):\n"
         "    where, p = status_clause('n', ANY_STATUS)\n"
         "    return conn.execute(f'SELECT n.id FROM nodes n WHERE {where}', p)\n"
@@ -255,7 +264,8 @@ def test_the_scanner_flags_a_read_without_the_predicate_and_one_that_filters_not
         "    return conn.execute('SELECT name FROM sqlite_master')\n"
     )
     assert read_sites(src, "x.py") == {"x.py::leaky": frozenset(), "x.py::fine": {frozenset(live.LIVE)},
-                                       "x.py::everything": {frozenset(live.STATUSES)}, "x.py::marked": {ANY}}
+                                       "x.py::everything": {frozenset(live.STATUSES)}, "x.py::built": {UNNAMED},
+                                       "x.py::marked": {ANY}}
 
 
 def test_each_named_set_returns_exactly_its_statuses_from_a_real_table():

@@ -30,9 +30,9 @@ def captured_text(conn, tool_use_id: str) -> str:
 
 def _node(conn, node_id: str) -> tuple[str | None, str]:
     """(kind, content) of a stored node, whatever its status but forgotten."""
-    from memtree.store.live import ALL_STATUSES, status_clause
+    from memtree.store.live import NOT_FORGOTTEN, status_clause
 
-    where, params = status_clause("n", [s for s in ALL_STATUSES if s != "forgotten"])
+    where, params = status_clause("n", NOT_FORGOTTEN)
     row = conn.execute(f"SELECT n.kind, n.content FROM nodes n WHERE n.id = ? AND {where}",
                        [node_id, *params]).fetchone()
     return (row[0], row[1] or "") if row else (None, "")
@@ -54,8 +54,8 @@ def stored_text(conn, node_id: str) -> str:
 
 def captured_sessions(conn) -> set[str]:
     """Sessions the store holds captures of (memtree was installed there)."""
-    from memtree.store.live import ALL_STATUSES, status_clause
+    from memtree.store.live import ANY_STATUS, status_clause
 
-    where, params = status_clause("n", list(ALL_STATUSES))
+    where, params = status_clause("n", ANY_STATUS)
     return {r[0] for r in conn.execute(f"SELECT DISTINCT n.session_id FROM nodes n WHERE n.session_id IS NOT NULL"
                                        f" AND {where}", params)}
