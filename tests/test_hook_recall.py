@@ -17,17 +17,12 @@ import os
 import re
 
 import anyio
-import pytest
-
 from memtree.ops.install import fallback_server_entry
 from tests.actor_procs import rows
-from tests.conftest import _importable
 from tests.front_harness import ids_in
 from tests.hook_support import run_hook
 from tests.support import COLD_START_S, wait_until
 from tests.test_decoy_project import serving
-
-pytestmark = pytest.mark.skipif(not _importable("memtree.actors.mcp_front"), reason="the MCP front has not landed")
 
 METHOD = ("BoundArguments", "apply_defaults")
 QUESTION = "apply defaults to the arguments that were not bound"
