@@ -17,6 +17,7 @@ import os
 import re
 
 import anyio
+
 from memtree.ops.install import fallback_server_entry
 from tests.actor_procs import rows
 from tests.front_harness import ids_in
