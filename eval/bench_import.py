@@ -66,7 +66,7 @@ def _forget_notes(project: str, home: str) -> None:
 
 def main() -> int:
     sys.path.insert(0, REPO)
-    from tests import transcript_fixture as fx
+    from tests.support import transcript_fixture as fx
 
     work = tempfile.mkdtemp(prefix="bench-import-")
     project, home, config_dir = (os.path.join(work, n) for n in ("project", "home", "claude"))

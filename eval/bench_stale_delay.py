@@ -3,7 +3,7 @@ FileChanged hook, on a real running system (default config: the staleness walker
 every walkers.stalenessIntervalMs, 30 s).
 
 - with the hook: the write, then the hook command as `memtree install` registers it (Claude
-  Code 2.1.197 runs it ~0.5 s after a write settles; tests/test_claude_code_live_hooks.py
+  Code 2.1.197 runs it ~0.5 s after a write settles; tests/system/test_claude_code_live_hooks.py
   measures the whole path on the real CLI);
 - without: the write, then polling the store until the staleness walker marks the chunk.
 

@@ -53,7 +53,7 @@ LIMIT = 10
 WEAK = {"weak", "low"}
 TOOL_SAMPLE_EVERY = 10  # of each store's queries, in list order, also run through the recall tool itself
 
-# The CI subset (tests/test_broad_eval.py): four packages of different styles
+# The CI subset (tests/unit/recall/test_broad_eval.py): four packages of different styles
 # ingested whole, and of their queries every one of the hand-written kinds and
 # every second generated one; every second no-answer query. Fixed by list
 # position, never by what a search returns.

@@ -182,6 +182,6 @@ QUERIES: list[tuple[str, str, list[str]]] = [
     ("none", "easter date calculation", []),  # boltons' easterutils is a joke module, not a date routine
 ]
 
-# The CI subset (tests/test_recall_eval.py): every third query of the list, all
+# The CI subset (tests/unit/recall/test_recall_eval.py): every third query of the list, all
 # four kinds; the queries cost milliseconds, the corpus ingest is the time.
 SMALL = {q[1] for q in QUERIES[::3]}

@@ -238,8 +238,8 @@ def system(system_factory):
 @pytest.fixture
 def h(tmp_path):
     """A real writer process and a Services instance for driving the wrapped
-    tools directly (tests/tools_harness.py)."""
-    from tests.tools_harness import Harness
+    tools directly (tests/support/tools_harness.py)."""
+    from tests.support.tools_harness import Harness
 
     harness = Harness(tmp_path)
     yield harness

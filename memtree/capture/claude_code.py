@@ -8,7 +8,7 @@ MATCHER = "|".join(CAPTURED_TOOLS)  # the PostToolUse matcher install registers
 CAPTURE_EVENTS = POST_TOOL_USE, POST_TOOL_USE_FAILURE = ("PostToolUse", "PostToolUseFailure")
 STOP_EVENT = "Stop"  # takes no matcher
 SESSION_EVENT, SESSION_MATCHER = "SessionStart", "startup|resume|compact"
-# Issue 18, verified on 2.1.197 (tests/test_claude_code_live_hooks.py): PostCompact {trigger,
+# Issue 18, verified on 2.1.197 (tests/system/test_claude_code_live_hooks.py): PostCompact {trigger,
 # compact_summary} fires after SessionStart "compact"; FileChanged {file_path, event} fires for the
 # paths a SessionStart/FileChanged hook returned as watchPaths. Neither takes a matcher here.
 COMPACT_EVENT, FILE_EVENT = "PostCompact", "FileChanged"

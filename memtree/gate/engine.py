@@ -6,7 +6,7 @@ case-sensitive search of the lowercased text finds where a match can begin
 (``sub_from``), or only on the lines holding its trigger when it never spans
 a newline (``on_hit_lines``): the same matches as ``rx.sub`` over the whole
 text, without trying a case-insensitive alternation at every offset.
-eval/bench_redact.py measures it; tests/test_redact_fast_paths.py checks each
+eval/bench_redact.py measures it; tests/unit/gate/test_redact_fast_paths.py checks each
 fast path against the plain form it replaces.
 
 After the rules: key material without its BEGIN/END lines, and base64 that

@@ -5,7 +5,7 @@ it means "live only". Other statuses are returned only when a caller names
 them, by one of the sets below; a read that must see every status (the
 writer changing one, forgetting, the disk budget) says so with the
 ``ANY_STATUS`` marker, never with a list that happens to hold them all.
-tests/test_live_predicate.py pins every SQL read site to the set it filters by.
+tests/unit/store/test_live_predicate.py pins every SQL read site to the set it filters by.
 """
 
 from __future__ import annotations

@@ -1,0 +1,186 @@
+"""The gate engine's fast paths (memtree/gate/engine.py) give the answers of the plain forms they replace.
+
+Redaction runs before the writer acks a capture, so it avoids work: hints are
+scanned once (and not at all when a part of them is absent), some hints are
+one case-sensitive search, lines are found by str.find or a byte translation,
+two rules search for a literal and step back one character. Each fast path is
+checked here against its plain form (``h in low``, ``rx.search``, ``rx.sub``
+over the whole text, a loop over every line) on the leaky fixture and on
+seeded random text built from the tokens the rules look for.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from memtree.gate import engine as e
+from memtree.gate import replace as rp
+from memtree.gate.rules import BASE64, KEY_LINE, NAMED, RULES, named_pair_trigger
+from tests.support.leaky_cases import load_cases
+
+TOKENS = [" ", "\n", "\t", "\u2003", "-u", "-U", "--user", "-a", "--auth", "--password", "--PASSWORD", "--token",
+          "--api-key", "x", "user:pw123", ":", "'", '"', "=", "-", "--", "abc", "s3cr3tVal", "[REDACTED:x]", "-au",
+          "ab:cd", "\u0130", "K\u212a", "password=", "token: ", "AKIA", "ASIA", "akia", "ghp_", "GHP_", "github_pat_",
+          "QUJDREVGR0hJSktMTU5PUA==", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7",
+          "ABCDEFGHIJKLMNOP", "mysql -p", "'DB_PASSWORD'", "'x'", ", ", "','", '"api_key"', "||", "??", " or ",
+          "${ADMIN_PASSWORD:=", "}", "env.DB_SECRET", "'val123'", "salt", "_key'", "session_key", "Passphrase",
+          "Secret", "api_key", "API-KEY", "apikey", "client_secret", "refresh_token", "_authToken", "SharedAccessKey",
+          "AccountKey", "signature", "sig", "cookie", "nonce_key", "logged_in_key", "master-key", "key_data",
+          "credentials", "pwd", "signing_key", "encryption-key", "private key", "access_token", " is ", ": ", " = ",
+          "- name: DB_PASSWORD", '"name": "API_TOKEN",', "name=x_secret", "value: ", '"value": ', "-p'", '-p"',
+          " ?= ", " := ", " += ", "export ", "settings.AWS_KEY,", "os.environ[", "f(", ")", ","]
+
+
+def _texts() -> list[str]:
+    out = []
+
+    def walk(v):
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for case in load_cases("/project"):
+        walk(case)
+    rng = random.Random(11)
+    out += ["".join(rng.choice(TOKENS) for _ in range(rng.randrange(1, 16))) for _ in range(6000)]
+    return out
+
+
+TEXTS = _texts()
+
+
+def test_the_corpus_reaches_every_fast_path():  # positive control for the checks below
+    tags = {t for text in TEXTS for t in e.redact_text(text)[1]}
+    assert {"aws_access_key_id", "github_token", "basic_auth", "cli_secret", "key_material", "base64_secret",
+            "secret_value"} <= tags
+
+
+def test_hints_found_are_exactly_the_hints_present():
+    for text in TEXTS:
+        low = text.lower()
+        plain = {h for h in e.HINTS if h in low} | {c for c in e.CASED if re.search(c, text)}
+        assert e.hints_in(low, text) == plain, text
+
+
+def test_cased_hints_cover_every_match_of_their_rule():
+    cased = [(rule.pattern, rule.cased.source) for rule in RULES if rule.cased]
+    assert len(cased) == 2 and all(rule.hints == {rule.cased.source} for rule in RULES if rule.cased)
+    hits = 0
+    for text in TEXTS:
+        for lazy, pattern in cased:
+            if lazy.rx().search(text):
+                hits += 1
+                assert re.search(pattern, text), text
+    assert hits > 20
+
+
+def test_named_pair_trigger_answers_as_its_one_regex():
+    plain = re.compile(r"(?:" + NAMED[3:-1] + r"|_key)[\"']\s*,\s*[\"']")
+    found = 0
+    for text in TEXTS:
+        low = text.lower()
+        expect = plain.search(low) is not None
+        found += expect
+        assert named_pair_trigger(low) == expect, text
+    assert found > 50
+
+
+FALLBACK = next(rule for rule in RULES if rule.ops)
+
+
+def _plain_on_lines(text: str, lazy, repl, ops: tuple) -> str:
+    rx, lines = lazy.rx(), text.split("\n")
+    for i, line in enumerate(lines):
+        if any(o in line for o in ops) and any(h in line.lower() for h in FALLBACK.hints):
+            lines[i] = rx.sub(repl, line)
+    return "\n".join(lines)
+
+
+def test_fallback_lines_found_by_find_are_the_lines_a_loop_visits():
+    changed = 0
+    for text in TEXTS:
+        fast = e.on_lines(text, FALLBACK.pattern, rp.value(FALLBACK, set()), FALLBACK.ops, FALLBACK.hints)
+        assert fast == _plain_on_lines(text, FALLBACK.pattern, rp.value(FALLBACK, set()), FALLBACK.ops), text
+        changed += fast != text
+    assert changed > 20
+
+
+@pytest.mark.parametrize("lazy", [KEY_LINE, BASE64], ids=["key_line", "base64"])
+def test_base64_rules_on_run_lines_match_a_sub_over_the_whole_text(lazy):
+    hits = 0
+    for text in TEXTS:
+        seen = []
+
+        def repl(m):
+            seen.append(m.group(0))
+            return "<" + m.group(0)[::-1] + ">"
+
+        expect = lazy.rx().sub(lambda m: "<" + m.group(0)[::-1] + ">", text)
+        assert e.on_run_lines(lazy, text, repl) == expect, text
+        hits += bool(seen)
+    assert hits > 20
+
+
+@pytest.mark.parametrize("tag", ["basic_auth", "cli_secret"])
+def test_rules_found_one_character_back_match_a_plain_sub(tag):
+    rules = [rule for rule in RULES if rule.tag == tag and rule.back]
+    assert len(rules) == 1
+    rule = rules[0]
+    rx, hits = rule.pattern.rx(), 0
+    for text in TEXTS:
+        expect = rx.sub(lambda m: "<>", text)
+        assert e.sub_from(rule.pattern, rule.starts, text, e.folded(text), lambda m: "<>", rule.back) == expect, text
+        hits += expect != text
+    assert hits > 10
+
+
+WORD_RULES = [rule for rule in RULES if rule.lits]
+IDS = [f"{i}-{rule.tag}" for i, rule in enumerate(WORD_RULES)]
+
+
+def test_the_word_rules_with_literal_starts_are_all_checked():
+    assert len(WORD_RULES) == 7
+
+
+@pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)
+def test_every_alternative_of_a_word_rule_begins_with_one_of_its_literals(rule):
+    from re import _parser
+
+    words, lits = rule.starts.source, rule.lits
+    parsed = _parser.parse(words)
+    op, arg = parsed[0]
+    alternatives = arg[1] if str(op) == "BRANCH" else [parsed]  # one literal start: a single alternative
+    for alt in alternatives:
+        lead = ""
+        for o, v in alt:
+            if str(o) != "LITERAL":
+                break
+            lead += chr(v)
+        assert any(lead.startswith(w) for w in lits), (rule, lead)
+    assert len(alternatives) >= len(lits)
+
+
+@pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)
+def test_literal_finder_finds_what_the_regex_search_finds(rule):
+    rx, lits, found = rule.starts.rx(), rule.lits, 0
+    for text in TEXTS:
+        low = text.lower()
+        fast, pos = e.literal_finder(rx, lits, low), 0
+        while True:
+            m = rx.search(low, pos)
+            expect = -1 if m is None else m.start()
+            assert fast(pos) == expect, (text, pos)
+            if expect < 0:
+                break
+            found += 1
+            pos = expect + 1 + (pos % 3)  # callers skip ahead by varying amounts, never back
+    assert found > 50

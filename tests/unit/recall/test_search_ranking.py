@@ -1,0 +1,136 @@
+"""Code-aware ranking and abstention, end to end: files captured by the real
+wrapped ``read`` over real stdio (real writer, real SQLite), searched through
+the real MCP ``recall`` tool (its search) and through the library on a read connection."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from memtree.recall import search
+from memtree.store import db as store_db
+from tests.support.front_harness import Front, ids_in
+
+DEFINES = '''"""Interval parsing for the job runner."""
+
+import re
+
+UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def parse_interval(text):
+    """Turn '5m' or '2h' into a number of seconds."""
+    m = re.fullmatch(r"(\\d+)([smh])", text.strip())
+    if not m:
+        raise ValueError(f"bad interval {text!r}")
+    return int(m.group(1)) * UNITS[m.group(2)]
+'''
+# Three files that use the name, each more often than the definition names it.
+USES = {
+    "runner.py": "from timing import parse_interval\n\n\ndef every(spec):\n"
+                 "    # parse_interval: the spec's interval, parse_interval again for the retry\n"
+                 "    return parse_interval(spec), parse_interval(spec) * 2, parse_interval\n",
+    "cli.py": "from timing import parse_interval\n\n\ndef main(argv):\n"
+              "    return [parse_interval(a) for a in argv if parse_interval(a)]  # parse_interval each\n",
+    "config_check.py": "import timing\n\n\ndef check(cfg):\n"
+                       "    ok = timing.parse_interval(cfg['every']) and timing.parse_interval(cfg['retry'])\n"
+                       "    return ok  # parse_interval parse_interval\n",
+}
+# Each shares a word with the store (parse, interval, retry, check), none is answered by it.
+NO_ANSWER = ["parse an email address into its local part and domain", "interval tree for overlapping ranges",
+             "retry failed HTTP requests through a proxy", "check the spelling of a document"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    f = Front(tmp_path_factory.mktemp("ranking"))
+    try:
+        files = {"timing.py": DEFINES, **USES}
+        for name, text in files.items():
+            with open(os.path.join(f.root, name), "w") as fh:
+                fh.write(text)
+            f.ok("read", {"path": name})
+        chunk = {name: dict(f.rows(
+            "SELECT json_extract(metadata, '$.symbol'), id FROM nodes WHERE kind = 'file_chunk' AND status = 'live'"
+            " AND json_extract(metadata, '$.path') = ?", (os.path.join(f.root, name),))) for name in files}
+        f.defining = chunk["timing.py"]["parse_interval"]
+        f.users = {name: chunk[name]["every" if name == "runner.py" else "main" if name == "cli.py" else "check"]
+                   for name in USES}
+        yield f
+    finally:
+        f.close()
+
+
+@pytest.fixture
+def conn(store):
+    c = store_db.open_read(store.paths.db)
+    yield c
+    c.close()
+
+
+def _ids(outcome) -> list[str]:
+    return [c.node["id"] for c in outcome.hits]
+
+
+def test_a_symbol_query_ranks_the_defining_chunk_first_over_three_files_that_use_it(store, conn):
+    ranked = _ids(search.run(conn, "parse_interval", "keyword", {}, 10))
+    assert ranked[0] == store.defining
+    assert set(store.users.values()) <= set(ranked[1:])
+    # Control: plain BM25 puts a heavy user above the definition, so the ranking did the work.
+    plain = [r[0]["id"] for r in search.keyword(conn, "parse_interval", {}, 10)]
+    assert plain[0] != store.defining and store.defining in plain
+
+
+def test_the_mcp_recall_tool_answers_a_symbol_query_with_the_definition_first(store):
+    text = store.ok("recall", {"query": "parse_interval", "mode": "keyword"})
+    first = re.search(r"^([0-9A-HJKMNP-TV-Z]{26}) ", text, re.MULTILINE).group(1)
+    assert first == store.defining
+
+
+def test_no_answer_queries_still_get_their_best_hits_flagged_weak_while_answerable_ones_do_not(store, conn):
+    for query in NO_ANSWER:
+        out = search.run(conn, query, "keyword", {}, 10)
+        # Fail open: the best there is comes back, marked weak, never an empty "nothing relevant".
+        assert (out.abstained, out.weak) == (False, True) and _ids(out) != [], query
+        assert out.evidence["coverage"] < search.WEAK_KEYWORD_FLOOR
+    answered = search.run(conn, "parse an interval such as 5m into seconds", "keyword", {}, 10)
+    assert (answered.abstained, answered.weak) == (False, False) and _ids(answered)[0] == store.defining
+
+
+def test_the_mcp_recall_tool_flags_a_weak_match_and_says_nothing_only_when_nothing_matches(store):
+    text = store.ok("recall", {"query": NO_ANSWER[0], "mode": "keyword"})
+    assert "weak match: the best hit holds" in text.split("\n")[0] and ids_in(text) != set()
+    strong = store.ok("recall", {"query": "parse an interval such as 5m into seconds", "mode": "keyword"})
+    assert "weak match" not in strong and store.defining in ids_in(strong)  # control
+    nothing = store.ok("recall", {"query": "zyxwvut qqqplm", "mode": "keyword"})
+    assert ids_in(nothing) == set() and "0 result(s)" in nothing
+
+
+def test_hybrid_without_an_embedding_degrades_to_keyword_and_says_so(store):
+    text = store.ok("recall", {"query": "parse_interval"})
+    assert "(keyword)" in text and "hybrid degraded to keyword" in text
+    assert store.defining in ids_in(text)
+
+
+def test_one_file_cannot_crowd_out_the_others_and_group_files_merges_a_files_chunks(store, conn):
+    ranked = search.run(conn, "parse_interval", "keyword", {}, 4, abstain=False)
+    assert {c.path for c in ranked.hits} == {os.path.join(store.root, n) for n in ("timing.py", *USES)}
+    grouped = search.run(conn, "interval", "keyword", {}, 10, group_files=True, abstain=False)
+    paths = [c.path for c in grouped.hits]
+    assert len(paths) == len(set(paths))
+    timing = next(c for c in grouped.hits if c.path.endswith("timing.py"))
+    assert set(timing.also) and timing.node["id"] not in timing.also
+
+
+@pytest.mark.parametrize("query,names", [
+    ("parse_interval", {"parse_interval"}), ("Job.run", {"Job.run", "run"}), ("TTLCache", {"TTLCache"}),
+    ("curry", {"curry"}), ("where is the string passed to at() checked", {"at"}),
+    ("how does `Job.run` reschedule", {"Job.run", "run"}), ("the LRU eviction in CacheManager", {"CacheManager"}),
+    ("strip common leading whitespace", set()),
+])
+def test_the_names_whose_definitions_a_query_asks_for(query, names):
+    from memtree.recall import ranking
+
+    assert ranking.queried_symbols(query)[0] == names

@@ -1,0 +1,204 @@
+"""Vectors through the real writer into a real SQLite file, read back with
+sqlite-vec: KNN over live nodes only, filters inside the SQL, the model
+check, and PutVectors/Supersede refusing what they must."""
+
+from __future__ import annotations
+
+import pytest
+
+from memtree import protocol
+from memtree.errors import BadRequest
+from memtree.runtime.client import Caller
+from memtree.store.vectors import ModelMismatch, check_model, knn
+from tests.support.actor_procs import read_db, rows, start_writer
+from tests.support import deadline, deadline_ms, make_paths, reap, wait_until
+from tests.support import test_config as make_config
+
+
+@pytest.fixture()
+def writer(tmp_path):
+    paths = make_paths(tmp_path)
+    proc = start_writer(paths, make_config())
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    yield paths, caller
+    caller.close()
+    reap(proc)
+
+
+@pytest.fixture()
+def store(writer):
+    paths, w = writer
+
+    def node(content, kind="note", status="live"):
+        nid = w.call(protocol.AddNode(kind=kind, content=content, status=status))["id"]
+        return nid, rows(paths, "SELECT content_hash FROM nodes WHERE id=?", (nid,))[0][0]
+
+    return paths, w, node
+
+
+def put(w, model, dim, items):
+    return w.call(protocol.PutVectors(model=model, dim=dim, items=items))
+
+
+def test_knn_ranks_live_nodes_by_cosine_and_leaves_out_the_rest(store):
+    paths, w, node = store
+    east, h_east = node("east pointing note")
+    north, h_north = node("north pointing note")
+    northish, h_northish = node("north-north-east note")
+    gone, h_gone = node("a north note the user forgets")
+    chunk, h_chunk = node("north as a file chunk", kind="file_chunk")
+    res = put(w, "m", 2, [
+        {"node_id": east, "content_hash": h_east, "vector": [1.0, 0.0]},
+        {"node_id": north, "content_hash": h_north, "vector": [0.0, 1.0]},
+        {"node_id": northish, "content_hash": h_northish, "vector": [0.3, 0.95]},
+        {"node_id": gone, "content_hash": h_gone, "vector": [0.0, 1.0]},
+        {"node_id": chunk, "content_hash": h_chunk, "vector": [0.01, 1.0]},
+    ])
+    assert res == {"stored": 5, "skipped": []}
+    w.call(protocol.Forget(node_id=gone, reason="test"))
+    db = read_db(paths)
+    try:
+        hits = knn(db, [0.0, 1.0], 10)
+        assert [h[0] for h in hits][:3] == [north, chunk, northish]
+        assert {h[0] for h in hits} == {north, chunk, northish, east}  # the forgotten one never
+        assert hits[0][1] == pytest.approx(0.0, abs=1e-6) and hits[-1][0] == east
+        assert [h[0] for h in knn(db, [0.0, 1.0], 10, {"kind": ["file_chunk"]})] == [chunk]
+        assert [h[0] for h in knn(db, [0.0, 1.0], 1)] == [north]
+        check_model(db, "m", 2)  # same model: fine
+        with pytest.raises(ModelMismatch) as err:
+            check_model(db, "other-model", 384)
+        assert "'m' (2 dims)" in err.value.message and "'other-model' (384 dims)" in err.value.message
+        assert "memtree reembed" in err.value.message
+    finally:
+        db.close()
+
+
+def test_put_vectors_skips_nodes_not_indexed_or_with_other_content_and_checks_shape(store):
+    paths, w, node = store
+    live, h_live = node("a live note with enough text")
+    dropped, h_dropped = node("a note the filter dropped", status="pending")
+    w.call(protocol.SetStatus(ids=[dropped], status="dropped", reason="test"))
+    res = put(w, "m", 2, [
+        {"node_id": live, "content_hash": "not-its-hash", "vector": [1.0, 0.0]},
+        {"node_id": dropped, "content_hash": h_dropped, "vector": [1.0, 0.0]},
+    ])
+    assert res == {"stored": 0, "skipped": [live, dropped]}
+    with pytest.raises(BadRequest, match="must be 2 numbers"):
+        put(w, "m", 2, [{"node_id": live, "content_hash": h_live, "vector": [1.0]}])
+    assert rows(paths, "SELECT count(*) FROM nodes_vec") == [(0,)]
+    # A vector of another model for the same node replaces the old one.
+    put(w, "m", 2, [{"node_id": live, "content_hash": h_live, "vector": [1.0, 0.0]}])
+    put(w, "m2", 3, [{"node_id": live, "content_hash": h_live, "vector": [1.0, 0.0, 0.0]}])
+    assert rows(paths, "SELECT node_id, model, dim FROM nodes_vec") == [(live, "m2", 3)]
+
+
+def test_supersede_keeps_the_newer_with_edge_and_scored_audit_and_refuses_nonsense(store):
+    paths, w, node = store
+    old, _ = node("older near-duplicate output text", kind="tool_output")  # a note is superseded only word for word
+    new, _ = node("newer near-duplicate output text", kind="tool_output")
+    other_kind, _ = node("a chunk, another kind", kind="file_chunk")
+    with pytest.raises(BadRequest, match="itself"):
+        w.call(protocol.Supersede(keep_id=new, old_id=new, score=1.0))
+    with pytest.raises(BadRequest, match="one kind"):
+        w.call(protocol.Supersede(keep_id=other_kind, old_id=old, score=0.99))
+    assert w.call(protocol.Supersede(keep_id=new, old_id=old, score=0.9812)) == {"superseded": True}
+    assert rows(paths, "SELECT id, status FROM nodes WHERE id IN (?, ?) ORDER BY id", (old, new)) == \
+        sorted([(old, "superseded"), (new, "live")])
+    assert rows(paths, "SELECT src_id, dst_id, kind FROM edges") == [(new, old, "supersedes")]
+    audit = rows(paths, "SELECT node_id, reason, detail FROM audit WHERE action = 'supersede'")
+    assert len(audit) == 1 and audit[0][0] == old and "0.9812" in audit[0][1] and '"score":0.9812' in audit[0][2]
+    # Not live any more: a second supersede changes nothing.
+    assert w.call(protocol.Supersede(keep_id=new, old_id=old, score=0.99)) == {"superseded": False}
+
+
+def test_first_pass_never_lets_nearer_non_live_vectors_starve_the_live_hit(store, monkeypatch):
+    """The sign-bit first pass cuts to RERANK candidates; 250 non-live vectors
+    identical to the query and 600 live ones pointing away must not push the
+    one live near vector out, and the cached pass follows status changes made
+    after it loaded (the vec_log triggers)."""
+    from memtree.store import vector_index
+
+    monkeypatch.setattr(vector_index, "RERANK", 100)  # a cut well below the 250 hidden ones that keep vectors
+    paths, w, _node = store
+    dim = 16
+    query = [1.0] * dim
+    away = [-1.0] * (dim - 1) + [1.0]
+
+    def add(n, prefix, status="live"):
+        # file chunks: notes are kept (no status change reaches them)
+        ids = [w.call(protocol.AddNode(kind="file_chunk", content=f"{prefix} chunk number {i}", status=status))["id"]
+               for i in range(n)]
+        hashes = dict(rows(paths, f"SELECT id, content_hash FROM nodes WHERE id IN ({','.join('?' * n)})", ids))
+        return ids, hashes
+
+    far, far_h = add(600, "far live")
+    mid, mid_h = add(5, "middling live")
+    near, near_h = add(300, "near hidden")
+    (hit,), hit_h = add(1, "the live near")
+    items = [{"node_id": i, "content_hash": far_h[i], "vector": away} for i in far]
+    # Each a little further than the last (3 + j of 16 signs flipped): one right answer, no ties.
+    items += [{"node_id": i, "content_hash": mid_h[i], "vector": [-1.0] * (3 + j) + [1.0] * (dim - 3 - j)}
+              for j, i in enumerate(mid)]
+    items += [{"node_id": i, "content_hash": near_h[i], "vector": query} for i in near]
+    items += [{"node_id": hit, "content_hash": hit_h[hit], "vector": [1.0] * (dim - 1) + [-1.0]}]
+    for i in range(0, len(items), 300):
+        assert put(w, "m", dim, items[i:i + 300])["skipped"] == []
+    # Vectors first, statuses after: the way a live node later goes stale, superseded, dropped or pruned.
+    # (dropped and pruned nodes lose their vectors; stale and superseded keep them.)
+    for part, status in zip((near[:150], near[150:250], near[250:275], near[275:]),
+                            ("stale", "superseded", "dropped", "pruned")):
+        assert sorted(w.call(protocol.SetStatus(ids=part, status=status, reason="test"))["changed"]) == sorted(part)
+    db = read_db(paths)
+    try:
+        exact = [i for i, _ in knn(db, query, 6)]  # no model: the exact scan, the reference
+        hits = [i for i, _ in knn(db, query, 6, model="m")]
+        assert hits == exact == [hit, *mid]
+        # Positive control: the hidden ones are what the first pass would have found unfiltered.
+        stale = {i for i, _ in knn(db, query, 150, {"status": ["stale"]}, model="m")}
+        assert stale == set(near[:150])
+        # The cache loaded above; a status change after it must reach the next query.
+        w.call(protocol.SetStatus(ids=[hit], status="stale", reason="test"))
+        assert [i for i, _ in knn(db, query, 5, model="m")] == mid
+        w.call(protocol.SetStatus(ids=near[:20], status="live", reason="test", expect=["stale"]))
+        back = {i for i, _ in knn(db, query, 20, model="m")}
+        assert back == set(near[:20])  # live again: found again, and nothing else ties with them
+        w.call(protocol.Forget(node_id=near[0], reason="test"))
+        assert {i for i, _ in knn(db, query, 19, model="m")} == set(near[1:20])
+    finally:
+        db.close()
+
+
+def _file_bytes(paths) -> bytes:
+    import os
+
+    return b"".join(open(paths.db + s, "rb").read() for s in ("", "-wal") if os.path.exists(paths.db + s))
+
+
+def test_forget_erases_the_vector_and_its_sign_bits_from_the_file(store):
+    """A forgotten node's float vector and its first-pass code are gone from
+    the raw bytes of the store and WAL; a kept node's stay (positive control)."""
+    import random
+
+    from memtree.store.vector_index import code_of
+    from memtree.store.vectors import to_blob
+
+    paths, w, node = store
+    rng = random.Random(17)
+    gone, h_gone = node("a note whose vector the user forgets")
+    kept, h_kept = node("a note whose vector stays")
+    vec_gone = [rng.uniform(-1, 1) for _ in range(256)]
+    vec_kept = [rng.uniform(-1, 1) for _ in range(256)]
+    put(w, "m", 256, [{"node_id": gone, "content_hash": h_gone, "vector": vec_gone},
+                      {"node_id": kept, "content_hash": h_kept, "vector": vec_kept}])
+    blob_gone, code_gone = to_blob(vec_gone), code_of(to_blob(vec_gone))
+    blob_kept, code_kept = to_blob(vec_kept), code_of(to_blob(vec_kept))
+    assert len(code_gone) == 32 and code_gone != code_kept
+    assert rows(paths, "SELECT code FROM nodes_vec WHERE node_id = ?", (gone,)) == [(code_gone,)]
+    raw = _file_bytes(paths)
+    assert blob_gone in raw and code_gone in raw  # the scan below can see them
+    w.call(protocol.Forget(node_id=gone, reason="test"))
+    # The writer truncates the WAL right after a Forget's commit: wait for it.
+    wait_until(lambda: blob_gone not in _file_bytes(paths), timeout=deadline(10), what="the forgotten vector off disk")
+    raw = _file_bytes(paths)
+    assert code_gone not in raw
+    assert blob_kept in raw and code_kept in raw

@@ -1,0 +1,155 @@
+"""The embed walker as a real process beside the real writer: vectors for live
+nodes only, copies for known content, query embeddings on its own socket,
+Ollama over real HTTP, and an idle walker that says why."""
+
+from __future__ import annotations
+
+import socket
+
+import numpy as np
+import pytest
+
+from memtree import protocol
+from memtree.errors import Unavailable
+from memtree.recall.embeddings import LOCAL_MODEL, StaticProvider
+from memtree.runtime.client import Caller
+from memtree.store.vectors import from_blob
+from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
+from tests.support.ollama_standin import OllamaStandIn, letter_vector
+from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
+from tests.support import test_config as make_config
+
+WALKER = "memtree.actors.walkers.embed"
+
+
+@pytest.fixture()
+def system(tmp_path):
+    procs = []
+
+    def start(overrides=None, sink=None):
+        paths = make_paths(tmp_path)
+        config = make_config({"walkers": {"embeddingIdleMs": 100}, **(overrides or {})})
+        procs.append(start_writer(paths, config))
+        procs.append(start_actor(paths, config, WALKER, "walker.embed", sink.endpoint if sink else None))
+        return paths, Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+
+    yield start
+    for p in procs:
+        reap(p)
+
+
+def add(caller, content, status="live", kind="note"):
+    return caller.call(protocol.AddNode(kind=kind, content=content, status=status))["id"]
+
+
+def vectors(paths):
+    return {r[0]: (r[1], r[2], from_blob(r[3])) for r in rows(paths, "SELECT node_id, model, dim, embedding FROM nodes_vec")}
+
+
+def test_live_nodes_get_vectors_with_model_and_dim_and_pending_ones_do_not(system):
+    paths, w = system()
+    live = {add(w, f"def parse_config_{i}(path): read the settings file and return a dict {i}") for i in range(40)}
+    twin = add(w, "def parse_config_0(path): read the settings file and return a dict 0")  # same content as one above
+    pending = add(w, "a capture the filter has not judged yet, so it is not searchable", status="pending")
+    wait_until(lambda: live | {twin} <= set(vectors(paths)), timeout=COLD_START_S, what="vectors for every live node")
+    got = vectors(paths)
+    assert set(got) == live | {twin} and pending not in got
+    assert {(m, d) for m, d, _ in got.values()} == {(LOCAL_MODEL, 256)}
+    assert all(len(v) == 256 for _, _, v in got.values())
+    first = next(i for i in live if rows(paths, "SELECT content FROM nodes WHERE id=?", (i,))[0][0].endswith(" 0"))
+    assert got[twin][2] == got[first][2]  # known content: the stored vector, not a new one
+    audits = rows(paths, "SELECT actor, reason FROM audit WHERE action = 'embed'")
+    assert audits and {a for a, _ in audits} == {"walker.embed"} and {r for _, r in audits} == {LOCAL_MODEL}
+
+
+def test_query_embedding_is_served_on_the_embed_socket(system):
+    paths, w = system()
+    q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
+    try:
+        res = wait_until(lambda: q.call(protocol.EmbedQuery(text="strip common leading whitespace")),
+                         timeout=COLD_START_S, what="an EmbedQuery answer")
+    finally:
+        q.close()
+    assert (res["model"], res["dim"], len(res["vector"])) == (LOCAL_MODEL, 256, 256)
+    local = StaticProvider().embed(["strip common leading whitespace"])[0]
+    assert float(np.dot(local, np.asarray(res["vector"], np.float32))) == pytest.approx(1.0, abs=1e-5)
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_missing_ollama_leaves_the_walker_idle_with_the_reason_and_queries_refused(system, tmp_path):
+    sink = HeartbeatSink(make_paths(tmp_path))
+    try:
+        url = f"http://127.0.0.1:{_closed_port()}"
+        paths, w = system({"embeddingModel": "ollama:nomic-embed-text", "ollama": {"url": url}}, sink)
+        node = add(w, "some live content that would be embedded if a model were there")
+        hb = wait_until(lambda: (lambda b: b if b.info.get("idle") else None)(sink.wait_state("walker.embed")),
+                        timeout=COLD_START_S, what="an idle heartbeat")
+        assert "ollama" in hb.info["idle"] and url in hb.info["idle"]
+        q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
+        try:
+            with pytest.raises(Unavailable, match="embeddings unavailable: ollama"):
+                q.call(protocol.EmbedQuery(text="anything"))
+        finally:
+            q.close()
+        assert node not in vectors(paths)
+        # Still the same process, heartbeating: idle, not crashed.
+        assert sink.wait_state("walker.embed").info.get("idle")
+    finally:
+        sink.close()
+
+
+def test_ollama_provider_embeds_over_real_http(system):
+    with OllamaStandIn() as ollama:
+        paths, w = system({"embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url}})
+        a = add(w, "alpha alpha alpha content for the ollama provider")
+        b = add(w, "zebra buzz quiz jazz fizz content here")
+        wait_until(lambda: {a, b} <= set(vectors(paths)), timeout=COLD_START_S, what="ollama vectors")
+        got = vectors(paths)
+        assert {(m, d) for m, d, _ in got.values()} == {("ollama:test-embed", 26)}
+        want = np.asarray(letter_vector("alpha alpha alpha content for the ollama provider"), np.float32)
+        assert np.allclose(got[a][2], want / np.linalg.norm(want), atol=1e-6)
+        embeds = [r for r in ollama.requests if r["path"] == "/api/embed"]
+        assert embeds and all(r["body"]["model"] == "test-embed" and isinstance(r["body"]["input"], list)
+                              for r in embeds)
+
+
+def test_ctl_status_shows_why_the_embed_walker_is_idle(system_factory):
+    s = system_factory
+    url = f"http://127.0.0.1:{_closed_port()}"
+    s.write_config({"embeddingModel": "ollama:nomic-embed-text", "ollama": {"url": url}})
+    s.serve()
+    s.wait_running()
+    row = wait_until(lambda: (s.actor("walker.embed") or {}).get("info", {}).get("idle"), timeout=COLD_START_S,
+                     what="the idle reason in status")
+    assert url in row
+    done = s.ctl("status")
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("walker.embed"))
+    assert done.returncode == 0 and "RUNNING" in line and "idle=ollama at" in line
+
+
+def test_a_slow_ollama_batch_does_not_get_the_walker_killed_as_hung(system_factory):
+    s = system_factory
+    # Longer than the kill window (15 beats x 200 ms = 3 s), shorter than the walker's 5 s probe
+    # timeout (memtree/recall/embeddings.py): the window is fixed here, not stretched by slowness.
+    with OllamaStandIn(delay_s=4.0) as ollama:
+        s.write_config({"supervisor": {"missedHeartbeats": 15},
+                        "embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url},
+                        "walkers": {"embeddingIdleMs": 100}})
+        s.serve()
+        s.wait_running()
+        pid = s.pid("walker.embed")
+        w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+        try:
+            node = add(w, "a note embedded by a slow ollama server, one batch of one")
+        finally:
+            w.close()
+        wait_until(lambda: node in vectors(s.paths), timeout=COLD_START_S, what="the slow batch stored")
+        row = s.actor("walker.embed")
+        assert (row["pid"], row["restarts"], row["state"]) == (pid, 0, "RUNNING")

@@ -1,0 +1,284 @@
+"""The writer as a real process on real sockets and a real SQLite file."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import orjson
+import pytest
+import zmq
+
+from memtree import protocol
+from memtree.errors import NotFound, Refused
+from memtree.paths import socket_path
+from memtree.runtime.client import Caller
+from tests.support.actor_procs import raw_call, rows, start_writer
+from tests.support import deadline, deadline_ms, make_paths, reap, wait_until
+from tests.support import test_config as make_config
+
+
+@pytest.fixture()
+def writer(tmp_path):
+    paths = make_paths(tmp_path)
+    proc = start_writer(paths, make_config())
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=deadline_ms(10000))
+    yield paths, proc, caller
+    caller.close()
+    reap(proc)
+
+
+def error_of(frames: list[bytes]) -> dict:
+    env = protocol.decode(frames[-1])
+    assert env.body["ok"] is False, env.body
+    return env.body["error"]
+
+
+def test_concurrent_calls_are_all_acked_after_commit_and_all_stored(writer):
+    paths, proc, _ = writer
+    ctx = zmq.Context.instance()
+    socks = []
+    for _ in range(16):
+        s = ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        s.connect(paths.endpoint(protocol.SOCK_WRITE))
+        socks.append(s)
+    sent = {}
+    try:
+        for i in range(25):  # 400 calls in flight at once, queued behind each other
+            for j, s in enumerate(socks):
+                rid, frame = protocol.encode_call(protocol.AddNode(kind="note", content=f"note {j}-{i} body"), src="t")
+                s.send(frame)
+                sent[rid] = f"note {j}-{i} body"
+        acked = {}
+        poller = zmq.Poller()
+        for s in socks:
+            poller.register(s, zmq.POLLIN)
+
+        def collect():
+            for s, _ in poller.poll(200):
+                while True:
+                    try:
+                        env = protocol.decode(s.recv(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+                    node_id = protocol.reply_result(env)["id"]
+                    if len(acked) % 50 == 0:  # acked means committed: a reader already sees it
+                        assert rows(paths, "SELECT content FROM nodes WHERE id=?", (node_id,)) == [(sent[env.id],)]
+                    acked[env.id] = node_id
+            return len(acked) == len(sent)
+
+        wait_until(collect, timeout=deadline(60), what="all 400 replies")
+    finally:
+        for s in socks:
+            s.close(linger=0)
+    assert set(acked) == set(sent)
+    stored = dict(rows(paths, "SELECT id, content FROM nodes WHERE kind='note'"))
+    assert stored == {acked[rid]: content for rid, content in sent.items()}
+    assert rows(paths, "SELECT count(*) FROM audit WHERE action='insert'") == [(400,)]
+    assert proc.poll() is None
+
+
+def test_bad_frames_get_error_replies_and_the_writer_keeps_serving(writer):
+    paths, proc, caller = writer
+    ep = paths.endpoint(protocol.SOCK_WRITE)
+    assert error_of(raw_call(ep, [b"{not json"]))["code"] == "bad_request"
+    unknown = orjson.dumps({"v": 1, "id": "u1", "kind": "call", "type": "Frobnicate", "src": "t", "body": {}})
+    err = error_of(raw_call(ep, [unknown]))
+    assert err["code"] == "unknown_type" and "Frobnicate" in err["message"]
+    bad_field = orjson.dumps({"v": 1, "id": "b1", "kind": "call", "type": "AddNode", "src": "t",
+                              "body": {"kind": "note", "content": 42}})
+    err = error_of(raw_call(ep, [bad_field]))
+    assert err["code"] == "bad_request" and "content" in err["message"]
+    _, hb = protocol.encode_call(protocol.Heartbeat(name="x", pid=1))
+    assert error_of(raw_call(ep, [hb]))["code"] == "unknown_type"  # a real type, but not a writer call
+    _, add = protocol.encode_call(protocol.AddNode(kind="note", content="via the hook socket"))
+    assert error_of(raw_call(paths.endpoint(protocol.SOCK_INGEST), [add]))["code"] == "unknown_type"
+    err = error_of(raw_call(ep, [protocol.encode_call(protocol.AddNode(kind="planet", content="x"))[1]]))
+    assert err["code"] == "bad_request" and "planet" in err["message"]
+    # still serving, and none of the bad requests stored anything
+    good = caller.call(protocol.AddNode(kind="note", content="after the bad ones"))
+    assert rows(paths, "SELECT id FROM nodes") == [(good["id"],)]
+    assert rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(5,)]
+    assert proc.poll() is None
+    for name in (protocol.SOCK_WRITE, protocol.SOCK_INGEST, protocol.SOCK_EVENTS):
+        assert stat.S_IMODE(os.stat(socket_path(paths.endpoint(name))).st_mode) == 0o600
+
+
+def test_a_request_that_hits_a_bug_gets_internal_and_rolls_back_alone(writer):
+    paths, proc, caller = writer
+    ep = paths.endpoint(protocol.SOCK_WRITE)
+    marker = "POISON-CONTENT-MARKER"
+    # An mtime past SQLite's 64-bit range makes the INSERT raise inside the handler.
+    poison = orjson.dumps({"v": 1, "id": "p1", "kind": "call", "type": "AddNode", "src": "t",
+                           "body": {"kind": "note", "content": marker, "mtime": 2**64 - 1, "session_id": "s9"}})
+    err = error_of(raw_call(ep, [poison]))
+    assert err == {"code": "internal", "message": "internal error; see writer log"}
+    good = caller.call(protocol.AddNode(kind="note", content="written after the poison"))
+    assert proc.poll() is None
+    # the poison's session root was rolled back with it; the good note is there
+    assert rows(paths, "SELECT id, kind FROM nodes") == [(good["id"], "note")]
+    log = open(paths.log_file("writer"), encoding="utf-8").read()
+    assert "Traceback" in log and marker not in log
+
+
+def test_forgotten_content_is_refused_over_the_wire_and_audited(writer):
+    paths, _, caller = writer
+    nid = caller.call(protocol.AddNode(kind="note", content="a secret plan", session_id="s1"))["id"]
+    caller.call(protocol.Forget(node_id=nid, reason="user asked"))
+    with pytest.raises(Refused):
+        caller.call(protocol.AddNode(kind="note", content="a secret plan", session_id="s2"))
+    other = caller.call(protocol.AddNode(kind="note", content="a public plan", session_id="s2"))["id"]
+    audit = rows(paths, "SELECT actor, action, node_id, to_status, reason FROM audit WHERE action IN ('forget','refused')")
+    assert audit == [("mcp", "forget", nid, "forgotten", "user asked"), ("mcp", "refused", None, None,
+                                                                        "content was forgotten (tombstoned)")]
+    # the refused request's session root s2 rolled back, the control's s2 root exists once
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE source_uri='session:s2'") == [(1,)]
+    assert rows(paths, "SELECT status FROM nodes WHERE id=?", (other,)) == [("pending",)]
+    with pytest.raises(NotFound):
+        caller.call(protocol.Forget(node_id="NO-SUCH-ID", reason="x"))
+
+
+def test_events_are_published_after_commit(writer):
+    paths, _, caller = writer
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"NodesChanged")
+    sub.connect(paths.endpoint(protocol.SOCK_EVENTS))
+    try:
+        def added_and_seen():  # PUB drops until the subscription arrives: retry with fresh nodes
+            nid = caller.call(protocol.AddNode(kind="note", content="watch me"))["id"]
+            if not sub.poll(300):
+                return None
+            topic, frame = sub.recv_multipart()
+            return topic, protocol.decode(frame).body, nid
+
+        topic, event, nid = wait_until(added_and_seen, timeout=deadline(20), what="a NodesChanged event")
+        assert topic == b"NodesChanged" and event.status == "pending" and event.kinds == ["note"]
+        assert set(event.ids) <= {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")}
+        assert rows(paths, "SELECT status FROM nodes WHERE id=?", (event.ids[0],)) == [("pending",)]
+    finally:
+        sub.close(linger=0)
+
+
+def test_audit_rows_commit_and_roll_back_with_their_request(writer):
+    paths, _, caller = writer
+    # The node is inserted (with its audit row) before the bad ref is found: both roll back.
+    with pytest.raises(NotFound, match="GHOST"):
+        caller.call(protocol.AddNode(kind="note", content="with a dangling ref",
+                                     refs=[{"dst": "GHOST", "kind": "references"}]))
+    assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
+    assert rows(paths, "SELECT count(*) FROM audit") == [(0,)]
+    a = caller.call(protocol.AddNode(kind="note", content="target"))["id"]
+    b = caller.call(protocol.AddNode(kind="note", content="source", refs=[{"dst": a, "kind": "references"}]))["id"]
+    assert rows(paths, "SELECT actor, action, node_id FROM audit ORDER BY seq") == [
+        ("mcp", "insert", a), ("mcp", "insert", b), ("mcp", "edge", b)]
+    assert rows(paths, "SELECT src_id, dst_id, kind FROM edges") == [(b, a, "references")]
+
+
+def test_a_database_file_made_read_only_is_noticed_at_once_and_writes_resume_when_it_is_writable(writer):
+    from memtree.errors import Unavailable
+
+    paths, proc, caller = writer
+    before = caller.call(protocol.AddNode(kind="note", content="stored before the file turned read-only"))["id"]
+    os.chmod(paths.db, 0o400)
+    try:
+        with pytest.raises(Unavailable) as refused:
+            caller.call(protocol.AddNode(kind="note", content="refused while the file is read-only"))
+        assert "read-only" in refused.value.message and paths.db in refused.value.message
+        assert caller.call(protocol.Ping())["pid"] == proc.pid  # alive and answering
+    finally:
+        os.chmod(paths.db, 0o600)
+    after = caller.call(protocol.AddNode(kind="note", content="stored once the file is writable again"))["id"]
+    assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {before, after}
+    assert proc.poll() is None
+
+
+def test_a_writer_that_cannot_grow_its_files_refuses_then_recovers_by_itself(writer):
+    """The portable stand-in for a full disk (no root needed): RLIMIT_FSIZE on the writer."""
+    import psutil
+
+    from memtree.errors import Unavailable
+
+    paths, proc, caller = writer
+    kept = caller.call(protocol.AddNode(kind="note", content="acknowledged before the limit"))["id"]
+    writer_ps = psutil.Process(proc.pid)
+    soft, hard = writer_ps.rlimit(psutil.RLIMIT_FSIZE)
+    writer_ps.rlimit(psutil.RLIMIT_FSIZE, (1, hard))  # no file of it may grow past one byte
+    try:
+        with pytest.raises(Unavailable) as refused:
+            caller.call(protocol.AddNode(kind="note", content="refused: " + "x" * 200_000))
+        assert "disk write failed" in refused.value.message
+        assert caller.call(protocol.Ping())["pid"] == proc.pid
+    finally:
+        writer_ps.rlimit(psutil.RLIMIT_FSIZE, (soft, hard))
+
+    def stored_again():
+        try:
+            return caller.call(protocol.AddNode(kind="note", content="stored once the files may grow"))["id"]
+        except Unavailable:
+            return None
+    after = wait_until(stored_again, timeout=deadline(10), what="the writer storing again by itself")
+    assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {kept, after}
+    assert proc.poll() is None
+
+
+def test_the_wal_stays_bounded_while_the_writer_checkpoints_it_after_answering(writer):
+    """SQLite's autocheckpoint is off on the writer's connection (it ran inside the
+    COMMIT a caller waits on); the writer checkpoints after replying instead. The
+    WAL must not grow with what is written: 18 MB goes in, the WAL stays within
+    twice WAL_CHECKPOINT_PAGES (4 MB each; a commit's FTS merges add to it)."""
+    from memtree.actors.writer import WAL_CHECKPOINT_PAGES
+
+    paths, proc, caller = writer
+    ids = []
+    for i in range(200):
+        body = "".join(f"line {k} of note {i}: alpha beta gamma delta {k * i}\n" for k in range(1600))[:90_000]
+        ids.append(caller.call(protocol.AddNode(kind="note", content=body))["id"])
+    assert len(set(ids)) == 200
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'note'") == [(200,)]
+    assert rows(paths, "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'gamma'") == [(200,)]
+    written = 200 * 90_000
+    wal = os.path.getsize(paths.db + "-wal")
+    page = rows(paths, "PRAGMA page_size")[0][0]
+    assert 0 < wal < 2 * WAL_CHECKPOINT_PAGES * page < written, (wal, written)
+    assert proc.poll() is None
+
+
+def test_acked_writes_survive_a_kill_before_the_writer_checkpoints(tmp_path):
+    """An ack means committed to the WAL; the checkpoint comes later (or never,
+    when the writer is killed first). SIGKILL right after the acks, start a
+    new writer on the same files: every acked row is there, none twice."""
+    import signal
+
+    paths = make_paths(tmp_path)
+    config = make_config()
+    proc = start_writer(paths, config)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=deadline_ms(10000))
+    try:
+        acked = [caller.call(protocol.AddNode(kind="note", content=f"acked note {i} " + "x" * 1000))["id"]
+                 for i in range(40)]  # ~16 WAL pages each: under WAL_CHECKPOINT_PAGES, so none checkpointed
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(deadline(10))
+        # The database file without its WAL holds none of them: recovery is what finds them.
+        import shutil
+        import sqlite3
+
+        shutil.copyfile(paths.db, tmp_path / "main-only.db")
+        main_only = sqlite3.connect(tmp_path / "main-only.db")
+        try:
+            in_main = main_only.execute("SELECT count(*) FROM nodes WHERE kind = 'note'").fetchone()[0]
+        except sqlite3.OperationalError:  # not even the schema was checkpointed yet
+            in_main = 0
+        finally:
+            main_only.close()
+        assert in_main == 0
+    finally:
+        caller.close()
+        reap(proc)
+    again = start_writer(paths, config)
+    try:
+        stored = rows(paths, "SELECT id FROM nodes WHERE kind = 'note'")
+        assert sorted(r[0] for r in stored) == sorted(acked)
+    finally:
+        reap(again)
