@@ -29,7 +29,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import zmq
 
@@ -39,6 +39,7 @@ from memtree.runtime.actorenv import ActorContext
 from memtree.runtime.logs import configure_logging
 
 log = logging.getLogger(__name__)
+
 
 class SingletonLock:
     """An exclusive flock on ``<run_dir>/<name>.lock``; the kernel drops it when we die.

@@ -68,12 +68,18 @@ class Front:
         specs.check_modules()  # `memtree serve` checks first; the front run alone lands here
         self.tools = list(listed)
         self.served = list(specs.served(tuple(self.tools)))
-        self._listing = ListToolsResult(tools=[
-            Tool(name=n, description=specs.TOOLS[n].description, input_schema=specs.input_schema(specs.TOOLS[n]),
-                 annotations=ToolAnnotations(**specs.TOOLS[n].annotations))
-            for n in self.tools])
-        self.server = Server("memtree",
-                             on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+        self._listing = ListToolsResult(
+            tools=[
+                Tool(
+                    name=n,
+                    description=specs.TOOLS[n].description,
+                    input_schema=specs.input_schema(specs.TOOLS[n]),
+                    annotations=ToolAnnotations(**specs.TOOLS[n].annotations),
+                )
+                for n in self.tools
+            ]
+        )
+        self.server = Server("memtree", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
 
     def has_tool(self, name: str) -> bool:
         return name in self.served

@@ -24,18 +24,11 @@ import apsw
 import zmq
 
 from memtree import protocol
-from memtree.capture import heartbeat
-from memtree.capture import ingest
-from memtree.capture import spool
 from memtree.actors.base import Actor, main_for
-from memtree.capture import rewrite
+from memtree.capture import heartbeat, ingest, rewrite, spool
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
-from memtree.store.write import bookkeeping
-from memtree.store.write import captures
-from memtree.store.write import mutations
-from memtree.store.write import rescan
-from memtree.store.write import vectors
+from memtree.store.write import bookkeeping, captures, mutations, rescan, vectors
 from memtree.store.write.mutations import Tx
 from memtree.store.write.writable import STORAGE_ERRORS, Writability, describe
 
@@ -231,8 +224,9 @@ class Writer(Actor):
             if isinstance(req.env.body, protocol.Ping):
                 frame = protocol.encode_ok(req.env.id, {"pid": os.getpid()}, src=self.name)
             else:
-                frame = protocol.encode_error(req.env.id, protocol.ErrorCode.UNAVAILABLE, self.storage.message(),
-                                              src=self.name)
+                frame = protocol.encode_error(
+                    req.env.id, protocol.ErrorCode.UNAVAILABLE, self.storage.message(), src=self.name
+                )
             self._send(req.sock, req.route, frame)
 
     def on_stop(self) -> None:
@@ -280,7 +274,9 @@ class Writer(Actor):
                 raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, f"expected a call, got {env.kind!r}")
             allowed = INGEST_SOCKET_TYPES if sock is self.ingest_sock else tuple(HANDLERS)
             if type(env.body) not in allowed:
-                raise protocol.ProtocolError(protocol.ErrorCode.UNKNOWN_TYPE, f"{env.type} is not a call this socket takes")
+                raise protocol.ProtocolError(
+                    protocol.ErrorCode.UNKNOWN_TYPE, f"{env.type} is not a call this socket takes"
+                )
         except protocol.ProtocolError as e:
             self.stats["malformed"] += 1
             self._unrecorded_malformed += 1
@@ -344,11 +340,15 @@ class Writer(Actor):
             db.execute("ROLLBACK TO req")
             log.error("%s from %s failed", rec.TYPE, src or "?", exc_info=True)  # no payload content
             self.stats["internal"] += 1
-            reply, ok = protocol.encode_error(req_id, protocol.ErrorCode.INTERNAL, INTERNAL_MESSAGE, src=self.name), False
+            reply, ok = (
+                protocol.encode_error(req_id, protocol.ErrorCode.INTERNAL, INTERNAL_MESSAGE, src=self.name),
+                False,
+            )
         else:
             ok = True
-            reply = (result if isinstance(result, IngestDone) and result.job is not None
-                     else self._encode(req_id, result))
+            reply = (
+                result if isinstance(result, IngestDone) and result.job is not None else self._encode(req_id, result)
+            )
             for status, ids in tx.changed.items():
                 changed.setdefault(status, {}).update(ids)
         for sql, params in tx.keep:  # refusal audits and counters survive a rollback

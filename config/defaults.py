@@ -86,9 +86,19 @@ OPEN_SECTIONS = frozenset({"actors"})
 
 # Numbers are never negative; these may also be 0 (every other number must be
 # more than 0: a 0 interval would spin, a 0 heartbeat would kill every actor).
-ZERO_OK = frozenset({
-    "retention.staleHours", "retention.supersededDays", "retention.prunedDays",
-    "walkers.filterSettleMs", "capture.filterMinSize", "capture.hookTimeoutMs", "capture.dedupeWindowS",
-    "supervisor.maxRestarts", "supervisor.backoffInitialMs", "supervisor.backoffMaxMs",
-    "supervisor.stableAfterS", "supervisor.shutdownTimeoutS",
-})
+ZERO_OK = frozenset(
+    {
+        "retention.staleHours",
+        "retention.supersededDays",
+        "retention.prunedDays",
+        "walkers.filterSettleMs",
+        "capture.filterMinSize",
+        "capture.hookTimeoutMs",
+        "capture.dedupeWindowS",
+        "supervisor.maxRestarts",
+        "supervisor.backoffInitialMs",
+        "supervisor.backoffMaxMs",
+        "supervisor.stableAfterS",
+        "supervisor.shutdownTimeoutS",
+    }
+)

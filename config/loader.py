@@ -49,7 +49,7 @@ class Config:
         return json.dumps(self.data, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "Config":
+    def from_json(cls, text: str) -> Config:
         return cls(validate(json.loads(text), "<inherited>", defaults()), ["<inherited>"])
 
 
@@ -111,7 +111,9 @@ def validate(data, source: str, base: dict) -> dict:
             for sub, subval in value.items():
                 if sub not in default:
                     hint = did_you_mean(sub, default)
-                    raise ConfigError(f"{source}: unknown key {key}.{sub!r}{hint and hint.replace('mean ', f'mean {key}.')}")
+                    raise ConfigError(
+                        f"{source}: unknown key {key}.{sub!r}{hint and hint.replace('mean ', f'mean {key}.')}"
+                    )
                 if not _type_ok(default[sub], subval):
                     raise ConfigError(
                         f"{source}: {key}.{sub} must be {_type_name(default[sub])}, got {json.dumps(subval)}"

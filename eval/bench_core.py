@@ -66,8 +66,9 @@ def bench_starts(n: int, workdir: str) -> list[float]:
 
 
 def importtime_front(top: int = 8) -> list[tuple[int, str]]:
-    res = subprocess.run([sys.executable, "-X", "importtime", "-c", "import memtree.actors.mcp_front"],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import memtree.actors.mcp_front"], capture_output=True, text=True
+    )
     rows = []
     for line in res.stderr.splitlines():
         parts = line.split("|")
@@ -112,8 +113,10 @@ async def _session_figures(project: str, env: dict, notes: list[int], searches: 
             seeded = size
             # broad: two of ten words, each in ~30% of notes (~half the store matches and is ranked);
             # selective: one note's number, a single match.
-            for label, query in (("broad", lambda i: f"{words[i % 10]} {words[(i * 7) % 10]}"),
-                                 ("selective", lambda i, n=size: f"({(i * 7919) % n})")):
+            for label, query in (
+                ("broad", lambda i: f"{words[i % 10]} {words[(i * 7) % 10]}"),
+                ("selective", lambda i, n=size: f"({(i * 7919) % n})"),
+            ):
                 lat = []
                 for i in range(searches):
                     t0 = time.perf_counter()
@@ -168,8 +171,11 @@ def raw_apsw_throughput(workdir: str, rows: int) -> float:
         data.append((ulid(), "note", content, hashlib.sha256(content.encode()).hexdigest(), "live", now, now))
     t0 = time.perf_counter()
     with db:
-        db.executemany("INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?)", data)
+        db.executemany(
+            "INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            data,
+        )
     took = time.perf_counter() - t0
     db.close()
     return rows / took
@@ -193,24 +199,36 @@ def main(argv: list[str] | None = None) -> int:
         base = bench_import_mcp(args.starts)
         starts = bench_starts(args.starts, workdir)
         print(f"boot: python -c 'import mcp'              {fmt_ms(summary(base))}")
-        print(f"boot: memtree serve -> initialize answered {fmt_ms(summary(starts))}"
-              f"  ratio {summary(starts)['median'] / summary(base)['median']:.2f}x")
+        print(
+            f"boot: memtree serve -> initialize answered {fmt_ms(summary(starts))}"
+            f"  ratio {summary(starts)['median'] / summary(base)['median']:.2f}x"
+        )
         print("boot: biggest imports of the front (cumulative us):")
         for us, name in importtime_front():
             print(f"        {us:>9}  {name}")
         project = os.path.join(workdir, "session")
         os.makedirs(project)
-        figs = anyio.run(_session_figures, project, _env(os.path.join(workdir, "home")), sorted(int(n) for n in args.notes.split(",")), args.searches,
-                         args.throughput_rows)
+        figs = anyio.run(
+            _session_figures,
+            project,
+            _env(os.path.join(workdir, "home")),
+            sorted(int(n) for n in args.notes.split(",")),
+            args.searches,
+            args.throughput_rows,
+        )
         print(f"note write round trip over stdio           {fmt_ms(summary(figs['note_rtt']))}")
         for (size, label), lat in figs["search"].items():
-            print(f"keyword search, {label:<9} at {size:>6} notes over stdio  {fmt_ms(summary(lat))}"
-                  f"  (seeded through the writer in {figs['seed_s'][size]:.0f}s)")
+            print(
+                f"keyword search, {label:<9} at {size:>6} notes over stdio  {fmt_ms(summary(lat))}"
+                f"  (seeded through the writer in {figs['seed_s'][size]:.0f}s)"
+            )
         for clients in (1, 8):
             print(f"writer throughput, {clients} client(s), group commit: {figs['tput'][clients]:8.0f} notes/s")
         raw = raw_apsw_throughput(workdir, args.throughput_rows)
-        print(f"raw apsw batched insert (one transaction):     {raw:8.0f} rows/s"
-              f"  (writer at 8 clients = {figs['tput'][8] / raw:.1%} of raw)")
+        print(
+            f"raw apsw batched insert (one transaction):     {raw:8.0f} rows/s"
+            f"  (writer at 8 clients = {figs['tput'][8] / raw:.1%} of raw)"
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

@@ -27,8 +27,14 @@ from memtree.eval.stats import summary
 
 def _doctor(project: str, env: dict) -> tuple[float, dict]:
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "doctor", "--json"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "memtree.cli", "doctor", "--json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     took = time.perf_counter() - t0
     return took, json.loads(done.stdout)
 
@@ -36,8 +42,9 @@ def _doctor(project: str, env: dict) -> tuple[float, dict]:
 def _project(work: str, name: str, env: dict) -> str:
     project = os.path.join(work, name)
     os.makedirs(project)
-    subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "install"], cwd=project, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-P", "-m", "memtree.cli", "install"], cwd=project, env=env, check=True, capture_output=True
+    )
     return project
 
 
@@ -62,29 +69,46 @@ def main(argv: list[str] | None = None) -> int:
     try:
         empty = _project(work, "empty", env)
         big = _project(work, "big", env)
-        proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"], cwd=big, env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"],
+            cwd=big,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         from memtree import protocol
         from memtree.paths import paths_for_cwd
 
         endpoint = paths_for_cwd(big).endpoint(protocol.SOCK_WRITE)
         t0 = time.perf_counter()
         add_notes(endpoint, args.nodes, 8, lambda i: f"note {i}: the parser talks to the cache through hook {i}")
-        print(f"seeded {args.nodes} notes in {time.perf_counter() - t0:.1f} s; store "
-              f"{os.path.getsize(paths_for_cwd(big).db) / 1048576:.1f} MiB")
+        print(
+            f"seeded {args.nodes} notes in {time.perf_counter() - t0:.1f} s; store "
+            f"{os.path.getsize(paths_for_cwd(big).db) / 1048576:.1f} MiB"
+        )
         base, base_split = _series(empty, env, args.runs)
         large, large_split = _series(big, env, args.runs)
         b, l_ = summary(base), summary(large)
         print(f"doctor, empty store:        median {b['median']:.2f} s  p95 {b['p95']:.2f} s  (n={b['n']})")
-        print(f"doctor, {args.nodes} nodes:  median {l_['median']:.2f} s  p95 {l_['p95']:.2f} s  (n={l_['n']})"
-              f"  ratio {l_['median'] / b['median']:.2f}x")
-        print("per check (ms, last run): " + ", ".join(f"{k} {large_split[k]:.0f} (empty {base_split.get(k, 0):.0f})"
-                                                      for k in large_split))
+        print(
+            f"doctor, {args.nodes} nodes:  median {l_['median']:.2f} s  p95 {l_['p95']:.2f} s  (n={l_['n']})"
+            f"  ratio {l_['median'] / b['median']:.2f}x"
+        )
+        print(
+            "per check (ms, last run): "
+            + ", ".join(f"{k} {large_split[k]:.0f} (empty {base_split.get(k, 0):.0f})" for k in large_split)
+        )
     finally:
         if proc is not None:
-            subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"], cwd=big, env=env,
-                           capture_output=True, timeout=60)
+            subprocess.run(
+                [sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"],
+                cwd=big,
+                env=env,
+                capture_output=True,
+                timeout=60,
+            )
             try:
                 proc.wait(30)
             except subprocess.TimeoutExpired:

@@ -29,7 +29,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 
 from memtree.eval.stats import fmt_ms, summary
@@ -52,7 +51,7 @@ def code_chunks(limit: int) -> list[str]:
         lines = src.splitlines()
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.end_lineno - node.lineno < 120:
-                out.append("\n".join(lines[node.lineno - 1:node.end_lineno]))
+                out.append("\n".join(lines[node.lineno - 1 : node.end_lineno]))
                 if len(out) >= limit:
                     return out
     return out
@@ -80,8 +79,9 @@ print(json.dumps({"model": p.name, "dim": p.dim, "load_s": load, "per_s": len(te
 def bench_model(texts: list[str]) -> dict:
     import json
 
-    done = subprocess.run([sys.executable, "-P", "-c", MODEL_PROBE], input=json.dumps(texts), capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", MODEL_PROBE], input=json.dumps(texts), capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
@@ -98,8 +98,9 @@ class Actors:
 
         project = os.path.join(workdir, "project")
         os.makedirs(project, exist_ok=True)
-        self.paths = store_paths(project, "bench" + str(os.getpid())[-6:].rjust(6, "0") + "00000",
-                                 home=os.path.join(workdir, "home"))
+        self.paths = store_paths(
+            project, "bench" + str(os.getpid())[-6:].rjust(6, "0") + "00000", home=os.path.join(workdir, "home")
+        )
         prepare_store(self.paths)
         self.config = Config(validate(overrides or {}, "<bench>", defaults()), ["<bench>"])
         self.procs: dict[str, subprocess.Popen] = {}
@@ -109,8 +110,14 @@ class Actors:
 
         env = {**os.environ, **ActorContext(name, self.paths, self.config, None).child_env()}
         log = open(self.paths.log_file(name), "ab")
-        self.procs[name] = subprocess.Popen([sys.executable, "-P", "-m", module], env=env, stdout=log, stderr=log,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, "-P", "-m", module],
+            env=env,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         log.close()
         return self.procs[name]
 
@@ -141,8 +148,8 @@ def wait_for(pred, timeout: float, what: str):
 
 def writer_up(actors: Actors) -> None:
     from memtree import protocol
-    from memtree.runtime.client import Caller
     from memtree.errors import MemtreeError
+    from memtree.runtime.client import Caller
 
     c = Caller(actors.paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=1000)
 
@@ -151,6 +158,7 @@ def writer_up(actors: Actors) -> None:
             return c.call(protocol.Ping())
         except MemtreeError:
             return None
+
     try:
         wait_for(ping, 60, "the writer")
     finally:
@@ -198,9 +206,9 @@ def latencies(actors: Actors, samples: int, queries: list[str]) -> tuple[list[fl
     import anyio
 
     from memtree import protocol
+    from memtree.front.services import Services
     from memtree.recall import search
     from memtree.runtime.client import Caller
-    from memtree.front.services import Services
 
     async def run():
         svc = Services(actors.config, actors.paths, session_id="bench")
@@ -224,8 +232,13 @@ def latencies(actors: Actors, samples: int, queries: list[str]) -> tuple[list[fl
 
 
 def bench_latency(actors: Actors, walker, texts: list[str], samples: int) -> dict:
-    queries = ["retry a failing network call", "parse a date string", "strip leading whitespace",
-               "copy a directory tree", "read a configuration file"]
+    queries = [
+        "retry a failing network call",
+        "parse a date string",
+        "strip leading whitespace",
+        "copy a directory tree",
+        "read a configuration file",
+    ]
     out = {"idle": latencies(actors, samples, queries)}
     os.kill(walker.pid, signal.SIGSTOP)
     seed(actors, texts, "busy")  # a backlog for the walker once it runs again
@@ -252,8 +265,8 @@ def bench_latency(actors: Actors, walker, texts: list[str], samples: int) -> dic
 def bench_knn(workdir: str, size: int, queries: int = 30) -> dict:
     import numpy as np
 
-    from memtree.recall import search
     from memtree.ids import now_ms, ulid
+    from memtree.recall import search
     from memtree.recall.embeddings import LOCAL_MODEL
     from memtree.store.db import open_write
     from memtree.store.vectors import knn
@@ -273,16 +286,22 @@ def bench_knn(workdir: str, size: int, queries: int = 30) -> dict:
                 text = " ".join(random.Random(i).choices(words, k=12)) + f" row {i}"
                 rows.append((nid, "note", text, f"h{i}", "live", now, now))
                 vecs.append((nid, LOCAL_MODEL, 256, m[j].tobytes(), now))
-            db.executemany("INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
-                           " VALUES (?,?,?,?,?,?,?)", rows)
-            db.executemany("INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at) VALUES (?,?,?,?,?)", vecs)
+            db.executemany(
+                "INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
+                " VALUES (?,?,?,?,?,?,?)",
+                rows,
+            )
+            db.executemany(
+                "INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at) VALUES (?,?,?,?,?)", vecs
+            )
     qs = rng.standard_normal((queries, 256)).astype("<f4")
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
     figures = {"raw": [], "knn": [], "semantic": [], "hybrid": []}
     for q in qs:
         t0 = time.perf_counter()
-        db.execute("SELECT node_id, vec_distance_cosine(embedding, ?) AS d FROM nodes_vec ORDER BY d LIMIT 10",
-                   (q.tobytes(),)).fetchall()
+        db.execute(
+            "SELECT node_id, vec_distance_cosine(embedding, ?) AS d FROM nodes_vec ORDER BY d LIMIT 10", (q.tobytes(),)
+        ).fetchall()
         figures["raw"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         knn(db, q, 10, {}, LOCAL_MODEL)
@@ -317,8 +336,14 @@ def bench_system_rss(workdir: str) -> dict:
     os.makedirs(project)
     exe = shutil.which("memtree", path=os.path.dirname(sys.executable))
     argv = [exe] if exe else [sys.executable, "-P", "-m", "memtree.cli"]
-    proc = subprocess.Popen([*argv, "serve"], cwd=project, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [*argv, "serve"],
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         pids = wait_for(lambda: _running(project), 120, "every actor RUNNING")
         time.sleep(2.0)  # the embed walker has loaded its model before it reported RUNNING; let imports settle
@@ -352,14 +377,20 @@ def main(argv: list[str] | None = None) -> int:
         corpus = code_chunks(args.backlog)
         texts = [corpus[i % len(corpus)] for i in range(args.backlog)]
         m = bench_model(corpus[:2000])
-        print(f"model {m['model']} ({m['dim']} dims): import+load {m['load_s']:.2f} s; "
-              f"{m['per_s']:.0f} embeddings/s at batch 32 over {min(2000, len(corpus))} stdlib code chunks; "
-              f"RSS {m['rss_load'] / MIB:.0f} MiB loaded, {m['rss_used'] / MIB:.0f} MiB after use", flush=True)
+        print(
+            f"model {m['model']} ({m['dim']} dims): import+load {m['load_s']:.2f} s; "
+            f"{m['per_s']:.0f} embeddings/s at batch 32 over {min(2000, len(corpus))} stdlib code chunks; "
+            f"RSS {m['rss_load'] / MIB:.0f} MiB loaded, {m['rss_used'] / MIB:.0f} MiB after use",
+            flush=True,
+        )
         actors, b = bench_backlog(workdir, texts)
         try:
-            print(f"backlog: {b['n']} chunks embedded by the embed walker in {b['took']:.1f} s "
-                  f"({b['per_s']:.0f}/s, walker spawn and model load included); RSS walker "
-                  f"{b['rss']['walker.embed'] / MIB:.0f} MiB, writer {b['rss']['writer'] / MIB:.0f} MiB", flush=True)
+            print(
+                f"backlog: {b['n']} chunks embedded by the embed walker in {b['took']:.1f} s "
+                f"({b['per_s']:.0f}/s, walker spawn and model load included); RSS walker "
+                f"{b['rss']['walker.embed'] / MIB:.0f} MiB, writer {b['rss']['writer'] / MIB:.0f} MiB",
+                flush=True,
+            )
             lat = bench_latency(actors, b["walker"], texts[: max(2000, args.backlog // 2)], args.samples)
         finally:
             actors.stop()
@@ -377,15 +408,21 @@ def main(argv: list[str] | None = None) -> int:
         for size in (int(s) for s in args.sizes.split(",") if s):
             f = bench_knn(workdir, size)
             for k in ("raw", "knn", "semantic", "hybrid", "dedupe"):
-                name = {"raw": "raw sqlite-vec KNN", "knn": "memtree knn (live join)",
-                        "semantic": "search.run semantic", "hybrid": "search.run hybrid",
-                        "dedupe": "dedupe pass (500 new)"}[k]
+                name = {
+                    "raw": "raw sqlite-vec KNN",
+                    "knn": "memtree knn (live join)",
+                    "semantic": "search.run semantic",
+                    "hybrid": "search.run hybrid",
+                    "dedupe": "dedupe pass (500 new)",
+                }[k]
                 print(f"{size:>7} nodes  {name:24s} {fmt_ms(summary(f[k]))}", flush=True)
         rss, pss = bench_system_rss(workdir)
         # RSS counts shared libraries once per process; PSS splits them, so its sum is the system's share.
-        print(f"whole system with the model loaded: PSS {sum(pss.values()) / MIB:.0f} MiB, RSS sum "
-              f"{sum(rss.values()) / MIB:.0f} MiB (goal <= 400 MiB); PSS by actor: " +
-              ", ".join(f"{n} {v / MIB:.0f}" for n, v in sorted(pss.items(), key=lambda kv: -kv[1])))
+        print(
+            f"whole system with the model loaded: PSS {sum(pss.values()) / MIB:.0f} MiB, RSS sum "
+            f"{sum(rss.values()) / MIB:.0f} MiB (goal <= 400 MiB); PSS by actor: "
+            + ", ".join(f"{n} {v / MIB:.0f}" for n, v in sorted(pss.items(), key=lambda kv: -kv[1]))
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

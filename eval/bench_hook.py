@@ -29,28 +29,51 @@ from memtree.ops.install import hook_argv
 
 
 def _payload(project: str, i: int) -> bytes:
-    return json.dumps({
-        "session_id": "bench-hook", "transcript_path": "/dev/null", "cwd": project, "permission_mode": "default",
-        "hook_event_name": "PostToolUse", "tool_name": "Bash",
-        "tool_input": {"command": f"ls -la src/{i}", "description": "bench"},
-        "tool_response": {"stdout": "total 8\n" + "-rw-r--r-- 1 dev dev 120 app.py\n" * 20 + f"run {i}\n",
-                          "stderr": "", "interrupted": False, "isImage": False},
-        "tool_use_id": f"toolu_bench_{i}"}).encode()
+    return json.dumps(
+        {
+            "session_id": "bench-hook",
+            "transcript_path": "/dev/null",
+            "cwd": project,
+            "permission_mode": "default",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"ls -la src/{i}", "description": "bench"},
+            "tool_response": {
+                "stdout": "total 8\n" + "-rw-r--r-- 1 dev dev 120 app.py\n" * 20 + f"run {i}\n",
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+            },
+            "tool_use_id": f"toolu_bench_{i}",
+        }
+    ).encode()
 
 
 def _big_read(project: str, i: int) -> bytes:
     """A whole-file Read of a 40 KB module: above capture.rewriteReadTokens, so the
     hook prints the writer's preview (memtree.capture.rewrite) after the ack."""
     path = os.path.join(project, "big_module.py")
-    content = f"# run {i}\n" + "".join(f"\ndef handler_{k}(request, retries=3):\n    value = request.get('k{k}')\n"
-                                       f"    return value * {k}\n" for k in range(600))
+    content = f"# run {i}\n" + "".join(
+        f"\ndef handler_{k}(request, retries=3):\n    value = request.get('k{k}')\n    return value * {k}\n"
+        for k in range(600)
+    )
     lines = content.count("\n") + 1
-    return json.dumps({
-        "session_id": "bench-hook", "transcript_path": "/dev/null", "cwd": project, "permission_mode": "default",
-        "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
-        "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": lines,
-                                                   "startLine": 1, "totalLines": lines}},
-        "tool_use_id": f"toolu_bench_read_{i}"}).encode()
+    return json.dumps(
+        {
+            "session_id": "bench-hook",
+            "transcript_path": "/dev/null",
+            "cwd": project,
+            "permission_mode": "default",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": path},
+            "tool_response": {
+                "type": "text",
+                "file": {"filePath": path, "content": content, "numLines": lines, "startLine": 1, "totalLines": lines},
+            },
+            "tool_use_id": f"toolu_bench_read_{i}",
+        }
+    ).encode()
 
 
 def _round_rewrite(runs: int, env: dict, project: str) -> dict[str, list[float]]:
@@ -69,16 +92,19 @@ def _round_rewrite(runs: int, env: dict, project: str) -> dict[str, list[float]]
 
 def _time(argv: list[str], data: bytes | None, env: dict, cwd: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd,
-                   check=False)
+    subprocess.run(
+        argv, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd, check=False
+    )
     return time.perf_counter() - t0
 
 
 def _heartbeat_argv(store_dir: str) -> list[str]:
     """A process that does only what the capture heartbeat adds to a hook run."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__import__("memtree").__file__)))
-    code = (f"import sys; sys.path.insert(0, {root!r}); from memtree.capture import heartbeat; "
-            f"heartbeat.count({store_dir!r}, 'bench-heartbeat', 'stored')")
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); from memtree.capture import heartbeat; "
+        f"heartbeat.count({store_dir!r}, 'bench-heartbeat', 'stored')"
+    )
     return [os.path.abspath(sys.executable), "-I", "-S", "-c", code]
 
 
@@ -120,8 +146,14 @@ def _heartbeat_in_process(store_dir: str, runs: int = 2000) -> list[float]:
 
 def _importtime(env: dict, project: str, top: int = 10) -> list[tuple[int, str]]:
     argv = hook_argv()
-    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=_payload(project, -1), env=env,
-                          cwd=project, capture_output=True, check=False)
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        input=_payload(project, -1),
+        env=env,
+        cwd=project,
+        capture_output=True,
+        check=False,
+    )
     rows = []
     for line in done.stderr.decode(errors="replace").splitlines():
         parts = line.split("|")
@@ -192,21 +224,39 @@ def _mixed_batches(project: str, runs: int, clients: int = 4) -> tuple[list[floa
 
 
 def _serve(project: str, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"], cwd=project, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     _wait_writer(project, env, up=True)
     return proc
 
 
 def _ctl(project: str, env: dict, *args: str) -> None:
-    subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "ctl", *args], cwd=project, env=env,
-                   capture_output=True, timeout=120, check=False)
+    subprocess.run(
+        [sys.executable, "-P", "-m", "memtree.cli", "ctl", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _writer_running(project: str, env: dict) -> bool:
-    done = subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "ctl", "status", "--json"], cwd=project, env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "memtree.cli", "ctl", "status", "--json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     try:
         actors = json.loads(done.stdout)["actors"] if done.returncode == 0 else []
     except (ValueError, KeyError, TypeError):
@@ -237,8 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         proc = _serve(project, env)
         print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
         _print("writer up (ack after commit)", _round(args.runs, env, project))
-        _print("writer up, a 40 KB whole-file Read each run (rewritten: preview printed after the ack)",
-               _round_rewrite(max(20, args.runs // 4), env, project))
+        _print(
+            "writer up, a 40 KB whole-file Read each run (rewritten: preview printed after the ack)",
+            _round_rewrite(max(20, args.runs // 4), env, project),
+        )
         from memtree.paths import paths_for_cwd
 
         beat = _heartbeat_in_process(paths_for_cwd(project).store_dir)
@@ -246,11 +298,15 @@ def main(argv: list[str] | None = None) -> int:
         rt = _round_trips(project, args.runs)
         print(f"\n  in-process ZMTP Ingest round trip (connect, handshake, writer commit, ack): {fmt_ms(summary(rt))}")
         rt = _round_trips(project, max(20, args.runs // 4), _big_read, rewrite=True)
-        print(f"  the same for the 40 KB Read, rewrite on (+ redaction of 40 KB, preview built and redacted): "
-              f"{fmt_ms(summary(rt))}")
+        print(
+            f"  the same for the 40 KB Read, rewrite on (+ redaction of 40 KB, preview built and redacted): "
+            f"{fmt_ms(summary(rt))}"
+        )
         small, big = _mixed_batches(project, max(25, args.runs // 4))
-        print(f"\n  writer ingest ack, 4 clients of ordinary captures sharing batches with rewritten 40 KB Reads:\n"
-              f"    ordinary: {fmt_ms(summary(small))}\n    40 KB Read + preview: {fmt_ms(summary(big))}")
+        print(
+            f"\n  writer ingest ack, 4 clients of ordinary captures sharing batches with rewritten 40 KB Reads:\n"
+            f"    ordinary: {fmt_ms(summary(small))}\n    40 KB Read + preview: {fmt_ms(summary(big))}"
+        )
         print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")
         for us, name in _importtime(env, project):
             print(f"  {us / 1000:7.1f} ms  {name}")

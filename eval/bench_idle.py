@@ -53,8 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     project = os.path.join(workdir, "project")
     os.makedirs(project)
     os.environ["MEMTREE_HOME"] = os.path.join(workdir, "home")
-    proc = subprocess.Popen([*_memtree(), "serve", "--no-front"], cwd=project, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [*_memtree(), "serve", "--no-front"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     floor = subprocess.Popen(["sleep", str(args.seconds + 60)])
     try:
         deadline = time.monotonic() + 60

@@ -28,8 +28,13 @@ COPIES = 6
 def _ctl_ready(env: dict, project: str, deadline_s: float = 120) -> None:
     t0 = time.monotonic()
     while time.monotonic() - t0 < deadline_s:
-        done = subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "status", "--json"], cwd=project, env=env,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "memtree.cli", "ctl", "status", "--json"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         try:
             actors = json.loads(done.stdout).get("actors") or []
         except ValueError:
@@ -50,10 +55,18 @@ def _forget_notes(project: str, home: str) -> None:
     os.environ["MEMTREE_HOME"] = home
     paths = paths_for_cwd(project)
     path = os.path.join(os.path.realpath(project), extend.FORGET_FILE)
-    payload = {"session_id": "earlier", "cwd": project, "hook_event_name": "PostToolUse", "tool_name": "Read",
-               "tool_use_id": "toolu_earlier", "tool_input": {"file_path": path},
-               "tool_response": {"type": "text", "file": {"filePath": path, "content": extend.FORGET_TEXT,
-                                                          "numLines": 4, "startLine": 1, "totalLines": 4}}}
+    payload = {
+        "session_id": "earlier",
+        "cwd": project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_use_id": "toolu_earlier",
+        "tool_input": {"file_path": path},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": extend.FORGET_TEXT, "numLines": 4, "startLine": 1, "totalLines": 4},
+        },
+    }
     ingest = Caller(paths.endpoint(protocol.SOCK_INGEST), src="bench", timeout_ms=10000)
     write = Caller(paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=10000)
     try:
@@ -73,12 +86,22 @@ def main() -> int:
     os.makedirs(project)
     fx.write_files(project)
     folder = fx.place(project, config_dir, copies=COPIES)
-    env = {**os.environ, "MEMTREE_HOME": home, "CLAUDE_CONFIG_DIR": config_dir,
-           "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "MEMTREE_HOME": home,
+        "CLAUDE_CONFIG_DIR": config_dir,
+        "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p),
+    }
     env.pop("CLAUDE_PROJECT_DIR", None)
-    serve = subprocess.Popen([sys.executable, "-m", "memtree.cli", "serve", "--no-front"], cwd=project, env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "memtree.cli", "serve", "--no-front"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         _ctl_ready(env, project)
         _forget_notes(project, home)
@@ -86,8 +109,9 @@ def main() -> int:
         runs = []
         for label in ("first import", "second import"):
             t0 = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "memtree.cli", "import"], cwd=project, env=env,
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "memtree.cli", "import"], cwd=project, env=env, capture_output=True, text=True
+            )
             runs.append((label, time.monotonic() - t0, done))
             if done.returncode:
                 raise SystemExit(done.stderr)
@@ -98,8 +122,12 @@ def main() -> int:
 
         os.environ["MEMTREE_HOME"] = home
         paths = paths_for_cwd(project)
-        raw = ("AKIAQWERTYUIOPASDF7K", "Zx9vB2mQ7rT4yU1iO8pL3kJ6hG5fD0sA2wE9qR7t",
-               "sk-ant-api03-Qm7Xv2Lr9Tz4Kp8Wn3Bc6Hy1Jd5Fs0Ga", "hunter2-Lobster-Quartz-91")
+        raw = (
+            "AKIAQWERTYUIOPASDF7K",
+            "Zx9vB2mQ7rT4yU1iO8pL3kJ6hG5fD0sA2wE9qR7t",
+            "sk-ant-api03-Qm7Xv2Lr9Tz4Kp8Wn3Bc6Hy1Jd5Fs0Ga",
+            "hunter2-Lobster-Quartz-91",
+        )
         found = 0
         for path in glob.glob(os.path.join(paths.store_dir, "**", "*"), recursive=True):
             if os.path.isfile(path):
@@ -120,12 +148,19 @@ def main() -> int:
                 time.sleep(0.2)
         finally:
             conn.close()
-        print("recall 'heronbay codename': " + (", ".join(
-            f"{h[0]['source_uri'].rsplit('/', 1)[-1]} (session {h[0].get('session_id', '?')[:8]})" for h in hits)
-            or "nothing"))
+        print(
+            "recall 'heronbay codename': "
+            + (
+                ", ".join(
+                    f"{h[0]['source_uri'].rsplit('/', 1)[-1]} (session {h[0].get('session_id', '?')[:8]})" for h in hits
+                )
+                or "nothing"
+            )
+        )
     finally:
-        subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "shutdown"], cwd=project, env=env,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "memtree.cli", "ctl", "shutdown"], cwd=project, env=env, capture_output=True
+        )
         try:
             serve.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -34,14 +34,33 @@ def _inputs() -> dict[str, str]:
     base64 of source text (it decodes to printable text, so it is re-checked),
     and a 1 MB line of words with secret-ish names and no secrets."""
     r = random.Random(11)
-    src = "".join(open(os.path.join(_ROOT, "memtree", f), encoding="utf-8").read()
-                  for f in sorted(os.listdir(os.path.join(_ROOT, "memtree"))) if f.endswith(".py"))
-    log = "".join(f"2026-11-30T12:{i % 60:02d}:{i % 59:02d}Z INFO worker[{i % 7}] request id={i:08x} "
-                  f"path=/api/v1/items/{i} status={200 if i % 13 else 500} took={i % 300}ms user=alice "
-                  f"token_count={i % 50} cache_key=items:{i}\n" for i in range(2500))
-    js = json.dumps([{"id": i, "name": f"item{i}", "tags": ["a", "b"], "key": f"k{i}", "password_hint": None,
-                      "value": i * 3.5, "url": f"https://example.com/x/{i}", "sha": f"{r.getrandbits(160):040x}"}
-                     for i in range(1200)], indent=2)
+    src = "".join(
+        open(os.path.join(_ROOT, "memtree", f), encoding="utf-8").read()
+        for f in sorted(os.listdir(os.path.join(_ROOT, "memtree")))
+        if f.endswith(".py")
+    )
+    log = "".join(
+        f"2026-11-30T12:{i % 60:02d}:{i % 59:02d}Z INFO worker[{i % 7}] request id={i:08x} "
+        f"path=/api/v1/items/{i} status={200 if i % 13 else 500} took={i % 300}ms user=alice "
+        f"token_count={i % 50} cache_key=items:{i}\n"
+        for i in range(2500)
+    )
+    js = json.dumps(
+        [
+            {
+                "id": i,
+                "name": f"item{i}",
+                "tags": ["a", "b"],
+                "key": f"k{i}",
+                "password_hint": None,
+                "value": i * 3.5,
+                "url": f"https://example.com/x/{i}",
+                "sha": f"{r.getrandbits(160):040x}",
+            }
+            for i in range(1200)
+        ],
+        indent=2,
+    )
     blob = base64.b64encode(r.randbytes(750_000)).decode()
     wrapped = base64.b64encode(r.randbytes(150_000)).decode()
     text = (src * 8)[:750_000].encode()
@@ -51,7 +70,7 @@ def _inputs() -> dict[str, str]:
         "log": log,
         "json": js,
         "base64 1 MB line": blob,
-        "base64 PEM width": "\n".join(wrapped[i:i + 64] for i in range(0, len(wrapped), 64)),
+        "base64 PEM width": "\n".join(wrapped[i : i + 64] for i in range(0, len(wrapped), 64)),
         "base64 of text": base64.b64encode(text).decode(),
         "1 MB line": " ".join(r.choice(words) for _ in range(120_000)),
     }
@@ -60,8 +79,9 @@ def _inputs() -> dict[str, str]:
 def _baseline(rev: str):
     """The redaction module as it was at ``rev`` (memtree/redact.py, before the gate split), loaded under another name."""
     try:
-        src = subprocess.run(["git", "-C", _ROOT, "show", f"{rev}:memtree/redact.py"], capture_output=True,
-                             check=True, timeout=30).stdout
+        src = subprocess.run(
+            ["git", "-C", _ROOT, "show", f"{rev}:memtree/redact.py"], capture_output=True, check=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     tmp = tempfile.NamedTemporaryFile("wb", suffix=".py", delete=False)
@@ -96,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     for _, mod in impls:
         mod.redact_text(warm)  # compile the lazy rules outside the timing
     print(f"redaction throughput, KB/ms (higher is better), {args.runs} runs each, interleaved")
-    print(f"{'input':18s} {'KB':>6s}  " + "  ".join(f"{name:>24s}" for name, _ in impls)
-          + ("   speed-up (median)" if old else ""))
+    print(
+        f"{'input':18s} {'KB':>6s}  "
+        + "  ".join(f"{name:>24s}" for name, _ in impls)
+        + ("   speed-up (median)" if old else "")
+    )
     for kind, text in inputs.items():
         times: dict[str, list[float]] = {name: [] for name, _ in impls}
         outs = {}

@@ -62,18 +62,19 @@ def _fill(folder: str) -> str:
 
 
 def _disk_round(runs: int, workdir: str) -> int:
-    from memtree.runtime.actorenv import ActorContext
-    from memtree.runtime.client import Caller
+    from memtree import protocol
     from memtree.config.defaults import defaults
     from memtree.config.loader import Config, validate
     from memtree.errors import MemtreeError, Unavailable
     from memtree.paths import prepare_store, store_paths
-    from memtree import protocol
+    from memtree.runtime.actorenv import ActorContext
+    from memtree.runtime.client import Caller
 
     home = os.path.join(workdir, "disk")
     os.makedirs(home)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", home],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", home], capture_output=True, text=True
+    )
     if done.returncode != 0:
         print(f"disk-full recovery: skipped (cannot mount a tmpfs: {done.stderr.strip()})")
         return 0
@@ -84,8 +85,14 @@ def _disk_round(runs: int, workdir: str) -> int:
     config = Config(validate({"capture": {"maxBytes": 2_000_000}}, "<bench>", defaults()), ["<bench>"])
     env = dict(os.environ, **ActorContext("writer", paths, config, None).child_env())
     log = open(os.path.join(workdir, "writer.log"), "ab")
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.actors.writer"], env=env, stdout=log,
-                            stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "memtree.actors.writer"],
+        env=env,
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=5000)
     recoveries = []
     try:
@@ -116,8 +123,10 @@ def _disk_round(runs: int, workdir: str) -> int:
                 except Unavailable:
                     time.sleep(0.01)
             recoveries.append(time.perf_counter() - t0)
-            print(f"  round {i + 1}: acknowledged {recoveries[-1] * 1000:7.1f} ms after space returned; "
-                  f"writer pid unchanged: {proc.poll() is None}")
+            print(
+                f"  round {i + 1}: acknowledged {recoveries[-1] * 1000:7.1f} ms after space returned; "
+                f"writer pid unchanged: {proc.poll() is None}"
+            )
         print(f"{'disk-full recovery':28s} {fmt_ms(summary(recoveries))}")
         return 0
     finally:

@@ -45,8 +45,10 @@ from memtree.eval.stats import fmt_ms, summary
 CLIENTS = 8
 SESSION_FILES = 40  # Read payloads per session id
 IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{3,}\b")
-KEYWORDS = frozenset("""False None True and assert async await break class continue def del elif else except
-finally for from global import lambda nonlocal not pass raise return self try while with yield print""".split())
+KEYWORDS = frozenset(
+    """False None True and assert async await break class continue def del elif else except
+finally for from global import lambda nonlocal not pass raise return self try while with yield print""".split()
+)
 
 
 def corpus_files() -> list[tuple[str, str]]:
@@ -106,30 +108,65 @@ def payloads(files, vocab, project: str, skip: int = 0):
             content = "".join(lines)
             path = os.path.join(project, f"v{v}", rel)
             sid = f"bench-session-{n // SESSION_FILES}"
-            base = {"session_id": sid, "cwd": project, "hook_event_name": "PostToolUse",
-                    "transcript_path": f"/tmp/bench/{sid}.jsonl", "permission_mode": "default"}
+            base = {
+                "session_id": sid,
+                "cwd": project,
+                "hook_event_name": "PostToolUse",
+                "transcript_path": f"/tmp/bench/{sid}.jsonl",
+                "permission_mode": "default",
+            }
             n += 1
-            yield {**base, "tool_name": "Read", "tool_input": {"file_path": path},
-                   "tool_response": {"type": "text", "file": {"filePath": path, "content": content,
-                                                              "numLines": len(lines), "startLine": 1,
-                                                              "totalLines": len(lines)}},
-                   "tool_use_id": f"toolu_r{n}", "duration_ms": 4}
+            yield {
+                **base,
+                "tool_name": "Read",
+                "tool_input": {"file_path": path},
+                "tool_response": {
+                    "type": "text",
+                    "file": {
+                        "filePath": path,
+                        "content": content,
+                        "numLines": len(lines),
+                        "startLine": 1,
+                        "totalLines": len(lines),
+                    },
+                },
+                "tool_use_id": f"toolu_r{n}",
+                "duration_ms": 4,
+            }
             words = [w for w in IDENT.findall(content) if w not in KEYWORDS]
             if n % 3 == 0 and words:
                 pat = words[len(words) // 2]
                 hits = [f"{path}:{i + 1}:{ln.rstrip()}" for i, ln in enumerate(lines) if pat in ln][:50]
-                yield {**base, "tool_name": "Grep",
-                       "tool_input": {"pattern": pat, "path": project, "output_mode": "content", "-n": True},
-                       "tool_response": {"mode": "content", "numFiles": 1, "filenames": [],
-                                         "content": "\n".join(hits), "numLines": len(hits)},
-                       "tool_use_id": f"toolu_g{n}", "duration_ms": 9}
+                yield {
+                    **base,
+                    "tool_name": "Grep",
+                    "tool_input": {"pattern": pat, "path": project, "output_mode": "content", "-n": True},
+                    "tool_response": {
+                        "mode": "content",
+                        "numFiles": 1,
+                        "filenames": [],
+                        "content": "\n".join(hits),
+                        "numLines": len(hits),
+                    },
+                    "tool_use_id": f"toolu_g{n}",
+                    "duration_ms": 9,
+                }
             if n % 5 == 0 and len(lines) > 40:
                 a = (n * 7) % (len(lines) - 40)
-                yield {**base, "tool_name": "Bash",
-                       "tool_input": {"command": f"sed -n '{a + 1},{a + 40}p' {path}", "description": "show lines"},
-                       "tool_response": {"stdout": "".join(lines[a:a + 40]).rstrip("\n"), "stderr": "",
-                                         "interrupted": False, "isImage": False, "noOutputExpected": False},
-                       "tool_use_id": f"toolu_b{n}", "duration_ms": 12}
+                yield {
+                    **base,
+                    "tool_name": "Bash",
+                    "tool_input": {"command": f"sed -n '{a + 1},{a + 40}p' {path}", "description": "show lines"},
+                    "tool_response": {
+                        "stdout": "".join(lines[a : a + 40]).rstrip("\n"),
+                        "stderr": "",
+                        "interrupted": False,
+                        "isImage": False,
+                        "noOutputExpected": False,
+                    },
+                    "tool_use_id": f"toolu_b{n}",
+                    "duration_ms": 12,
+                }
         v, first = v + 1, 0
 
 
@@ -189,8 +226,14 @@ def start_actor(module: str, name: str, paths, config):
 
     env = {**os.environ, **ActorContext(name, paths, config, None).child_env()}
     log = open(paths.log_file(name), "ab")
-    proc = subprocess.Popen([sys.executable, "-P", "-m", module], env=env, stdout=log, stderr=log,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", module],
+        env=env,
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     log.close()
     return proc
 
@@ -208,7 +251,9 @@ def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
             pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()[0]
             missing = conn.execute(
                 f"SELECT count(*) FROM nodes n WHERE n.status = 'live' AND n.kind IN ({kinds}) AND NOT EXISTS "
-                f"(SELECT 1 FROM nodes_vec v WHERE v.node_id = n.id AND v.model = ?)", (model,)).fetchone()[0]
+                f"(SELECT 1 FROM nodes_vec v WHERE v.node_id = n.id AND v.model = ?)",
+                (model,),
+            ).fetchone()[0]
             if not pending and not missing:
                 return
             dead = [n for n, p in procs.items() if p.poll() is not None]
@@ -228,8 +273,10 @@ def rss_mib(pid: int) -> float:
 def raw_knn(conn, vec, model: str, k: int = 10):
     from memtree.store.vectors import to_blob
 
-    return conn.execute("SELECT node_id, vec_distance_cosine(embedding, ?) AS d FROM nodes_vec WHERE model = ? "
-                        "ORDER BY d LIMIT ?", (to_blob(vec), model, k)).fetchall()
+    return conn.execute(
+        "SELECT node_id, vec_distance_cosine(embedding, ?) AS d FROM nodes_vec WHERE model = ? ORDER BY d LIMIT ?",
+        (to_blob(vec), model, k),
+    ).fetchall()
 
 
 def exact_live_knn(conn, vec, k: int):
@@ -269,15 +316,18 @@ def time_modes(conn, queries, provider, searches: int) -> dict[str, list[float]]
     from memtree.recall import search
     from memtree.store import vectors
 
-    lat: dict[str, list[float]] = {m: [] for m in (
-        "bm25 (raw FTS5)", "raw knn (sqlite-vec)", "memtree knn", "keyword", "semantic", "hybrid")}
+    lat: dict[str, list[float]] = {
+        m: [] for m in ("bm25 (raw FTS5)", "raw knn (sqlite-vec)", "memtree knn", "keyword", "semantic", "hybrid")
+    }
     embs = [provider.embed([q])[0] for q in queries]
     for i in range(searches):
         q, vec = queries[i % len(queries)], embs[i % len(queries)]
         emb = {"model": provider.name, "dim": provider.dim, "vector": vec}
-        for name, fn in (("bm25 (raw FTS5)", lambda: search.keyword(conn, q, {}, 10)),
-                         ("raw knn (sqlite-vec)", lambda: raw_knn(conn, vec, provider.name)),
-                         ("memtree knn", lambda: vectors.knn(conn, vec, 10, {}, model=provider.name))):
+        for name, fn in (
+            ("bm25 (raw FTS5)", lambda: search.keyword(conn, q, {}, 10)),
+            ("raw knn (sqlite-vec)", lambda: raw_knn(conn, vec, provider.name)),
+            ("memtree knn", lambda: vectors.knn(conn, vec, 10, {}, model=provider.name)),
+        ):
             t0 = time.perf_counter()
             fn()
             lat[name].append(time.perf_counter() - t0)
@@ -332,10 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10000,100000", help="store sizes (nodes), comma-separated")
     ap.add_argument("--searches", type=int, default=100, help="searches per mode and size")
     ap.add_argument("--recall-samples", type=int, default=50, help="held-out queries for the first pass's recall")
-    ap.add_argument("--first-pass-sizes", default="1000000",
-                    help="sizes at which the first pass alone is timed on synthetic codes (beyond what is seeded)")
-    ap.add_argument("--keep", help="build the store in this directory and keep it (default: a temp dir, removed);"
-                                   " a store already there is grown, not rebuilt")
+    ap.add_argument(
+        "--first-pass-sizes",
+        default="1000000",
+        help="sizes at which the first pass alone is timed on synthetic codes (beyond what is seeded)",
+    )
+    ap.add_argument(
+        "--keep",
+        help="build the store in this directory and keep it (default: a temp dir, removed);"
+        " a store already there is grown, not rebuilt",
+    )
     args = ap.parse_args(argv)
     import signal
 
@@ -346,8 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     queries = [q[1] for q in QUERIES]
     config = recall_eval.eval_config()
     provider = load_provider(config)
-    print(f"corpus: {len(files)} .py files of the installed packages, {len(vocab)} identifiers; "
-          f"{len(queries)} queries; model {provider.name}; {CLIENTS} ingest clients", flush=True)
+    print(
+        f"corpus: {len(files)} .py files of the installed packages, {len(vocab)} identifiers; "
+        f"{len(queries)} queries; model {provider.name}; {CLIENTS} ingest clients",
+        flush=True,
+    )
     work = args.keep or tempfile.mkdtemp(prefix="memtree-bench-scale-")
     procs: dict = {}
     caller = None
@@ -379,9 +438,12 @@ def main(argv: list[str] | None = None) -> int:
                 live = conn.execute("SELECT count(*) FROM nodes WHERE status = 'live'").fetchone()[0]
                 nvec = conn.execute("SELECT count(*) FROM nodes_vec").fetchone()[0]
                 size_b = store_bytes(paths.db)
-                print(f"\nstore at {nodes} nodes ({live} live, {nvec} vectors; {sent} payloads): "
-                      f"this step {t_all:.0f}s (ingest {t_seed:.0f}s, then filter+embed caught up), total {built:.0f}s; "
-                      f"{size_b / 2**20:.0f} MiB on disk = {size_b / nodes:.0f} bytes/node", flush=True)
+                print(
+                    f"\nstore at {nodes} nodes ({live} live, {nvec} vectors; {sent} payloads): "
+                    f"this step {t_all:.0f}s (ingest {t_seed:.0f}s, then filter+embed caught up), total {built:.0f}s; "
+                    f"{size_b / 2**20:.0f} MiB on disk = {size_b / nodes:.0f} bytes/node",
+                    flush=True,
+                )
                 print("  RSS MiB: " + ", ".join(f"{n} {v:.0f}" for n, v in rss.items()), flush=True)
                 import psutil
 
@@ -391,12 +453,17 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 vector_index.candidates(conn, provider.name, provider.dim, provider.embed(["warm up"])[0], {})
                 t_load = time.perf_counter() - t0
-                print(f"  first-pass index load (once per reading process): {t_load * 1000:.0f} ms, "
-                      f"RSS +{(me.memory_info().rss - before) / 2**20:.0f} MiB", flush=True)
+                print(
+                    f"  first-pass index load (once per reading process): {t_load * 1000:.0f} ms, "
+                    f"RSS +{(me.memory_info().rss - before) / 2**20:.0f} MiB",
+                    flush=True,
+                )
                 rec = index_recall(conn, provider, query_samples(conn, args.recall_samples))
-                print(f"  first pass vs exact live KNN ({args.recall_samples} held-out queries, "
-                      f"RERANK {vector_index.RERANK}): recall@10 {rec['r10']:.3f}, recall@100 {rec['r100']:.3f}",
-                      flush=True)
+                print(
+                    f"  first pass vs exact live KNN ({args.recall_samples} held-out queries, "
+                    f"RERANK {vector_index.RERANK}): recall@10 {rec['r10']:.3f}, recall@100 {rec['r100']:.3f}",
+                    flush=True,
+                )
                 lat = time_modes(conn, queries, provider, args.searches)
             finally:
                 conn.close()
@@ -404,18 +471,39 @@ def main(argv: list[str] | None = None) -> int:
             bm25 = summary(lat["bm25 (raw FTS5)"])["median"]
             for mode, samples in lat.items():
                 st = summary(samples)
-                ratio = f"  {st['median'] / raw:5.2f}x raw knn" if mode in ("memtree knn", "semantic", "hybrid") \
-                    else f"  {st['median'] / bm25:5.2f}x bm25" if mode == "keyword" else ""
+                ratio = (
+                    f"  {st['median'] / raw:5.2f}x raw knn"
+                    if mode in ("memtree knn", "semantic", "hybrid")
+                    else f"  {st['median'] / bm25:5.2f}x bm25"
+                    if mode == "keyword"
+                    else ""
+                )
                 print(f"  {mode:<21} {fmt_ms(st)}{ratio}", flush=True)
-            print("  json " + json.dumps({"nodes": nodes, "bytes_per_node": round(size_b / nodes),
-                                          "build_s": round(built), "rss_mib": {k: round(v) for k, v in rss.items()},
-                                          **{m: {"p50_ms": round(summary(s)["median"] * 1000, 1),
-                                                 "p95_ms": round(summary(s)["p95"] * 1000, 1)}
-                                             for m, s in lat.items()}}), flush=True)
+            print(
+                "  json "
+                + json.dumps(
+                    {
+                        "nodes": nodes,
+                        "bytes_per_node": round(size_b / nodes),
+                        "build_s": round(built),
+                        "rss_mib": {k: round(v) for k, v in rss.items()},
+                        **{
+                            m: {
+                                "p50_ms": round(summary(s)["median"] * 1000, 1),
+                                "p95_ms": round(summary(s)["p95"] * 1000, 1),
+                            }
+                            for m, s in lat.items()
+                        },
+                    }
+                ),
+                flush=True,
+            )
         for n in (int(x) for x in args.first_pass_sizes.split(",") if x):
             fp = first_pass_cost(n, provider.dim)
-            print(f"\nfirst pass alone at {n} synthetic codes ({fp['mib']:.0f} MiB of arrays): "
-                  f"{fmt_ms(fp['stats'])}", flush=True)
+            print(
+                f"\nfirst pass alone at {n} synthetic codes ({fp['mib']:.0f} MiB of arrays): {fmt_ms(fp['stats'])}",
+                flush=True,
+            )
     finally:
         if caller is not None:
             caller.close()

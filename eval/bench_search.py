@@ -115,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             embedded = embed_backlog(paths.db, caller, provider)
             t_embed = time.perf_counter() - t0
-            print(f"search at {size} notes (seeded in {t_seed:.0f}s; {embedded} embedded in {t_embed:.0f}s, "
-                  f"{provider.name}):")
+            print(
+                f"search at {size} notes (seeded in {t_seed:.0f}s; {embedded} embedded in {t_embed:.0f}s, "
+                f"{provider.name}):"
+            )
             conn = store_db.open_read(paths.db)
             try:
                 lat = time_modes(conn, queries, provider, args.searches)

@@ -35,8 +35,10 @@ def _status(db: str, path: str) -> str | None:
     except apsw.Error:
         return None
     try:
-        row = conn.execute("SELECT status FROM nodes WHERE kind = 'file_chunk' AND source_uri LIKE ?"
-                           " ORDER BY created_at DESC LIMIT 1", (f"file://{path}#%",)).fetchone()
+        row = conn.execute(
+            "SELECT status FROM nodes WHERE kind = 'file_chunk' AND source_uri LIKE ? ORDER BY created_at DESC LIMIT 1",
+            (f"file://{path}#%",),
+        ).fetchone()
         return row[0] if row else None
     except apsw.Error:  # the writer is still creating the schema
         return None
@@ -58,13 +60,23 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="bench-stale-")
     project, home = os.path.join(work, "project"), os.path.join(work, "home")
     os.makedirs(project)
-    env = {**os.environ, "MEMTREE_HOME": home, "MEMTREE_HOOK_TIMEOUT_MS": "10000",
-           "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "MEMTREE_HOME": home,
+        "MEMTREE_HOOK_TIMEOUT_MS": "10000",
+        "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p),
+    }
     env.pop("CLAUDE_PROJECT_DIR", None)
     os.environ["MEMTREE_HOME"] = home
-    serve = subprocess.Popen([sys.executable, "-m", "memtree.cli", "serve", "--no-front"], cwd=project, env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "memtree.cli", "serve", "--no-front"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     from memtree.eval.bench_import import _ctl_ready
 
     _ctl_ready(env, project)
@@ -77,12 +89,19 @@ def main() -> int:
                 text = "".join(f"def f{i}():\n    return {i}\n" for i in range(60))
                 with open(path, "w") as f:
                     f.write(text)
-                read = {"session_id": "bench", "transcript_path": "/dev/null", "cwd": project,
-                        "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": f"t-{path}",
-                        "tool_input": {"file_path": path},
-                        "tool_response": {"type": "text", "file": {"filePath": path, "content": text,
-                                                                   "numLines": 120, "startLine": 1,
-                                                                   "totalLines": 120}}}
+                read = {
+                    "session_id": "bench",
+                    "transcript_path": "/dev/null",
+                    "cwd": project,
+                    "hook_event_name": "PostToolUse",
+                    "tool_name": "Read",
+                    "tool_use_id": f"t-{path}",
+                    "tool_input": {"file_path": path},
+                    "tool_response": {
+                        "type": "text",
+                        "file": {"filePath": path, "content": text, "numLines": 120, "startLine": 1, "totalLines": 120},
+                    },
+                }
                 _hook(hook_argv(), read, project, env)
                 deadline = time.monotonic() + 120
                 while not os.path.exists(db) or _status(db, path) != "live":  # the filter walker's pass
@@ -94,20 +113,32 @@ def main() -> int:
                     f.write(text.replace("return 1\n", "return -1\n"))
                 t0 = time.monotonic()
                 if label == "with FileChanged":
-                    _hook(hook_argv() + ["file-changed"], {"session_id": "bench", "cwd": project,
-                                                           "hook_event_name": "FileChanged", "file_path": path,
-                                                           "event": "change"}, project, env)
+                    _hook(
+                        hook_argv() + ["file-changed"],
+                        {
+                            "session_id": "bench",
+                            "cwd": project,
+                            "hook_event_name": "FileChanged",
+                            "file_path": path,
+                            "event": "change",
+                        },
+                        project,
+                        env,
+                    )
                 while _status(db, path) != "stale":
                     time.sleep(0.05)
                     if time.monotonic() - t0 > 120:
                         raise SystemExit(f"{label}: never marked stale")
                 results[label].append(time.monotonic() - t0)
         for label, xs in results.items():
-            print(f"{label:28} median {statistics.median(xs) * 1000:8.0f} ms  max {max(xs) * 1000:8.0f} ms  "
-                  f"(n={len(xs)}, from the write to status stale)")
+            print(
+                f"{label:28} median {statistics.median(xs) * 1000:8.0f} ms  max {max(xs) * 1000:8.0f} ms  "
+                f"(n={len(xs)}, from the write to status stale)"
+            )
     finally:
-        subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "shutdown"], cwd=project, env=env,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "memtree.cli", "ctl", "shutdown"], cwd=project, env=env, capture_output=True
+        )
         try:
             serve.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -57,20 +57,32 @@ def main(argv: list[str] | None = None) -> int:
     for name in sorted(n for n in os.listdir(FIXTURES) if n.endswith(".jsonl")):
         with open(os.path.join(FIXTURES, name), encoding="utf-8") as f:
             payloads += [json.loads(line.replace(RECORDED_PROJECT, project)) for line in f if line.strip()]
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"], cwd=project, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     paths = paths_for_cwd(project)
     try:
         deadline = time.monotonic() + 60
-        while not os.path.exists(paths.endpoint("ingest")[len("ipc://"):]) and time.monotonic() < deadline:
+        while not os.path.exists(paths.endpoint("ingest")[len("ipc://") :]) and time.monotonic() < deadline:
             time.sleep(0.1)  # the writer binds its ingest socket once it is up
         for p in payloads:
-            subprocess.run(hook_argv(), input=json.dumps(p).encode(), cwd=project, env=env, check=True,
-                           stdout=subprocess.DEVNULL)  # the hook may answer Claude Code (rewritten output)
+            subprocess.run(
+                hook_argv(), input=json.dumps(p).encode(), cwd=project, env=env, check=True, stdout=subprocess.DEVNULL
+            )  # the hook may answer Claude Code (rewritten output)
     finally:
-        subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"], cwd=project, env=env,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -84,10 +96,14 @@ def main(argv: list[str] | None = None) -> int:
         db.close()
     shown = sum(_shown_bytes(p) for p in payloads)
     stored = budget.file_bytes(paths.db)
-    print(f"{len(payloads)} real payloads, {shown / 1024:.0f} KiB of tool output shown to the agent; "
-          f"{nodes} nodes; memtree counts {captured / 1024:.0f} KiB captured")
-    print(f"store on disk after shutdown: {stored / 1024:.0f} KiB -> {stored / shown:.2f} bytes stored per byte "
-          f"shown, {stored / captured:.2f} per byte captured (ctl status figure)")
+    print(
+        f"{len(payloads)} real payloads, {shown / 1024:.0f} KiB of tool output shown to the agent; "
+        f"{nodes} nodes; memtree counts {captured / 1024:.0f} KiB captured"
+    )
+    print(
+        f"store on disk after shutdown: {stored / 1024:.0f} KiB -> {stored / shown:.2f} bytes stored per byte "
+        f"shown, {stored / captured:.2f} per byte captured (ctl status figure)"
+    )
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

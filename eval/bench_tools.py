@@ -65,12 +65,21 @@ def script(root: str) -> list[tuple[str, dict, str]]:
     for path in ("mcp/client/session.py", "mcp/server/lowlevel/server.py", "mcp/shared/session.py", "mcp/types.py"):
         if os.path.exists(os.path.join(root, path)):
             steps.append(("read", {"path": path}, _full_read(root, path)))
-    steps.append(("read", {"path": "mcp/client/session.py", "symbol": "ClientSession"},
-                  _full_read(root, "mcp/client/session.py", _symbol_lines(root, "mcp/client/session.py", "ClientSession"))))
+    steps.append(
+        (
+            "read",
+            {"path": "mcp/client/session.py", "symbol": "ClientSession"},
+            _full_read(root, "mcp/client/session.py", _symbol_lines(root, "mcp/client/session.py", "ClientSession")),
+        )
+    )
     for pattern in ("def send_request", "class .*Error", "async def ", "import anyio"):
         steps.append(("grep", {"pattern": pattern}, _full_shell(root, [_rg(), "-n", pattern, "."])))
-    for cmd in ("find . -name '*.py' | sort", "wc -l $(find . -name '*.py' | sort)", "grep -rn TODO . || true",
-                "cat mcp/client/session.py"):
+    for cmd in (
+        "find . -name '*.py' | sort",
+        "wc -l $(find . -name '*.py' | sort)",
+        "grep -rn TODO . || true",
+        "cat mcp/client/session.py",
+    ):
         steps.append(("bash", {"command": cmd}, _full_shell(root, ["bash", "-c", cmd])))
     return steps
 
@@ -96,7 +105,8 @@ async def _session(project: str, env: dict, n: int) -> dict:
 
         figures["get (missing id, baseline)"] = await _timed_error_ok(client, n)
         figures["read (cached chunk, symbol)"] = await timed(
-            "read", {"path": "mcp/client/session.py", "symbol": "ClientSession.initialize"})
+            "read", {"path": "mcp/client/session.py", "symbol": "ClientSession.initialize"}
+        )
         figures["read (cached, lines 1-40)"] = await timed("read", {"path": "mcp/client/session.py", "lines": "1-40"})
         figures["grep (whole tree)"] = await timed("grep", {"pattern": "def send_request"})
         figures["bash (echo)"] = await timed("bash", {"command": "echo hello"})
@@ -134,8 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     work = tempfile.mkdtemp(prefix="memtree-bench-tools-")
     try:
         project = os.path.join(work, "project")
-        shutil.copytree(os.path.dirname(os.path.dirname(mcp.__file__)) + "/mcp", os.path.join(project, "mcp"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            os.path.dirname(os.path.dirname(mcp.__file__)) + "/mcp",
+            os.path.join(project, "mcp"),
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         env = {**os.environ, "MEMTREE_HOME": os.path.join(work, "home")}
         figures = anyio.run(_session, project, env, args.n)
     finally:

@@ -30,8 +30,7 @@ from memtree import tokens
 from memtree.eval.context_ab import cli
 
 RESOURCE_TOOLS = ("ListMcpResourcesTool", "ReadMcpResourceTool", "ReadMcpResourceDirTool")
-SCRIPT = {"side_text": "ok", "turns": [{"tool_use": {"name": "mcp__memtree__recall", "input": {}}},
-                                        {"text": "done"}]}
+SCRIPT = {"side_text": "ok", "turns": [{"tool_use": {"name": "mcp__memtree__recall", "input": {}}}, {"text": "done"}]}
 BARE_SCRIPT = {"side_text": "ok", "turns": [{"text": "done"}]}
 
 
@@ -49,10 +48,20 @@ def make_project(root: str, with_memtree: bool, home: str) -> str:
         # The session's isolated HOME and config dir (as cli.run sets them): install
         # writes the MCP entry to $CLAUDE_CONFIG_DIR/.claude.json.
         os.makedirs(home, exist_ok=True)
-        env = {**os.environ, "HOME": home, "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
-               "MEMTREE_HOME": os.path.join(home, ".memtree")}
-        subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "install"], cwd=proj, env=env, check=True,
-                       capture_output=True, text=True)
+        env = {
+            **os.environ,
+            "HOME": home,
+            "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+            "MEMTREE_HOME": os.path.join(home, ".memtree"),
+        }
+        subprocess.run(
+            [sys.executable, "-P", "-m", "memtree.cli", "install"],
+            cwd=proj,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     return proj
 
 
@@ -80,10 +89,16 @@ def surface(body: dict) -> dict:
     res_chars = sum(len(_compact(t)) for t in res)
     instr = instructions_text(body)
     added = "".join(_compact(t) for t in ours + res) + instr
-    return {"tools": sorted(t["name"][len("mcp__memtree__"):] for t in ours), "tool_chars": chars,
-            "resource_tools": len(res), "resource_chars": res_chars, "instruction_chars": len(instr),
-            "added_chars": len(added), "added_tokens": tokens.count(added),
-            "body_tokens": tokens.count(_compact(body))}
+    return {
+        "tools": sorted(t["name"][len("mcp__memtree__") :] for t in ours),
+        "tool_chars": chars,
+        "resource_tools": len(res),
+        "resource_chars": res_chars,
+        "instruction_chars": len(instr),
+        "added_chars": len(added),
+        "added_tokens": tokens.count(added),
+        "body_tokens": tokens.count(_compact(body)),
+    }
 
 
 def connect_ms(debug_log: str) -> float | None:
@@ -100,8 +115,9 @@ def cli_runs(claude: str, runs: int, work: str) -> None:
     allowed = "Read Grep Bash Edit mcp__memtree"
     bare_dir = os.path.join(work, "bare")
     bare_proj = make_project(bare_dir, False, os.path.join(bare_dir, "out", "home"))
-    bare = first_request(cli.run(claude, bare_proj, BARE_SCRIPT, os.path.join(bare_dir, "out"),
-                                 allowed=allowed, env=default_mcp))
+    bare = first_request(
+        cli.run(claude, bare_proj, BARE_SCRIPT, os.path.join(bare_dir, "out"), allowed=allowed, env=default_mcp)
+    )
     bare_tokens = tokens.count(_compact(bare)) if bare else None
     hits, rows = 0, []
     for i in range(runs):
@@ -113,11 +129,13 @@ def cli_runs(claude: str, runs: int, work: str) -> None:
         ready = bool(s.get("tools"))
         hits += ready
         rows.append(s)
-        print(f"run {i + 1}: memtree tools in the first request: {'yes' if ready else 'NO'}; "
-              f"CLI connect {connect_ms(os.path.join(out, 'claude_debug.log'))} ms; "
-              f"{s.get('tool_chars', 0)} chars of tool definitions ({len(s.get('tools', []))} tools), "
-              f"resource tools {s.get('resource_tools', 0)}, instructions {s.get('instruction_chars', 0)} chars; "
-              f"first request {s.get('body_tokens')} tokens vs bare {bare_tokens}")
+        print(
+            f"run {i + 1}: memtree tools in the first request: {'yes' if ready else 'NO'}; "
+            f"CLI connect {connect_ms(os.path.join(out, 'claude_debug.log'))} ms; "
+            f"{s.get('tool_chars', 0)} chars of tool definitions ({len(s.get('tools', []))} tools), "
+            f"resource tools {s.get('resource_tools', 0)}, instructions {s.get('instruction_chars', 0)} chars; "
+            f"first request {s.get('body_tokens')} tokens vs bare {bare_tokens}"
+        )
     print(f"memtree tools in the first -p request (CLI default MCP wait): {hits} of {runs} runs")
     ready_rows = [r for r in rows if r.get("tools")]
     if not ready_rows:  # measure the surface anyway, with the CLI told to wait for MCP servers
@@ -130,12 +148,16 @@ def cli_runs(claude: str, runs: int, work: str) -> None:
             print("(surface measured from a run with MCP_CONNECTION_NONBLOCKING=0: no default run was ready)")
     if ready_rows:
         r = ready_rows[0]
-        print(f"per-request surface: tools {r['tools']}; {r['added_chars']} chars = {r['added_tokens']} tokens "
-              f"(memtree.tokens) of tool definitions + instructions + resource tools")
+        print(
+            f"per-request surface: tools {r['tools']}; {r['added_chars']} chars = {r['added_tokens']} tokens "
+            f"(memtree.tokens) of tool definitions + instructions + resource tools"
+        )
         if bare_tokens:
             delta = statistics.median(x["body_tokens"] for x in ready_rows) - bare_tokens
-            print(f"whole first request beside a bare session: +{delta:.0f} tokens (median over ready runs; "
-                  f"includes anything else memtree adds, e.g. a SessionStart brief)")
+            print(
+                f"whole first request beside a bare session: +{delta:.0f} tokens (median over ready runs; "
+                f"includes anything else memtree adds, e.g. a SessionStart brief)"
+            )
 
 
 def _median_ms(samples: list[float]) -> str:
@@ -148,8 +170,9 @@ def spawn_to_initialize(runs: int, work: str) -> None:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     async def once(proj: str, env: dict) -> float:
-        params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "memtree.cli", "serve"],
-                                       cwd=proj, env=env)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-P", "-m", "memtree.cli", "serve"], cwd=proj, env=env
+        )
         with open(os.devnull, "w") as errlog:
             t0 = time.monotonic()
             async with stdio_client(params, errlog=errlog) as (read, write):

@@ -53,8 +53,13 @@ def docstrings(path: str):
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return
     for node in ast.walk(tree):
-        if isinstance(node, _DEFS) and node.body and isinstance(node.body[0], ast.Expr) and isinstance(
-                getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str):
+        if (
+            isinstance(node, _DEFS)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(getattr(node.body[0], "value", None), ast.Constant)
+            and isinstance(node.body[0].value.value, str)
+        ):
             sent = first_sentence(node.body[0].value.value)
             if sent:
                 yield sent, node.body[0], node
@@ -95,8 +100,14 @@ def _qualname(path: str, target) -> str:
 
 
 def no_answer_queries(root: str) -> list[tuple[str, str, list]]:
-    sents = sorted({s for path in glob.glob(os.path.join(root, "*", "**", "*.py"), recursive=True)
-                    if "/test" not in path for s, _d, _n in docstrings(path)})
+    sents = sorted(
+        {
+            s
+            for path in glob.glob(os.path.join(root, "*", "**", "*.py"), recursive=True)
+            if "/test" not in path
+            for s, _d, _n in docstrings(path)
+        }
+    )
     random.Random(16).shuffle(sents)
     return [("none", s, []) for s in sents[:MAX_NO_ANSWER]]
 
@@ -113,15 +124,21 @@ def grid_report(rows: list[dict], with_similarity: bool) -> dict:
     grid = [i / 100 for i in range(10, 81, 2)]
     points = []
     for c in grid:
-        for s in (grid if with_similarity else [None]):
+        for s in grid if with_similarity else [None]:
+
             def weak(e, c=c, s=s):
                 return e["coverage"] < c and (s is None or e["similarity"] is None or e["similarity"] < s)
+
             a = sum(map(weak, none)) / len(none)
             f = sum(map(weak, ans)) / len(ans)
             points.append((round(a - f, 3), round(a, 3), round(f, 3), c, s))
     at_target = [p for p in points if p[1] >= TARGET]
-    return {"best J": max(points), f"flags >= {TARGET:.0%} of no-answer, fewest answerable":
-            min(at_target, key=lambda p: (p[2], -p[1])) if at_target else None}
+    return {
+        "best J": max(points),
+        f"flags >= {TARGET:.0%} of no-answer, fewest answerable": min(at_target, key=lambda p: (p[2], -p[1]))
+        if at_target
+        else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,9 +170,11 @@ def main(argv: list[str] | None = None) -> int:
             conn.close()
         shutil.rmtree(root, ignore_errors=True)
     n_ans = sum(q[0] != "none" for q in queries)
-    print(f"calibration: {', '.join(f'{k}=={v}' for k, v in CALIBRATION.items())} ({n_chunks} chunks, docstrings "
-          f"blanked), {n_ans} docstring queries; {len(queries) - n_ans} no-answer from "
-          f"{', '.join(f'{k}=={v}' for k, v in NO_ANSWER_FROM.items())}; embeddings {getattr(provider, 'name', 'none')}")
+    print(
+        f"calibration: {', '.join(f'{k}=={v}' for k, v in CALIBRATION.items())} ({n_chunks} chunks, docstrings "
+        f"blanked), {n_ans} docstring queries; {len(queries) - n_ans} no-answer from "
+        f"{', '.join(f'{k}=={v}' for k, v in NO_ANSWER_FROM.items())}; embeddings {getattr(provider, 'name', 'none')}"
+    )
     recall_eval.print_table(recall_eval.table(results))
     print("floors (J, no-answer flagged, answerable flagged, coverage floor, similarity floor):")
     for name, point in grid_report(results["keyword"], False).items():

@@ -36,8 +36,11 @@ MODES = ("bm25", "keyword", "semantic", "hybrid")
 
 
 def cache_dir(explicit: str | None = None) -> str:
-    return explicit or os.environ.get("MEMTREE_EVAL_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "memtree-eval")
+    return (
+        explicit
+        or os.environ.get("MEMTREE_EVAL_CACHE")
+        or os.path.join(os.path.expanduser("~"), ".cache", "memtree-eval")
+    )
 
 
 def fetch(cache: str, corpus: dict | None = None, folder: str = "corpus") -> str:
@@ -50,8 +53,23 @@ def fetch(cache: str, corpus: dict | None = None, folder: str = "corpus") -> str
         dl = os.path.join(cache, "sdists")
         found = glob.glob(os.path.join(dl, f"{name}-{version}.tar.gz"))
         if not found:
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                            f"{name}=={version}", "-d", dl], check=True, timeout=300)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    f"{name}=={version}",
+                    "-d",
+                    dl,
+                ],
+                check=True,
+                timeout=300,
+            )
             found = glob.glob(os.path.join(dl, f"{name}-{version}.tar.gz"))
         with tarfile.open(found[0]) as tar:
             tar.extractall(root, filter="data")
@@ -62,8 +80,14 @@ def _symbol_range(path: str, symbol: str) -> tuple[int, int]:
     tree = ast.parse(open(path, encoding="utf-8").read())
     body, node = tree.body, None
     for part in symbol.split("."):
-        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == part), None)
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+            ),
+            None,
+        )
         if node is None:
             raise SystemExit(f"gold symbol {symbol!r} not found in {path}: the pinned corpus changed?")
         body = getattr(node, "body", [])
@@ -81,6 +105,7 @@ def gold_ranges(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
 
 # -- ingest through the real writer ----------------------------------------------------------
 
+
 def eval_config():
     from memtree.config.defaults import defaults
     from memtree.config.loader import Config, validate
@@ -91,9 +116,9 @@ def eval_config():
 
 def start_writer(workdir: str, config):
     from memtree import protocol
+    from memtree.paths import prepare_store, store_paths
     from memtree.runtime.actorenv import ActorContext
     from memtree.runtime.client import Caller
-    from memtree.paths import prepare_store, store_paths
 
     project = os.path.join(workdir, "project")
     os.makedirs(project, exist_ok=True)
@@ -101,8 +126,14 @@ def start_writer(workdir: str, config):
     prepare_store(paths)
     env = {**os.environ, **ActorContext("writer", paths, config, None).child_env()}
     log = open(paths.log_file("writer"), "ab")
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.actors.writer"], env=env, stdout=log,
-                            stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "memtree.actors.writer"],
+        env=env,
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     log.close()
     caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="eval", timeout_ms=60_000)
     deadline = time.monotonic() + 30  # a cold interpreter importing zmq/apsw on a busy box
@@ -113,7 +144,7 @@ def start_writer(workdir: str, config):
         except Exception:  # noqa: BLE001 - not up yet
             if proc.poll() is not None or time.monotonic() > deadline:
                 stop(proc)
-                raise SystemExit(f"writer did not start; see {paths.log_file('writer')}")
+                raise SystemExit(f"writer did not start; see {paths.log_file('writer')}") from None
     return proc, caller, paths
 
 
@@ -148,8 +179,9 @@ def ingest(root: str, caller, corpus: dict | None = None) -> int:
         if not chunked.chunks:
             continue
         st = os.stat(path)
-        caller.call(protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunked.chunks,
-                                     session_id=None))
+        caller.call(
+            protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunked.chunks, session_id=None)
+        )
         n += len(chunked.chunks)
     return n
 
@@ -159,8 +191,8 @@ def embed_corpus(paths, config) -> object | None:
     the provider (queries are embedded in-process by the same function the
     walker answers EmbedQuery with), or None when no provider can load here
     (hybrid then runs degraded to keyword, as it would for a user)."""
-    from memtree.runtime.actorenv import ActorContext
     from memtree.recall.embeddings import ProviderUnavailable, load_provider
+    from memtree.runtime.actorenv import ActorContext
     from memtree.store import db as store_db
 
     try:
@@ -170,8 +202,14 @@ def embed_corpus(paths, config) -> object | None:
         return None
     env = {**os.environ, **ActorContext("walker.embed", paths, config, None).child_env()}
     log = open(paths.log_file("walker.embed"), "ab")
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "memtree.actors.walkers.embed"], env=env, stdout=log,
-                            stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "memtree.actors.walkers.embed"],
+        env=env,
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     log.close()
     conn = store_db.open_read(paths.db)
     try:
@@ -179,7 +217,9 @@ def embed_corpus(paths, config) -> object | None:
         while True:
             missing = conn.execute(
                 "SELECT count(*) FROM nodes n WHERE n.kind = 'file_chunk' AND n.status = 'live' AND NOT EXISTS "
-                "(SELECT 1 FROM nodes_vec v WHERE v.node_id = n.id AND v.model = ?)", (provider.name,)).fetchone()[0]
+                "(SELECT 1 FROM nodes_vec v WHERE v.node_id = n.id AND v.model = ?)",
+                (provider.name,),
+            ).fetchone()[0]
             if not missing:
                 return provider
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -193,10 +233,12 @@ def embed_corpus(paths, config) -> object | None:
 def query_embedder(provider):
     def embed(text: str) -> dict:
         return {"model": provider.name, "dim": provider.dim, "vector": provider.embed([text])[0]}
+
     return embed
 
 
 # -- metrics ---------------------------------------------------------------------------------
+
 
 def hit_span(node: dict, root: str) -> tuple[str, int, int]:
     import orjson
@@ -222,8 +264,8 @@ def metrics(spans: list[tuple[str, int, int]], gold: list[tuple[str, int, int]],
 
 def run_queries(conn, root: str, queries, vectors) -> dict:
     """{mode: {"per_query": [...]}}: spans and metrics of every query in every mode."""
-    from memtree.recall import search
     from memtree.errors import BadRequest
+    from memtree.recall import search
 
     out: dict = {m: [] for m in MODES}
     for kind, text, gold in queries:
@@ -239,11 +281,22 @@ def run_queries(conn, root: str, queries, vectors) -> dict:
                     res = search.run(conn, text, mode, {}, 10, query_vector=vec)
                 except BadRequest:
                     continue  # semantic without vectors: the mode is not reported
-                spans, abstained, weak, ev = ([hit_span(c.node, root) for c in res.hits], res.abstained, res.weak,
-                                              res.evidence)
+                spans, abstained, weak, ev = (
+                    [hit_span(c.node, root) for c in res.hits],
+                    res.abstained,
+                    res.weak,
+                    res.evidence,
+                )
             ms = (time.perf_counter() - t0) * 1000
-            row = {"kind": kind, "query": text, "abstained": abstained or not spans, "weak": weak, "evidence": ev, "ms": ms,
-                   "degraded": mode != "bm25" and bool(res.degraded)}
+            row = {
+                "kind": kind,
+                "query": text,
+                "abstained": abstained or not spans,
+                "weak": weak,
+                "evidence": ev,
+                "ms": ms,
+                "degraded": mode != "bm25" and bool(res.degraded),
+            }
             row.update(metrics(spans, g) if g else {})
             out[mode].append(row)
     return out
@@ -265,11 +318,12 @@ def table(results: dict) -> dict:
         ans = [r for r in rows if r["kind"] != "none"]
         # A no-answer query is caught when it comes back empty or flagged weak; an
         # answerable one is lost only when emptied (flagged weak, its hits are still there).
-        s["abstain"] = {"no_answer": round(sum(r["abstained"] or r.get("weak", False) for r in none)
-                                           / max(len(none), 1), 3),
-                        "answerable_left_empty": round(sum(r["abstained"] for r in ans) / max(len(ans), 1), 3),
-                        "answerable_flagged_weak": round(sum(r.get("weak", False) for r in ans) / max(len(ans), 1), 3),
-                        "n_none": len(none)}
+        s["abstain"] = {
+            "no_answer": round(sum(r["abstained"] or r.get("weak", False) for r in none) / max(len(none), 1), 3),
+            "answerable_left_empty": round(sum(r["abstained"] for r in ans) / max(len(ans), 1), 3),
+            "answerable_flagged_weak": round(sum(r.get("weak", False) for r in ans) / max(len(ans), 1), 3),
+            "n_none": len(none),
+        }
         summary[mode] = s
     return summary
 
@@ -282,13 +336,14 @@ def print_table(summary: dict) -> None:
                 r = s[kind]
                 print(f"{mode:<9} {kind:<13} {r['ndcg']:>8.3f} {r['recall']:>6.3f} {r['mrr']:>7.3f} {r['n']:>4}")
         a = s["abstain"]
-        print(f"{mode:<9} no-answer emptied or flagged weak: {a['no_answer']:.3f} of {a['n_none']}; "
-              f"answerable emptied {a['answerable_left_empty']:.3f}, flagged weak "
-              f"{a.get('answerable_flagged_weak', 0.0):.3f}")
+        print(
+            f"{mode:<9} no-answer emptied or flagged weak: {a['no_answer']:.3f} of {a['n_none']}; "
+            f"answerable emptied {a['answerable_left_empty']:.3f}, flagged weak "
+            f"{a.get('answerable_flagged_weak', 0.0):.3f}"
+        )
 
 
 def evaluate(small: bool = False, cache: str | None = None) -> dict:
-    from memtree.recall import search
     from memtree.store import db as store_db
 
     root = fetch(cache_dir(cache))
@@ -312,9 +367,16 @@ def evaluate(small: bool = False, cache: str | None = None) -> dict:
             results = run_queries(conn, root, queries, vectors)
         finally:
             conn.close()
-    return {"chunks": n_chunks, "ingest_s": ingest_s, "results": results, "summary": table(results),
-            "answerable": sum(1 for q in queries if q[0] != "none"), "no_answer": sum(1 for q in queries if q[0] == "none"),
-            "provider": provider.name if provider else "none", "embed_s": embed_s}
+    return {
+        "chunks": n_chunks,
+        "ingest_s": ingest_s,
+        "results": results,
+        "summary": table(results),
+        "answerable": sum(1 for q in queries if q[0] != "none"),
+        "no_answer": sum(1 for q in queries if q[0] == "none"),
+        "provider": provider.name if provider else "none",
+        "embed_s": embed_s,
+    }
 
 
 def load_baseline() -> dict:
@@ -339,7 +401,6 @@ def write_baseline(subset: str, provider: str, summary: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import orjson
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="the CI subset only")
@@ -347,13 +408,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-baseline", action="store_true", help=f"write the figures to {BASELINE}")
     args = ap.parse_args(argv)
     out = evaluate(args.small, args.cache)
-    print(f"corpus: {', '.join(f'{k}=={v}' for k, v in CORPUS.items())}; {out['chunks']} chunks ingested "
-          f"through PutFile in {out['ingest_s']:.1f}s; {out['answerable']} answerable + {out['no_answer']} no-answer "
-          f"queries")
+    print(
+        f"corpus: {', '.join(f'{k}=={v}' for k, v in CORPUS.items())}; {out['chunks']} chunks ingested "
+        f"through PutFile in {out['ingest_s']:.1f}s; {out['answerable']} answerable + {out['no_answer']} no-answer "
+        f"queries"
+    )
     print_table(out["summary"])
-    print(f"embeddings: {out['provider']}, corpus embedded by the embed walker in {out['embed_s']:.1f}s"
-          + ("" if out["provider"] != "none" else
-          " (no provider installed: semantic not run, hybrid ran degraded to keyword)"))
+    print(
+        f"embeddings: {out['provider']}, corpus embedded by the embed walker in {out['embed_s']:.1f}s"
+        + (
+            ""
+            if out["provider"] != "none"
+            else " (no provider installed: semantic not run, hybrid ran degraded to keyword)"
+        )
+    )
     if args.write_baseline:
         write_baseline("small" if args.small else "full", out["provider"], out["summary"])
     return 0

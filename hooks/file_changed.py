@@ -58,8 +58,9 @@ def run() -> None:
     finally:
         conn.close()
     if ids:
-        rid, frame = protocol.encode_call(protocol.SetStatus(ids=ids, status="stale", reason=reason,
-                                                             expect=["live", "pending"]), src="file-changed")
+        rid, frame = protocol.encode_call(
+            protocol.SetStatus(ids=ids, status="stale", reason=reason, expect=["live", "pending"]), src="file-changed"
+        )
         try:
             zmtp.request(paths.endpoint(protocol.SOCK_WRITE), [frame], 2.0)
         except zmtp.ZmtpError:

@@ -90,7 +90,7 @@ def _top_level_str(data: bytes, key: bytes, at_end: bool = False):
     at = data.rfind(quoted, max(0, len(data) - 4096)) if at_end else data.find(quoted, 0, 4096)
     if at < 0:
         return None
-    rest = data[at + len(quoted):at + 4096].lstrip()
+    rest = data[at + len(quoted) : at + 4096].lstrip()
     if not rest.startswith(b":"):
         return None
     rest = rest[1:].lstrip()
@@ -122,8 +122,7 @@ def _send(paths, data: bytes, timeout_ms: float, received_at: int):
 
     rid, frame = protocol.encode_ingest_raw(data, src="hook", received_at=received_at, rewrite=True)
     try:
-        frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000,
-                              meanwhile=_preload)
+        frames = zmtp.request(paths.endpoint(protocol.SOCK_INGEST), [frame], timeout_ms / 1000, meanwhile=_preload)
     except zmtp.ZmtpError as e:
         return protocol.IngestReply(error="unreachable", detail=f"{type(e).__name__}: {e}")
     return protocol.parse_ingest_reply(frames[-1], rid)
@@ -142,8 +141,7 @@ def _preload() -> None:
 
 def _spool(paths, payload: dict, sections: dict, received_at: int) -> str:
     """Plan, filter and redact as the writer would, then append; return what happened (for the log)."""
-    from memtree.capture import ingest
-    from memtree.capture import spool
+    from memtree.capture import ingest, spool
 
     def cap(v):
         if isinstance(v, str):

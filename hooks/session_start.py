@@ -72,8 +72,14 @@ def run() -> None:
         if payload.get("source") in ("compact", "resume"):
             from memtree.recall import compaction
 
-            first = compaction.lead(conn, sid, payload.get("transcript_path"), now, root=paths.project_root,
-                                    compacting=payload.get("source") == "compact")
+            first = compaction.lead(
+                conn,
+                sid,
+                payload.get("transcript_path"),
+                now,
+                root=paths.project_root,
+                compacting=payload.get("source") == "compact",
+            )
         if conn is not None:
             text = brief.build(conn, now, sid, root=paths.project_root)
             watch = watch_paths(conn, paths.project_root)

@@ -16,8 +16,8 @@ import sys
 def run() -> None:
     import json
 
-    from memtree.capture import heartbeat
     from memtree import paths as mpaths
+    from memtree.capture import heartbeat
     from memtree.hooks.post_tool_use import _log
 
     payload = json.loads(sys.stdin.buffer.read() or b"{}")

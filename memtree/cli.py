@@ -33,10 +33,17 @@ def _serve(argv: list[str]) -> int:
 
     p = argparse.ArgumentParser(prog="memtree serve", description="Run the memtree actors for a project.")
     p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
-    p.add_argument("--no-front", action="store_true",
-                   help="headless: no MCP server on stdio; runs until SIGTERM or `memtree ctl shutdown`")
-    p.add_argument("--tools", metavar="LIST", help="the MCP tools to list, comma-separated, of "
-                   "read,grep,bash,recall (default: all); capture and the session brief run either way")
+    p.add_argument(
+        "--no-front",
+        action="store_true",
+        help="headless: no MCP server on stdio; runs until SIGTERM or `memtree ctl shutdown`",
+    )
+    p.add_argument(
+        "--tools",
+        metavar="LIST",
+        help="the MCP tools to list, comma-separated, of "
+        "read,grep,bash,recall (default: all); capture and the session brief run either way",
+    )
     args = p.parse_args(argv)
     front_env = {}
     if args.tools is not None:
@@ -101,8 +108,17 @@ def _stats(argv: list[str]) -> int:
     return main(argv)
 
 
-SUBCOMMANDS = {"serve": _serve, "ctl": _ctl, "install": _install, "doctor": _doctor, "demo": _demo,
-               "reembed": _reembed, "redact": _redact, "import": _import, "stats": _stats}
+SUBCOMMANDS = {
+    "serve": _serve,
+    "ctl": _ctl,
+    "install": _install,
+    "doctor": _doctor,
+    "demo": _demo,
+    "reembed": _reembed,
+    "redact": _redact,
+    "import": _import,
+    "stats": _stats,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,8 +163,9 @@ def _internal(cmd: str, e: BaseException) -> int:
 
     if os.environ.get("MEMTREE_DEBUG"):
         raise e
-    print(f"memtree {cmd}: internal error: {type(e).__name__}: {e} (MEMTREE_DEBUG=1 shows the traceback)",
-          file=sys.stderr)
+    print(
+        f"memtree {cmd}: internal error: {type(e).__name__}: {e} (MEMTREE_DEBUG=1 shows the traceback)", file=sys.stderr
+    )
     return 1
 
 

@@ -30,7 +30,11 @@ def _git(cwd: str, *args: str) -> str | None:
 
     try:
         out = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5,
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
@@ -156,7 +160,7 @@ def endpoint(run_dir: str, name: str) -> str:
 
 
 def socket_path(ep: str) -> str:
-    return ep[len("ipc://"):] if ep.startswith("ipc://") else ep
+    return ep[len("ipc://") :] if ep.startswith("ipc://") else ep
 
 
 def _fits(run_dir: str) -> bool:

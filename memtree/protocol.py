@@ -163,19 +163,30 @@ REQ = _NOTHING
 Ping = _rec("Ping")
 AddNode = _rec(
     "AddNode",
-    ("kind", S, REQ), ("content", S, REQ), ("parent_id", S, None), ("source_uri", S, None),
-    ("metadata", D, dict), ("session_id", S, None), ("status", S, "pending"), ("mtime", I, 0),
+    ("kind", S, REQ),
+    ("content", S, REQ),
+    ("parent_id", S, None),
+    ("source_uri", S, None),
+    ("metadata", D, dict),
+    ("session_id", S, None),
+    ("status", S, "pending"),
+    ("mtime", I, 0),
     ("refs", L, list),  # [{"dst": id, "kind": edge kind}] edges from the new node
 )
 Ingest = _rec(
     "Ingest",  # one Claude Code hook payload, as Claude Code sent it
     # rewrite: the hook can show Claude Code a replacement; the reply may carry
     # result.hook_output (memtree.capture.rewrite), its last key.
-    ("payload", D, REQ), ("received_at", I, 0), ("rewrite", B, False),
+    ("payload", D, REQ),
+    ("received_at", I, 0),
+    ("rewrite", B, False),
 )
 SetStatus = _rec(
     "SetStatus",
-    ("ids", L, REQ), ("status", S, REQ), ("reason", S, ""), ("expect", L, None),
+    ("ids", L, REQ),
+    ("status", S, REQ),
+    ("reason", S, ""),
+    ("expect", L, None),
 )
 AddEdges = _rec("AddEdges", ("edges", L, REQ))  # [{"src", "dst", "kind"}]
 Forget = _rec("Forget", ("node_id", S, REQ), ("reason", S, REQ))
@@ -188,20 +199,33 @@ RebuildIndexes = _rec("RebuildIndexes", ("reason", S, REQ))  # FTS and vectors r
 Tidy = _rec("Tidy", ("spool_since", I, 0))
 PutFile = _rec(
     "PutFile",  # chunks of one file read by the wrapped read tool
-    ("path", S, REQ), ("mtime", I, REQ), ("size", I, 0), ("chunks", L, REQ), ("session_id", S, None),
+    ("path", S, REQ),
+    ("mtime", I, REQ),
+    ("size", I, 0),
+    ("chunks", L, REQ),
+    ("session_id", S, None),
 )
 PutToolOutput = _rec(
     "PutToolOutput",  # a wrapped grep/bash result and its per-hit children
-    ("tool", S, REQ), ("content", S, REQ), ("metadata", D, dict), ("children", L, list),
-    ("session_id", S, None), ("source_uri", S, None),
+    ("tool", S, REQ),
+    ("content", S, REQ),
+    ("metadata", D, dict),
+    ("children", L, list),
+    ("session_id", S, None),
+    ("source_uri", S, None),
 )
 PutVectors = _rec(
     "PutVectors",  # [{"node_id", "content_hash", "vector": [float]}], all of one model and dimension
-    ("model", S, REQ), ("dim", I, REQ), ("items", L, REQ),
+    ("model", S, REQ),
+    ("dim", I, REQ),
+    ("items", L, REQ),
 )
 Supersede = _rec(
     "Supersede",  # dedupe: keep_id (newer) supersedes old_id; score audited
-    ("keep_id", S, REQ), ("old_id", S, REQ), ("score", F, REQ), ("reason", S, ""),
+    ("keep_id", S, REQ),
+    ("old_id", S, REQ),
+    ("score", F, REQ),
+    ("reason", S, ""),
 )
 
 # embed walker (its own ROUTER): the front never loads the model
@@ -210,7 +234,11 @@ EmbedQuery = _rec("EmbedQuery", ("text", S, REQ))  # -> {"model", "dim", "vector
 # supervisor
 Heartbeat = _rec(
     "Heartbeat",
-    ("name", S, REQ), ("pid", I, REQ), ("state", S, "running"), ("backlog", I, 0), ("info", D, dict),
+    ("name", S, REQ),
+    ("pid", I, REQ),
+    ("state", S, "running"),
+    ("backlog", I, 0),
+    ("info", D, dict),
 )
 CtlStatus = _rec("CtlStatus")
 CtlRestart = _rec("CtlRestart", ("name", S, REQ))
@@ -246,7 +274,9 @@ def new_id() -> str:
 
 
 def _envelope(kind: str, rec: Record, src: str, id: str | None) -> bytes:
-    return _dumps({"v": PROTOCOL_VERSION, "id": id or "", "kind": kind, "type": rec.TYPE, "src": src, "body": rec.to_dict()})
+    return _dumps(
+        {"v": PROTOCOL_VERSION, "id": id or "", "kind": kind, "type": rec.TYPE, "src": src, "body": rec.to_dict()}
+    )
 
 
 def encode_call(rec: Record, src: str = "", id: str | None = None) -> tuple[str, bytes]:
@@ -263,17 +293,34 @@ def encode_event(rec: Record, src: str = "") -> bytes:
 
 
 def encode_ok(req_id: str, result=None, src: str = "") -> bytes:
-    return _dumps({"v": PROTOCOL_VERSION, "id": req_id, "kind": "reply", "type": "Reply", "src": src,
-                   "body": {"ok": True, "result": result}})
+    return _dumps(
+        {
+            "v": PROTOCOL_VERSION,
+            "id": req_id,
+            "kind": "reply",
+            "type": "Reply",
+            "src": src,
+            "body": {"ok": True, "result": result},
+        }
+    )
 
 
 def encode_error(req_id: str, code: str, message: str, src: str = "") -> bytes:
-    return _dumps({"v": PROTOCOL_VERSION, "id": req_id, "kind": "reply", "type": "Reply", "src": src,
-                   "body": {"ok": False, "error": {"code": code, "message": message}}})
+    return _dumps(
+        {
+            "v": PROTOCOL_VERSION,
+            "id": req_id,
+            "kind": "reply",
+            "type": "Reply",
+            "src": src,
+            "body": {"ok": False, "error": {"code": code, "message": message}},
+        }
+    )
 
 
-def encode_ingest_raw(payload_json: bytes, src: str = "hook", received_at: int = 0,
-                      rewrite: bool = False) -> tuple[str, bytes]:
+def encode_ingest_raw(
+    payload_json: bytes, src: str = "hook", received_at: int = 0, rewrite: bool = False
+) -> tuple[str, bytes]:
     """An ``Ingest`` call whose payload is JSON text already (UTF-8, one object).
 
     The hook forwards Claude Code's stdin without parsing it (importing json
@@ -293,6 +340,7 @@ def encode_ingest_raw(payload_json: bytes, src: str = "hook", received_at: int =
 # rest of a hook run), so its layout is fixed here and only here: ``skipped``
 # first, ``stored`` next, the other fields, ``hook_output`` last.
 
+
 class IngestReply:
     """What the writer answers an ``Ingest``, and what the hook makes of it.
 
@@ -307,15 +355,22 @@ class IngestReply:
 
     def __init__(self, stored=None, skipped=None, hook_output=None, error=None, detail=None):
         self.stored, self.skipped, self.hook_output, self.error, self.detail = (
-            stored, skipped, hook_output, error, detail)
+            stored,
+            skipped,
+            hook_output,
+            error,
+            detail,
+        )
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     def __repr__(self) -> str:
-        return (f"IngestReply(stored={self.stored!r}, skipped={self.skipped!r}, error={self.error!r}, "
-                f"hook_output={'yes' if self.hook_output else 'no'})")
+        return (
+            f"IngestReply(stored={self.stored!r}, skipped={self.skipped!r}, error={self.error!r}, "
+            f"hook_output={'yes' if self.hook_output else 'no'})"
+        )
 
 
 _INGEST_RESULT_HEAD = b',"body":{"ok":true,"result":{"skipped":'
@@ -351,8 +406,11 @@ def parse_ingest_reply(frame: bytes, req_id: str) -> IngestReply:
         return IngestReply(error=str(err.get("code", ErrorCode.INTERNAL)), detail=str(err.get("message", "")))
     result = env.body.get("result") if isinstance(env.body.get("result"), dict) else {}
     out = result.get("hook_output")
-    return IngestReply(stored=result.get("stored"), skipped=result.get("skipped") or None,
-                       hook_output=_dumps(out) if isinstance(out, dict) else None)
+    return IngestReply(
+        stored=result.get("stored"),
+        skipped=result.get("skipped") or None,
+        hook_output=_dumps(out) if isinstance(out, dict) else None,
+    )
 
 
 def _parse_ok_ingest(frame: bytes, req_id: str) -> IngestReply | None:
@@ -366,7 +424,7 @@ def _parse_ok_ingest(frame: bytes, req_id: str) -> IngestReply | None:
         skipped = None
     elif frame.startswith(b'"', at):
         end = frame.find(b'"', at + 1)
-        word = frame[at + 1:end] if end > 0 else b"\\"
+        word = frame[at + 1 : end] if end > 0 else b"\\"
         if not word.isalpha():  # a kind is one plain word; anything else: decode properly
             return None
         skipped = word.decode()
@@ -383,7 +441,7 @@ def _hook_output(frame: bytes) -> bytes | None:
     at = frame.find(HOOK_OUTPUT_KEY)  # structural: inside JSON strings every quote is escaped
     if at < 0:
         return None
-    out = frame[at + len(HOOK_OUTPUT_KEY):-3]
+    out = frame[at + len(HOOK_OUTPUT_KEY) : -3]
     return out if out.startswith(b"{") else None
 
 
@@ -394,9 +452,9 @@ def reply_is_ok(frame: bytes, req_id: str) -> bool | None:
     if not frame.startswith(head):
         return None
     at = frame.find(b'","body":{"ok":', len(head))
-    if at < 0 or b'"' in frame[len(head):at]:
+    if at < 0 or b'"' in frame[len(head) : at]:
         return None
-    return frame.startswith(b'true', at + len(b'","body":{"ok":')) or None
+    return frame.startswith(b"true", at + len(b'","body":{"ok":')) or None
 
 
 def decode(frame: bytes) -> Envelope:

@@ -55,10 +55,15 @@ def manifest() -> str:
 
 
 def _paths(data: str) -> dict:
-    return {"venv": os.path.join(data, "venv"), "lib": os.path.join(data, "lib"),
-            "stamp": os.path.join(data, "installed.manifest"), "log": os.path.join(data, "install.log"),
-            "failed": os.path.join(data, "install.failed"), "lock": os.path.join(data, "install.lock"),
-            "memtree": os.path.join(data, "venv", "bin", "memtree")}
+    return {
+        "venv": os.path.join(data, "venv"),
+        "lib": os.path.join(data, "lib"),
+        "stamp": os.path.join(data, "installed.manifest"),
+        "log": os.path.join(data, "install.log"),
+        "failed": os.path.join(data, "install.failed"),
+        "lock": os.path.join(data, "install.lock"),
+        "memtree": os.path.join(data, "venv", "bin", "memtree"),
+    }
 
 
 def ready(data: str) -> bool:
@@ -92,8 +97,12 @@ def install(data: str) -> None:
             _run(data, [sys.executable, "-m", "venv", "--clear", p["venv"]])
             py = os.path.join(p["venv"], "bin", "python")
             _run(data, [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", ROOT])
-            site = subprocess.run([py, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  capture_output=True, text=True, check=True).stdout.strip()
+            site = subprocess.run(
+                [py, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
             tmp = p["lib"] + ".tmp"
             if os.path.lexists(tmp):
                 os.unlink(tmp)
@@ -122,8 +131,14 @@ def _install_in_background(data: str) -> None:
     finds the environment ready."""
     os.makedirs(data, mode=0o700, exist_ok=True)
     with open(_paths(data)["log"], "a") as log:
-        subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__), "install"], stdin=subprocess.DEVNULL,
-                         stdout=log, stderr=log, start_new_session=True, cwd=data)
+        subprocess.Popen(
+            [sys.executable, "-I", os.path.abspath(__file__), "install"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            cwd=data,
+        )
 
 
 def _import_offer(memtree_bin: str) -> str | None:
@@ -151,10 +166,12 @@ def session_start(data: str) -> int:
     why = ""
     if os.path.exists(p["failed"]):
         why = " The last attempt failed; retrying."
-    msg = (f"memtree: setting up its Python environment in {p['venv']} (first run or update, about a minute; "
-           f"log: {p['log']}).{why} This session's Read/Grep/Bash calls are kept meanwhile (spooled by this "
-           f"Python, stored once memtree runs); memtree's tools join this session only if the setup ends before "
-           f"Claude Code stops waiting for its server (MCP_TIMEOUT, 30 s by default), else the next one.")
+    msg = (
+        f"memtree: setting up its Python environment in {p['venv']} (first run or update, about a minute; "
+        f"log: {p['log']}).{why} This session's Read/Grep/Bash calls are kept meanwhile (spooled by this "
+        f"Python, stored once memtree runs); memtree's tools join this session only if the setup ends before "
+        f"Claude Code stops waiting for its server (MCP_TIMEOUT, 30 s by default), else the next one."
+    )
     offer = _import_offer(p["memtree"])
     if offer:
         msg += "\n" + offer

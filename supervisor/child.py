@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import subprocess
-from typing import Callable
+from collections.abc import Callable
 
 from memtree.runtime import priority
 from memtree.runtime.cpu import CpuRate, cpu_seconds
@@ -146,8 +146,7 @@ class Child:
             self.kill_at = float("inf")
         elif st is State.STARTING and not self.spec.is_front and now - self.started_at > t.start_timeout:
             self.kill(f"no READY within {t.start_timeout:g}s")
-        elif st in (State.RUNNING, State.STANDBY) and self.last_hb is not None \
-                and now - self.last_hb > t.hung_after:
+        elif st in (State.RUNNING, State.STANDBY) and self.last_hb is not None and now - self.last_hb > t.hung_after:
             self.kill(f"no heartbeat for {now - self.last_hb:.1f}s ({t.missed} missed)")
             self.last_hb = None  # one SIGKILL; the exit is reaped on a later tick
         elif st is State.RUNNING and self.last_hb is not None and self.busy_s(now) > t.busy_limit:
@@ -227,14 +226,21 @@ class Child:
         info = self.info if alive else {}
         if alive and self.state is State.STARTING and self.last_hb is None and not self.spec.is_front:
             # Spawned and silent: still importing, or hung; the operator sees which limit applies.
-            info = {"waiting": f"its first heartbeat (killed after supervisor.startTimeoutS="
-                               f"{self.timing.start_timeout:g}s)"}
+            info = {
+                "waiting": f"its first heartbeat (killed after supervisor.startTimeoutS={self.timing.start_timeout:g}s)"
+            }
         return {
-            "name": self.name, "module": self.spec.module, "state": self.state.value, "pid": self.pid,
+            "name": self.name,
+            "module": self.spec.module,
+            "state": self.state.value,
+            "pid": self.pid,
             "restarts": self.restarts,
             "uptime_s": round(now - self.started_at, 3) if alive else None,
-            "rss": rss, "cpu": cpu, "priority": prio,
+            "rss": rss,
+            "cpu": cpu,
+            "priority": prio,
             # A child that is not running has no heartbeat and no current counters.
             "last_heartbeat_s": round(now - self.last_hb, 3) if alive and self.last_hb is not None else None,
-            "backlog": self.backlog if alive else None, "info": info,
+            "backlog": self.backlog if alive else None,
+            "info": info,
         }

@@ -11,7 +11,7 @@ start is not a crash: it clears FATAL and resets the restart window.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from memtree import protocol
 from memtree.protocol import ErrorCode, ProtocolError
@@ -25,6 +25,7 @@ def command(rec_cls) -> Callable:
     def register(fn: Callable) -> Callable:
         COMMANDS[rec_cls.TYPE] = fn
         return fn
+
     return register
 
 
@@ -42,8 +43,10 @@ def _summary(child) -> dict:
 def _lifecycle_child(sup, name: str):
     child = sup.child(name)  # raises NOT_FOUND listing the names
     if child.spec.is_front:
-        raise ProtocolError(ErrorCode.REFUSED, f"{child.name} is this session's MCP server; "
-                                               "it ends with the session and cannot be restarted")
+        raise ProtocolError(
+            ErrorCode.REFUSED,
+            f"{child.name} is this session's MCP server; it ends with the session and cannot be restarted",
+        )
     if child.op is not None:
         raise ProtocolError(ErrorCode.BUSY, f"{child.name}: a {child.op.kind} is already in progress")
     return child
@@ -61,8 +64,12 @@ def status(sup, rec, reply, now):
         row = child.status(now)
         row["supervisor_pid"] = os.getpid()
         actors.append(row)
-    return {"supervisor_pid": os.getpid(), "project_root": sup.paths.project_root,
-            "op_timeout_s": sup.op_timeout_s, "actors": actors}
+    return {
+        "supervisor_pid": os.getpid(),
+        "project_root": sup.paths.project_root,
+        "op_timeout_s": sup.op_timeout_s,
+        "actors": actors,
+    }
 
 
 @command(protocol.CtlRestart)

@@ -48,6 +48,7 @@ def _pdeathsig():
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(1)
+
     return arm
 
 
@@ -75,8 +76,14 @@ class Launcher:
                 io = {"stdin": subprocess.DEVNULL, "stdout": fd, "stderr": fd}
             # -P: `-m` would put the cwd (the user's project) first on sys.path, and a
             # project with its own email/, zmq.py or pydantic/ would shadow ours.
-            return subprocess.Popen([sys.executable, "-P", "-m", spec.module], env=env, cwd=self.paths.project_root,
-                                    close_fds=True, preexec_fn=self.preexec, **io)
+            return subprocess.Popen(
+                [sys.executable, "-P", "-m", spec.module],
+                env=env,
+                cwd=self.paths.project_root,
+                close_fds=True,
+                preexec_fn=self.preexec,
+                **io,
+            )
         finally:
             os.close(fd)
 
@@ -174,6 +181,7 @@ class Supervisor:
                 os.rmdir(d)
             except OSError:
                 return
+
     def _drain_heartbeats(self, now: float) -> None:
         from memtree import protocol
 
@@ -214,6 +222,7 @@ class Supervisor:
                 self.ctl.send_multipart([ident, out], self.zmq.NOBLOCK)
             except self.zmq.ZMQError:
                 pass  # the operator's client left
+
         try:
             env = protocol.decode(frame)
             req_id = env.id
@@ -358,8 +367,7 @@ def serve(project: str | None, front: bool, front_env: dict | None = None) -> in
     from memtree.protocol import sup_heartbeat_sock
 
     hb_endpoint = paths.endpoint(sup_heartbeat_sock(os.getpid()))
-    sup = Supervisor(paths, config, specs, Launcher(paths, config, hb_endpoint, front_env),
-                     watch_stdin=front)
+    sup = Supervisor(paths, config, specs, Launcher(paths, config, hb_endpoint, front_env), watch_stdin=front)
     log.info("supervisor: pid=%d project=%s store=%s", os.getpid(), paths.project_root, paths.store_dir)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, _f: sup.request_shutdown(signal.Signals(signum).name))

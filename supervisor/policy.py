@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 
 class RestartWindow:
@@ -41,8 +41,14 @@ class Backoff:
     (or several supervisors) do not fall in step.
     """
 
-    def __init__(self, initial: float, maximum: float, stable_after: float, jitter: float = 0.25,
-                 rand: Callable[[], float] = random.random):
+    def __init__(
+        self,
+        initial: float,
+        maximum: float,
+        stable_after: float,
+        jitter: float = 0.25,
+        rand: Callable[[], float] = random.random,
+    ):
         self.initial = initial
         self.maximum = maximum
         self.stable_after = stable_after

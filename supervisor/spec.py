@@ -28,8 +28,9 @@ class ChildSpec:
 
     __slots__ = ("name", "module", "restart", "shutdown_timeout", "singleton")
 
-    def __init__(self, name: str, module: str, restart: str = PERMANENT, shutdown_timeout: float = 5.0,
-                 singleton: bool = True):
+    def __init__(
+        self, name: str, module: str, restart: str = PERMANENT, shutdown_timeout: float = 5.0, singleton: bool = True
+    ):
         self.name, self.module, self.restart = name, module, restart
         self.shutdown_timeout, self.singleton = shutdown_timeout, singleton
 
@@ -76,12 +77,15 @@ def _validated_actors(actors: dict, sources: list[str]) -> dict[str, dict]:
     for name, entry in actors.items():
         where = lambda: _source_of(name, sources)  # noqa: E731 - only read on error
         if not isinstance(entry, dict):
-            raise ConfigError(f"{where()}: actors.{name} must be an object like "
-                              f'{{"module": "pkg.mod", "enabled": true}}')
+            raise ConfigError(
+                f'{where()}: actors.{name} must be an object like {{"module": "pkg.mod", "enabled": true}}'
+            )
         for key, value in entry.items():
             if key not in _ACTOR_KEYS:
                 hint = did_you_mean(key, _ACTOR_KEYS)
-                raise ConfigError(f"{where()}: unknown key actors.{name}.{key}{hint.replace('mean ', f'mean actors.{name}.')}")
+                raise ConfigError(
+                    f"{where()}: unknown key actors.{name}.{key}{hint.replace('mean ', f'mean actors.{name}.')}"
+                )
             if not isinstance(value, _ACTOR_KEYS[key]):
                 kind = "a string" if _ACTOR_KEYS[key] is str else "a boolean"
                 raise ConfigError(f"{where()}: actors.{name}.{key} must be {kind}, got {json.dumps(value)}")
@@ -120,16 +124,24 @@ def child_specs(config, front: bool) -> list[ChildSpec]:
             continue
         if not importable(module):
             if name in BUILT_IN:
-                raise ConfigError(f"built-in actor {name}: module {module} cannot be found"
-                                  + (f" (set in {_source_of(name, list(config.sources))})" if "module" in entry
-                                     else " (a broken install?)"))
+                raise ConfigError(
+                    f"built-in actor {name}: module {module} cannot be found"
+                    + (
+                        f" (set in {_source_of(name, list(config.sources))})"
+                        if "module" in entry
+                        else " (a broken install?)"
+                    )
+                )
             log.warning("%s: module %s is not importable, skipped", name, module)
             continue
-        specs.append(ChildSpec(
-            name, module,
-            # The front's exit ends the session (stdin belonged to it): never restarted.
-            restart=TEMPORARY if name == FRONT else PERMANENT,
-            shutdown_timeout=timeout,
-            singleton=name != FRONT,
-        ))
+        specs.append(
+            ChildSpec(
+                name,
+                module,
+                # The front's exit ends the session (stdin belonged to it): never restarted.
+                restart=TEMPORARY if name == FRONT else PERMANENT,
+                shutdown_timeout=timeout,
+                singleton=name != FRONT,
+            )
+        )
     return specs

@@ -54,10 +54,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    return (f"slowness {slowness():g} (deadlines stretched by it; tests/support.py), "
-            f"apsw {apsw.apsw_version()} (SQLite {apsw.sqlite_lib_version()}), "
-            f"sqlite-vec {sqlite_vec.__version__ if hasattr(sqlite_vec, '__version__') else '?'}, "
-            f"pyzmq {zmq.pyzmq_version()} (libzmq {zmq.zmq_version()})")
+    return (
+        f"slowness {slowness():g} (deadlines stretched by it; tests/support.py), "
+        f"apsw {apsw.apsw_version()} (SQLite {apsw.sqlite_lib_version()}), "
+        f"sqlite-vec {sqlite_vec.__version__ if hasattr(sqlite_vec, '__version__') else '?'}, "
+        f"pyzmq {zmq.pyzmq_version()} (libzmq {zmq.zmq_version()})"
+    )
 
 
 # The actors a default `system` runs, each expected RUNNING: every built-in but
@@ -82,8 +84,10 @@ class System:
         os.makedirs(os.path.join(self.project, ".memtree"), exist_ok=True)
         os.makedirs(self.home, exist_ok=True)
         monkeypatch.setenv("MEMTREE_HOME", self.home)
-        self.env = {"MEMTREE_HOME": self.home,
-                    "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
+        self.env = {
+            "MEMTREE_HOME": self.home,
+            "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p),
+        }
         if os.environ.get("XDG_RUNTIME_DIR"):  # this run's runtime base (pytest_configure), for env built from scratch
             self.env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
         root, phash, _ = compute_project(self.project)
@@ -116,8 +120,14 @@ class System:
     # -- control ----------------------------------------------------------------
     def ctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         """`memtree ctl ...` as an operator runs it, from the project directory."""
-        return subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", *args], cwd=self.project,
-                              env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [PYTHON, "-m", "memtree.cli", "ctl", *args],
+            cwd=self.project,
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def status(self) -> list[dict]:
         """Every actor of every supervisor, over the real control sockets (in-process, fast)."""
@@ -162,10 +172,14 @@ class System:
             actors = self.status()
             for n in names:
                 rows = [a for a in actors if a["name"] == n]
-                if len(rows) != count or [a["state"] for a in rows].count("RUNNING") != 1 \
-                        or any(a["state"] not in ("RUNNING", "STANDBY") for a in rows):
+                if (
+                    len(rows) != count
+                    or [a["state"] for a in rows].count("RUNNING") != 1
+                    or any(a["state"] not in ("RUNNING", "STANDBY") for a in rows)
+                ):
                     return False
             return actors
+
         try:  # allows for cold interpreters importing zmq/apsw on a loaded 2-core box
             return wait_until(ready, timeout=timeout, what=f"{sorted(names)} RUNNING")
         except WaitTimeout as e:

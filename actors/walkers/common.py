@@ -19,12 +19,11 @@ import apsw
 import zmq
 
 from memtree import protocol
-from memtree.runtime import optional
-from memtree.runtime import priority
 from memtree.actors.base import Actor
-from memtree.runtime.client import Caller
 from memtree.errors import CallTimeout, Unavailable
 from memtree.paths import socket_path
+from memtree.runtime import optional, priority
+from memtree.runtime.client import Caller
 from memtree.store import db as store_db
 
 log = logging.getLogger(__name__)
@@ -107,8 +106,9 @@ class Walker(Actor):
         sup = self.config.supervisor
         # A call must not outlast the heartbeats the supervisor waits for.
         timeout = min(self.config.writer.callTimeoutMs, sup.heartbeatMs * max(1, sup.missedHeartbeats - 1))
-        self.writer = Caller(self.paths.endpoint(protocol.SOCK_WRITE), src=self.ctx.name,
-                             timeout_ms=timeout, ctx=self.zctx)
+        self.writer = Caller(
+            self.paths.endpoint(protocol.SOCK_WRITE), src=self.ctx.name, timeout_ms=timeout, ctx=self.zctx
+        )
         if self.topics:
             sub = self.socket(zmq.SUB)
             for topic in self.topics:

@@ -88,8 +88,9 @@ class DedupeWalker(Walker):
         for score, a, b in pairs:
             if a["id"] in done or b["id"] in done or (kind == "file_chunk" and a["parent_id"] == b["parent_id"]):
                 continue
-            if kind == "note" and not (a["id"] in texts and b["id"] in texts
-                                       and same_text(texts[a["id"]], texts[b["id"]])):
+            if kind == "note" and not (
+                a["id"] in texts and b["id"] in texts and same_text(texts[a["id"]], texts[b["id"]])
+            ):
                 continue  # close in meaning is not the same note
             keep, old = (a, b) if newer(a, b) else (b, a)
             try:
@@ -123,8 +124,9 @@ def near_pairs(db, model: str, kind: str, rows: list, threshold: float) -> list[
         for i, j in zip(*np.nonzero(sims >= threshold)):
             other = part[j]
             if other[0] != new[i]["id"]:
-                pairs.append((float(sims[i, j]), new[i], {"id": other[0], "parent_id": other[1],
-                                                         "created_at": other[2]}))
+                pairs.append(
+                    (float(sims[i, j]), new[i], {"id": other[0], "parent_id": other[1], "created_at": other[2]})
+                )
     pairs.sort(key=lambda p: (-p[0], p[1]["id"], p[2]["id"]))
     return pairs
 

@@ -83,8 +83,13 @@ class EmbedWalker(Walker):
         self.unavailable = ""
         self.set_idle("")
         self.info = {"model": self.provider.name, **self.stats}
-        log.info("%s: model %s (%d dims) loaded in %.2fs", self.ctx.name, self.provider.name,
-                 self.provider.dim, time.perf_counter() - t0)
+        log.info(
+            "%s: model %s (%d dims) loaded in %.2fs",
+            self.ctx.name,
+            self.provider.name,
+            self.provider.dim,
+            time.perf_counter() - t0,
+        )
 
     def embed(self, texts: list[str]):
         """The provider's vectors, heartbeating while it works: an Ollama batch
@@ -134,8 +139,9 @@ class EmbedWalker(Walker):
                 answer = self._answer(frame)
             except Exception:  # noqa: BLE001 - the query thread must outlive one bad query
                 log.exception("%s: query failed", self.ctx.name)
-                answer = protocol.encode_error("", protocol.ErrorCode.INTERNAL, "internal error in the embed walker",
-                                               src=self.ctx.name)
+                answer = protocol.encode_error(
+                    "", protocol.ErrorCode.INTERNAL, "internal error in the embed walker", src=self.ctx.name
+                )
             self._send(route, answer)
 
     def _answer(self, frame: bytes) -> bytes:
@@ -144,19 +150,25 @@ class EmbedWalker(Walker):
         except protocol.ProtocolError as e:
             return protocol.encode_error(getattr(e, "req_id", ""), e.code, e.message, src=self.ctx.name)
         if env.kind != "call" or not isinstance(env.body, protocol.EmbedQuery):
-            return protocol.encode_error(env.id, protocol.ErrorCode.UNKNOWN_TYPE,
-                                         f"{env.type} is not a call the embed walker takes", src=self.ctx.name)
+            return protocol.encode_error(
+                env.id,
+                protocol.ErrorCode.UNKNOWN_TYPE,
+                f"{env.type} is not a call the embed walker takes",
+                src=self.ctx.name,
+            )
         provider = self.provider  # the loop may drop it meanwhile
         if provider is None:
-            return protocol.encode_error(env.id, protocol.ErrorCode.UNAVAILABLE,
-                                         f"embeddings unavailable: {self.unavailable}", src=self.ctx.name)
+            return protocol.encode_error(
+                env.id, protocol.ErrorCode.UNAVAILABLE, f"embeddings unavailable: {self.unavailable}", src=self.ctx.name
+            )
         try:
             # Directly, not through the batch pool: a query does not queue behind a backlog batch.
             vec = embeddings.check_unit(provider.embed([env.body.text]), f"{provider.name} (query)")[0]
         except MemtreeError as e:
             return protocol.encode_error(env.id, e.code, e.message, src=self.ctx.name)
-        return protocol.encode_ok(env.id, {"model": provider.name, "dim": provider.dim,
-                                           "vector": vec.tolist()}, src=self.ctx.name)
+        return protocol.encode_ok(
+            env.id, {"model": provider.name, "dim": provider.dim, "vector": vec.tolist()}, src=self.ctx.name
+        )
 
     def _send(self, route, frame: bytes) -> None:
         try:

@@ -85,16 +85,19 @@ class FilterWalker(Walker):
         if not batch:
             return False
         own = [n for n in batch if n.parent_kind != "tool_output"]
-        decisions = decide(batch, triage.live_owners(db, [n.content_hash for n in own]),
-                           self.config.capture.filterMinSize)
+        decisions = decide(
+            batch, triage.live_owners(db, [n.content_hash for n in own]), self.config.capture.filterMinSize
+        )
         groups: dict[tuple[str, str], list[str]] = {}
         for node_id, key in decisions.items():
             groups.setdefault(key, []).append(node_id)
         # Parents before children: a live parent is committed before its hits follow it.
         for (status, reason), ids in sorted(groups.items(), key=lambda g: g[0][1].startswith("parent")):
             try:
-                if self.call_writer(protocol.SetStatus(ids=ids, status=status, reason=reason,
-                                                       expect=["pending"])) is None:
+                if (
+                    self.call_writer(protocol.SetStatus(ids=ids, status=status, reason=reason, expect=["pending"]))
+                    is None
+                ):
                     return False  # writer away: retry on the next tick
             except MemtreeError as e:
                 log.error("filter: SetStatus %s refused: %s", status, e.message)

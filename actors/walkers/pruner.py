@@ -31,8 +31,7 @@ from memtree.actors.walkers.common import Walker
 from memtree.capture import spool
 from memtree.errors import MemtreeError
 from memtree.ids import now_ms
-from memtree.store import budget
-from memtree.store import sweeps
+from memtree.store import budget, sweeps
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +67,9 @@ class PrunerWalker(Walker):
             for status, cutoff, reason in self.steps(now):
                 ids = sweeps.due(db, status, cutoff, BATCH)
                 if ids:
-                    result = self.call_writer(protocol.SetStatus(ids=ids, status="pruned", reason=reason, expect=[status]))
+                    result = self.call_writer(
+                        protocol.SetStatus(ids=ids, status="pruned", reason=reason, expect=[status])
+                    )
                     if result is None:
                         return  # writer away; next tick
                     self._count("pruned", result.get("changed") or [], reason)
@@ -114,8 +115,11 @@ class PrunerWalker(Walker):
                 break
             ids = [r[0] for r in rows]
             statuses = sorted({r[1] for r in rows if r[1] != "pruned"})
-            if statuses and self.call_writer(protocol.SetStatus(ids=ids, status="pruned", reason=reason,
-                                                                expect=statuses)) is None:
+            if (
+                statuses
+                and self.call_writer(protocol.SetStatus(ids=ids, status="pruned", reason=reason, expect=statuses))
+                is None
+            ):
                 return  # writer away; next tick
             result = self.call_writer(protocol.Purge(ids=ids, reason=reason))
             if result is None:
@@ -134,8 +138,13 @@ class PrunerWalker(Walker):
                 break
         self.info["over_budget_removed"] += removed
         self.info["store_mib"] = round(used / MIB, 1)
-        log.info("%s: removed %d captures over the disk budget (%s); now %.1f MiB in use",
-                 self.ctx.name, removed, reason, used / MIB)
+        log.info(
+            "%s: removed %d captures over the disk budget (%s); now %.1f MiB in use",
+            self.ctx.name,
+            removed,
+            reason,
+            used / MIB,
+        )
 
     def _count(self, key: str, ids: list, reason: str) -> None:
         self.info[key] += len(ids)

@@ -12,10 +12,10 @@ import logging
 import os
 
 from memtree import protocol
-from memtree.recall import freshness
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
+from memtree.recall import freshness
 from memtree.store import sweeps
 
 log = logging.getLogger(__name__)

@@ -84,7 +84,7 @@ class SummarizeWalker(Walker):
             self.reader.reset()
 
     def _provider(self, db) -> str | None:
-        """"anthropic", "extractive", or None (wait: API calls are spaced)."""
+        """ "anthropic", "extractive", or None (wait: API calls are spaced)."""
         if not self.use_api:
             return "extractive"
         cap = int(self.config.anthropic.dailyCap)
@@ -106,8 +106,9 @@ class SummarizeWalker(Walker):
         if provider == "anthropic":
             self.last_api = time.monotonic()
             try:
-                text = summaries.anthropic(parent, kids, size, key=self.key, url=self.url,
-                                           model=self.config.anthropic.model)
+                text = summaries.anthropic(
+                    parent, kids, size, key=self.key, url=self.url, model=self.config.anthropic.model
+                )
                 self.stats["api"] += 1
             except summaries.SummaryUnavailable as e:
                 log.warning("%s: %s; using the extractive summary", self.ctx.name, e.message)
@@ -120,11 +121,20 @@ class SummarizeWalker(Walker):
             refs.append({"dst": current["id"], "kind": "supersedes"})
         meta = {"provider": provider, "summarizes": parent_id, "children": len(kids)}
         try:
-            res = self.call_writer(protocol.AddNode(kind="summary", content=text, parent_id=parent_id,
-                                                    status="live", metadata=meta, refs=refs))
+            res = self.call_writer(
+                protocol.AddNode(
+                    kind="summary", content=text, parent_id=parent_id, status="live", metadata=meta, refs=refs
+                )
+            )
             if res is not None and current is not None:
-                self.call_writer(protocol.SetStatus(ids=[current["id"]], status="superseded",
-                                                    reason=f"summary {res['id']} is newer", expect=["live"]))
+                self.call_writer(
+                    protocol.SetStatus(
+                        ids=[current["id"]],
+                        status="superseded",
+                        reason=f"summary {res['id']} is newer",
+                        expect=["live"],
+                    )
+                )
         except MemtreeError as e:
             log.error("%s: summary of %s refused: %s", self.ctx.name, parent_id, e.message)
             return True

@@ -19,9 +19,11 @@ FACTS = {
     "where NoSuchOption is raised": ("src/click/parser.py", "raise NoSuchOption(opt, possibilities=possibilities"),
 }
 
-FINAL = {"text": "Unknown commands fail with 'No such command'; terminal_width is inherited from the parent "
-                 "context; IntRange clamps an open bound by one; 8.0.0 was released 2021-05-11; the parser "
-                 "raises NoSuchOption."}
+FINAL = {
+    "text": "Unknown commands fail with 'No such command'; terminal_width is inherited from the parent "
+    "context; IntRange clamps an open bound by one; 8.0.0 was released 2021-05-11; the parser "
+    "raises NoSuchOption."
+}
 
 
 def _read(path: str, **extra) -> dict:
@@ -29,8 +31,12 @@ def _read(path: str, **extra) -> dict:
 
 
 def _grep(pattern: str, path: str = "src/click", **extra) -> dict:
-    return {"tool_use": {"name": "Grep", "input": {"pattern": pattern, "path": f"${{PROJ}}/{path}",
-                                                   "output_mode": "content", "-n": True, **extra}}}
+    return {
+        "tool_use": {
+            "name": "Grep",
+            "input": {"pattern": pattern, "path": f"${{PROJ}}/{path}", "output_mode": "content", "-n": True, **extra},
+        }
+    }
 
 
 def _bash(command: str) -> dict:
@@ -49,18 +55,32 @@ NATIVE_WHOLE = [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"head -n 300 
 # read of its lines: an earlier script read them again, in native's arm only.)
 TARGETED_GREP = "def resolve_command|terminal_width = parent|class IntRange"
 NATIVE_TARGETED = [
-    _grep(TARGETED_GREP), _read(CORE, offset=1722, limit=26), _read(TYPES, offset=516, limit=24),
-    _grep("raise NoSuchOption"), _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]
+    _grep(TARGETED_GREP),
+    _read(CORE, offset=1722, limit=26),
+    _read(TYPES, offset=516, limit=24),
+    _grep("raise NoSuchOption"),
+    _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"),
+    FINAL,
+]
 
 # memtree installed, the agent still on native tools: it reads whole files as
 # before, gets previews (outlines with line numbers, head/tail/lines that
 # matter) and follows them with exact reads; line numbers come from the outline.
 INSTALLED = {
     "capture": {"RESOLVE": r"resolve_command\b[^\n]*? L(\d+)", "INTRANGE": r"class IntRange\b[^\n]*? L(\d+)"},
-    "turns": [_read(CORE), _read(TYPES), _grep("raise "), _bash(f"head -n 300 {CHANGES}"),
-              _read(CORE, offset="${RESOLVE}", limit=26), _grep("terminal_width = parent", path=CORE),
-              _read(TYPES, offset="${INTRANGE}", limit=24), _grep("raise NoSuchOption"),
-              _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]}
+    "turns": [
+        _read(CORE),
+        _read(TYPES),
+        _grep("raise "),
+        _bash(f"head -n 300 {CHANGES}"),
+        _read(CORE, offset="${RESOLVE}", limit=26),
+        _grep("terminal_width = parent", path=CORE),
+        _read(TYPES, offset="${INTRANGE}", limit=24),
+        _grep("raise NoSuchOption"),
+        _bash(f"grep -n -A3 'Version 8.0.0' {CHANGES}"),
+        FINAL,
+    ],
+}
 
 # memtree's own tools, with the targeted arm's knowledge: the same grep, but
 # with memtree's context=symbol each hit comes inside the definition around it
@@ -72,16 +92,21 @@ INSTALLED = {
 MEMTREE_TOOLS = [
     _mt("grep", pattern=TARGETED_GREP, path="src/click", opts="context=symbol"),
     _mt("grep", pattern="raise NoSuchOption", path="src/click"),
-    _mt("bash", command=f"grep -n -A3 'Version 8.0.0' {CHANGES}"), FINAL]
+    _mt("bash", command=f"grep -n -A3 'Version 8.0.0' {CHANGES}"),
+    FINAL,
+]
 
 # Session 2 of the two-session arm: the same questions after session 1
 # explored them. Native: explore again. memtree: the SessionStart brief plus
 # searches of what session 1 stored.
 SESSION2_MEMTREE = [
-    _mt("recall", query="No such command", opts="limit=2"), _mt("recall", query="terminal_width parent", opts="limit=2"),
+    _mt("recall", query="No such command", opts="limit=2"),
+    _mt("recall", query="terminal_width parent", opts="limit=2"),
     _mt("recall", query="IntRange _clamp bound dir", opts="limit=2"),
     _mt("recall", query="NoSuchOption possibilities", opts="limit=2"),
-    _mt("recall", query="Version 8.0.0 Released", opts="limit=2"), FINAL]
+    _mt("recall", query="Version 8.0.0 Released", opts="limit=2"),
+    FINAL,
+]
 
 
 def script(turns) -> dict:
@@ -89,5 +114,14 @@ def script(turns) -> dict:
     return {"side_text": "ok", **body}
 
 
-__all__ = ["FACTS", "NATIVE_WHOLE", "NATIVE_TARGETED", "INSTALLED", "MEMTREE_TOOLS", "SESSION2_MEMTREE", "script",
-           "PACKAGE", "VERSION"]
+__all__ = [
+    "FACTS",
+    "NATIVE_WHOLE",
+    "NATIVE_TARGETED",
+    "INSTALLED",
+    "MEMTREE_TOOLS",
+    "SESSION2_MEMTREE",
+    "script",
+    "PACKAGE",
+    "VERSION",
+]

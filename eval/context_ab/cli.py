@@ -36,8 +36,11 @@ def _works(path: str) -> bool:
 def find_claude(install: bool = True) -> tuple[str | None, str]:
     """(path of a working ``claude`` of VERSION, or None with why not)."""
     root = cache_dir()
-    cands = [os.environ.get("CLAUDE_BIN") or "", os.path.join(root, "node_modules", ".bin", "claude"),
-             os.path.join(root, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")]
+    cands = [
+        os.environ.get("CLAUDE_BIN") or "",
+        os.path.join(root, "node_modules", ".bin", "claude"),
+        os.path.join(root, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude"),
+    ]
     for c in cands:
         if c and os.path.isfile(c) and _works(c):
             return c, ""
@@ -48,8 +51,12 @@ def find_claude(install: bool = True) -> tuple[str | None, str]:
         return None, "npm is not installed"
     os.makedirs(root, exist_ok=True)
     try:
-        done = subprocess.run([npm, "install", "--prefix", root, "--no-audit", "--no-fund",
-                               f"@anthropic-ai/claude-code@{VERSION}"], capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [npm, "install", "--prefix", root, "--no-audit", "--no-fund", f"@anthropic-ai/claude-code@{VERSION}"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     except subprocess.TimeoutExpired:
         return None, "npm install timed out after 600 s (registry unreachable?)"
     if done.returncode != 0:
@@ -74,9 +81,25 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def start_api(script_path: str, log_path: str, proj: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "memtree.eval.context_ab.scripted_api", "--port", "0", "--script", script_path,
-         "--log", log_path, "--var", f"PROJ={proj}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "memtree.eval.context_ab.scripted_api",
+            "--port",
+            "0",
+            "--script",
+            script_path,
+            "--log",
+            log_path,
+            "--var",
+            f"PROJ={proj}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 30  # a cold interpreter on a loaded box
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -88,8 +111,17 @@ def start_api(script_path: str, log_path: str, proj: str) -> tuple[subprocess.Po
     raise RuntimeError("the fake API did not start")
 
 
-def run(claude: str, proj: str, script: dict, out_dir: str, *, allowed: str = "Read Grep Bash Edit",
-        env: dict | None = None, prompt: str = "do the thing", timeout: float = 240) -> list[dict]:
+def run(
+    claude: str,
+    proj: str,
+    script: dict,
+    out_dir: str,
+    *,
+    allowed: str = "Read Grep Bash Edit",
+    env: dict | None = None,
+    prompt: str = "do the thing",
+    timeout: float = 240,
+) -> list[dict]:
     """One ``claude -p`` session in ``proj``; the fake API's log entries."""
     os.makedirs(out_dir, exist_ok=True)
     home = os.path.join(out_dir, "home")
@@ -102,22 +134,50 @@ def run(claude: str, proj: str, script: dict, out_dir: str, *, allowed: str = "R
     api, url = start_api(script_path, log_path, proj)
     try:
         full_env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "CLAUDE_PROJECT_DIR")}
-        full_env.update({
-            "HOME": home, "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"), "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-dummy", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "15000"})
+        full_env.update(
+            {
+                "HOME": home,
+                "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+                "ANTHROPIC_BASE_URL": url,
+                "ANTHROPIC_API_KEY": "sk-ant-dummy",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "MCP_CONNECTION_NONBLOCKING": "0",
+                "MCP_CONNECT_TIMEOUT_MS": "15000",
+            }
+        )
         for k, v in (env or {}).items():  # None unsets: e.g. the CLI's own default MCP wait
             if v is None:
                 full_env.pop(k, None)
             else:
                 full_env[k] = v
-        with open(os.path.join(out_dir, "claude_stdout.json"), "w") as out, \
-                open(os.path.join(out_dir, "claude_stderr.txt"), "w") as err:
+        with (
+            open(os.path.join(out_dir, "claude_stdout.json"), "w") as out,
+            open(os.path.join(out_dir, "claude_stderr.txt"), "w") as err,
+        ):
             proc = subprocess.Popen(
-                [claude, "-p", prompt, "--output-format", "json", "--permission-mode", "default",
-                 "--allowedTools", allowed, "--debug-file", os.path.join(out_dir, "claude_debug.log")],
-                cwd=proj, env=full_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+                [
+                    claude,
+                    "-p",
+                    prompt,
+                    "--output-format",
+                    "json",
+                    "--permission-mode",
+                    "default",
+                    "--allowedTools",
+                    allowed,
+                    "--debug-file",
+                    os.path.join(out_dir, "claude_debug.log"),
+                ],
+                cwd=proj,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -133,8 +193,14 @@ def run(claude: str, proj: str, script: dict, out_dir: str, *, allowed: str = "R
 def main_requests(log: list[dict]) -> list[dict]:
     """Bodies of the main-loop /v1/messages requests (the fake API answered them from the script)."""
     decisions = {e["seq"]: e.get("decision") for e in log if e.get("kind") == "response"}
-    return [e["body"] for e in log if e.get("kind") == "request" and e.get("method") == "POST"
-            and e["path"].split("?")[0].endswith("/v1/messages") and decisions.get(e["seq"]) == "main"]
+    return [
+        e["body"]
+        for e in log
+        if e.get("kind") == "request"
+        and e.get("method") == "POST"
+        and e["path"].split("?")[0].endswith("/v1/messages")
+        and decisions.get(e["seq"]) == "main"
+    ]
 
 
 def tool_results(body: dict) -> list[tuple[str, str, bool]]:

@@ -41,8 +41,23 @@ def sdist() -> str:
     path = os.path.join(cache, f"{arms.PACKAGE}-{arms.VERSION}.tar.gz")
     if not os.path.isfile(path):
         os.makedirs(cache, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-                        f"{arms.PACKAGE}=={arms.VERSION}", "-d", cache], check=True, timeout=300)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                f"{arms.PACKAGE}=={arms.VERSION}",
+                "-d",
+                cache,
+            ],
+            check=True,
+            timeout=300,
+        )
     return path
 
 
@@ -62,8 +77,11 @@ CONFIG: dict = {}  # --config: the memtree arms' project config (e.g. capture th
 def install(proj: str) -> None:
     # --shared: the project's own files, which the isolated CLI reads (the default
     # would file the server in this machine's ~/.claude.json).
-    subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "install", "--project", proj, "--shared"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-P", "-m", "memtree.cli", "install", "--project", proj, "--shared"],
+        check=True,
+        capture_output=True,
+    )
     if CONFIG:
         os.makedirs(os.path.join(proj, ".memtree"), exist_ok=True)
         with open(os.path.join(proj, ".memtree", "config.json"), "w") as f:
@@ -71,16 +89,20 @@ def install(proj: str) -> None:
 
 
 def shutdown(proj: str, env: dict) -> None:
-    subprocess.run([sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"], cwd=proj, env={**os.environ, **env},
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"],
+        cwd=proj,
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+    )
 
 
 # -- measuring -------------------------------------------------------------------------------
 
 
 def request_tokens(body: dict) -> int:
-    return sum(tokens.count(json.dumps(body.get(k) or [], ensure_ascii=False)) for k in ("system", "tools",
-                                                                                            "messages"))
+    return sum(tokens.count(json.dumps(body.get(k) or [], ensure_ascii=False)) for k in ("system", "tools", "messages"))
 
 
 def seen_texts(body: dict) -> list[str]:
@@ -140,8 +162,11 @@ def measure(bodies: list[dict], fixed: int, proj: str, db: str | None) -> dict:
     last = bodies[-1] if bodies else {}
     texts = seen_texts(last)
     return {
-        "requests": len(bodies), "added": sum(s - fixed for s in sizes), "input": sum(sizes),
-        "first": sizes[0] if sizes else 0, "last": sizes[-1] if sizes else 0,
+        "requests": len(bodies),
+        "added": sum(s - fixed for s in sizes),
+        "input": sum(sizes),
+        "first": sizes[0] if sizes else 0,
+        "last": sizes[-1] if sizes else 0,
         "defs": tokens.count(json.dumps(last.get("tools") or [], ensure_ascii=False)),
         "results": sum(tokens.count(t) for _n, t, _e in cli.tool_results(last)),
         "errors": sum(1 for _n, _t, e in cli.tool_results(last) if e),
@@ -154,14 +179,31 @@ def measure(bodies: list[dict], fixed: int, proj: str, db: str | None) -> dict:
 
 
 def _db(proj: str, home: str) -> str | None:
-    done = subprocess.run([sys.executable, "-P", "-c", "import sys; from memtree import paths as p; "
-                           "print(p.paths_for_cwd(sys.argv[1]).db)", proj], env={**os.environ, "MEMTREE_HOME": home},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-c",
+            "import sys; from memtree import paths as p; print(p.paths_for_cwd(sys.argv[1]).db)",
+            proj,
+        ],
+        env={**os.environ, "MEMTREE_HOME": home},
+        capture_output=True,
+        text=True,
+    )
     return done.stdout.strip() or None
 
 
-def session(claude: str, work: str, name: str, turns, memtree: bool, allowed: str, proj: str | None = None,
-            home: str | None = None) -> tuple[list[dict], str, str | None]:
+def session(
+    claude: str,
+    work: str,
+    name: str,
+    turns,
+    memtree: bool,
+    allowed: str,
+    proj: str | None = None,
+    home: str | None = None,
+) -> tuple[list[dict], str, str | None]:
     proj = proj or make_project(work, name)
     env = {}
     if memtree:
@@ -198,8 +240,9 @@ def run(selected, work: str) -> dict:
         # session 1 explores with memtree installed; session 2 asks again in a new session.
         _b, proj, db = session(claude, work, "two-session", arms.INSTALLED, True, with_mt)
         home = os.path.join(work, "two-session", "memtree-home")
-        bodies, proj, db = session(claude, work, "two-session-2", arms.SESSION2_MEMTREE, True, with_mt, proj=proj,
-                                   home=home)
+        bodies, proj, db = session(
+            claude, work, "two-session-2", arms.SESSION2_MEMTREE, True, with_mt, proj=proj, home=home
+        )
         results["session 2, memtree"] = measure(bodies, fixed, proj, db)
         results["session 2, native"] = dict(results["native-whole"])  # native has no memory: it explores again
     return {"fixed_prompt": fixed, "arms": results}
@@ -209,17 +252,21 @@ def table(report: dict) -> str:
     arms_ = report["arms"]
     base = arms_["native-whole"]["added"]
     targeted = arms_.get("native-targeted", {}).get("added")
-    rows = [f"fixed prompt (native whole-file arm, first request): {report['fixed_prompt']:,} tokens",
-            f"{'arm':<22}{'reqs':>5}{'added':>9}{'vs whole':>9}{'vs targ':>9}{'input':>10}{'last':>8}"
-            f"{'defs':>7}{'results':>8}  facts (seen / 1 call / missing)"]
+    rows = [
+        f"fixed prompt (native whole-file arm, first request): {report['fixed_prompt']:,} tokens",
+        f"{'arm':<22}{'reqs':>5}{'added':>9}{'vs whole':>9}{'vs targ':>9}{'input':>10}{'last':>8}"
+        f"{'defs':>7}{'results':>8}  facts (seen / 1 call / missing)",
+    ]
     for name, m in arms_.items():
         facts = list(m["facts"].values())
         vs_t = f"{100 * (m['added'] - targeted) / targeted:+.0f}%" if targeted else "-"
-        rows.append(f"{name:<22}{m['requests']:>5}{m['added']:>9,}{100 * (m['added'] - base) / base:>+8.0f}%"
-                    f"{vs_t:>9}{m['input']:>10,}{m['last']:>8,}{m['defs']:>7,}{m['results']:>8,}  "
-                    f"{facts.count('seen')} / {facts.count('1 call')} / {facts.count('missing')}"
-                    + (f"  errors={m['errors']}" if m["errors"] else "")
-                    + (f"  previews={m['rewritten']}" if m.get("rewritten") else ""))
+        rows.append(
+            f"{name:<22}{m['requests']:>5}{m['added']:>9,}{100 * (m['added'] - base) / base:>+8.0f}%"
+            f"{vs_t:>9}{m['input']:>10,}{m['last']:>8,}{m['defs']:>7,}{m['results']:>8,}  "
+            f"{facts.count('seen')} / {facts.count('1 call')} / {facts.count('missing')}"
+            + (f"  errors={m['errors']}" if m["errors"] else "")
+            + (f"  previews={m['rewritten']}" if m.get("rewritten") else "")
+        )
     if "session 2, memtree" in arms_:
         s2, s2n = arms_["session 2, memtree"]["added"], arms_["session 2, native"]["added"]
         rows.append(f"session 2: memtree {s2:,} vs native {s2n:,} added tokens ({100 * (s2 - s2n) / s2n:+.0f}%)")
@@ -230,8 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="context_ab")
     p.add_argument("--arms", default=",".join(ALL_ARMS))
     p.add_argument("--out", help="keep the run directories and report.json here")
-    p.add_argument("--config", default="{}", help="JSON project config for the memtree arms, e.g. "
-                                                   "'{\"capture\": {\"previewTokens\": 600}}'")
+    p.add_argument(
+        "--config",
+        default="{}",
+        help='JSON project config for the memtree arms, e.g. \'{"capture": {"previewTokens": 600}}\'',
+    )
     args = p.parse_args(argv)
     CONFIG.update(json.loads(args.config))
     selected = set(args.arms.split(","))

@@ -28,8 +28,9 @@ def tool_result_texts(messages) -> list[str]:
         for b in m["content"]:
             if isinstance(b, dict) and b.get("type") == "tool_result":
                 c = b.get("content")
-                out.append(c if isinstance(c, str) else "\n".join(
-                    x.get("text", "") for x in c or [] if isinstance(x, dict)))
+                out.append(
+                    c if isinstance(c, str) else "\n".join(x.get("text", "") for x in c or [] if isinstance(x, dict))
+                )
     return out
 
 

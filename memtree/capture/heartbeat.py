@@ -26,6 +26,7 @@ this under ``python -I -S``.
 """
 
 import os
+
 from memtree.capture.claude_code import CAPTURED_TOOLS
 
 MAGIC = b"MTHB0002"  # 0001 had no id sets: such a file starts over
@@ -59,10 +60,10 @@ def _decode_slot(raw: bytes) -> dict:
     out: dict = {"session": sid}
     at = SID_BYTES
     for name in COUNTERS:
-        out[name] = int.from_bytes(raw[at:at + 4], "little")
+        out[name] = int.from_bytes(raw[at : at + 4], "little")
         at += 4
     for name in _TIMES:
-        out[name] = int.from_bytes(raw[at:at + 8], "little")
+        out[name] = int.from_bytes(raw[at : at + 8], "little")
         at += 8
     return out
 
@@ -80,14 +81,14 @@ def _pick(data: bytes, key: bytes) -> tuple[int, bool]:
     last_at = SID_BYTES + 4 * len(COUNTERS)
     for i in range(SLOTS):
         base = len(MAGIC) + i * SLOT_BYTES
-        sid = data[base:base + SID_BYTES]
+        sid = data[base : base + SID_BYTES]
         if sid == key:
             return i, True
         if sid[:1] == b"\0":
             if empty < 0:
                 empty = i
             continue
-        ms = int.from_bytes(data[base + last_at:base + last_at + 8], "little")
+        ms = int.from_bytes(data[base + last_at : base + last_at + 8], "little")
         if oldest_ms is None or ms < oldest_ms:
             oldest, oldest_ms = i, ms
     return (empty if empty >= 0 else oldest), False
@@ -134,7 +135,7 @@ def _update(store_dir: str, session_id: str, change, add_id: str | None = None, 
         key = _sid_key(session_id)
         i, found = _pick(data, key)
         base = len(MAGIC) + i * SLOT_BYTES
-        slot = _decode_slot(data[base:base + SLOT_BYTES] if found else bytes(SLOT_BYTES))
+        slot = _decode_slot(data[base : base + SLOT_BYTES] if found else bytes(SLOT_BYTES))
         slot["session"] = session_id
         bloom = os.pread(fd, BLOOM_BYTES, _bloom_at(i)) if found else bytes(BLOOM_BYTES)
         if check is not None:
@@ -224,8 +225,8 @@ def read_all(store_dir: str) -> list[dict]:
     slots = []
     for i in range(SLOTS):
         base = len(MAGIC) + i * SLOT_BYTES
-        if data[base:base + 1] != b"\0":
-            slots.append(_decode_slot(data[base:base + SLOT_BYTES]))
+        if data[base : base + 1] != b"\0":
+            slots.append(_decode_slot(data[base : base + SLOT_BYTES]))
     return sorted(slots, key=lambda s: s["last_ms"], reverse=True)
 
 
@@ -262,11 +263,14 @@ def problems(slots: list[dict]) -> list[str]:
     out = []
     for s in slots:
         if s["gap"]:
-            out.append(f"session {s['session'][:12]}: {s['gap']} of {s['transcript_calls']} Read/Grep/Bash "
-                       f"calls in the transcript were not captured (hook runs seen: {s['seen']})")
+            out.append(
+                f"session {s['session'][:12]}: {s['gap']} of {s['transcript_calls']} Read/Grep/Bash "
+                f"calls in the transcript were not captured (hook runs seen: {s['seen']})"
+            )
         elif s["failed"]:
-            out.append(f"session {s['session'][:12]}: {s['failed']} of {s['seen']} hook runs failed "
-                       "(see logs/hook.log)")
+            out.append(
+                f"session {s['session'][:12]}: {s['failed']} of {s['seen']} hook runs failed (see logs/hook.log)"
+            )
     return out
 
 
@@ -275,7 +279,9 @@ def summary(slots: list[dict]) -> str:
     if not slots:
         return "capture: no hook run recorded yet"
     totals = {k: sum(s[k] for s in slots) for k in ("seen", "stored", "spooled", "refused", "failed")}
-    head = (f"capture: {len(slots)} sessions, hook runs {totals['seen']} (stored {totals['stored']}, "
-            f"spooled {totals['spooled']}, refused {totals['refused']}, failed {totals['failed']})")
+    head = (
+        f"capture: {len(slots)} sessions, hook runs {totals['seen']} (stored {totals['stored']}, "
+        f"spooled {totals['spooled']}, refused {totals['refused']}, failed {totals['failed']})"
+    )
     bad = problems(slots)
     return head + ("; GAP: " + "; ".join(bad) if bad else "; no gap")

@@ -33,12 +33,22 @@ from __future__ import annotations
 import os
 import re
 
-from memtree.errors import BadRequest
-from memtree.gate import command_denied, path_denied, redact_value, refused_outside  # redact_value: the spool's own pass
-from memtree.store import uris
-from memtree.capture.claude_code import (CAPTURE_EVENTS, CAPTURED_TOOLS, COMPACT_EVENT, POST_TOOL_USE,
-                                         POST_TOOL_USE_FAILURE)
 from memtree.capture import settings
+from memtree.capture.claude_code import (
+    CAPTURE_EVENTS,
+    CAPTURED_TOOLS,
+    COMPACT_EVENT,
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+)
+from memtree.errors import BadRequest
+from memtree.gate import (  # redact_value: the spool's own pass
+    command_denied,
+    path_denied,
+    redact_value,
+    refused_outside,
+)
+from memtree.store import uris
 
 MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
 MAX_READ_CHARS = 8 * 1024 * 1024  # of one Read chunked, as the wrapped read's file limit
@@ -144,6 +154,7 @@ def _denier(config, cwd: str, project_root: str | None):
         if project_root and refused_outside(path, project_root, allow, cwd):
             return Skip("outside", "outside the project (path.allowOutside)")
         return None
+
     return deny
 
 
@@ -157,8 +168,9 @@ def _mtime_ns(path: str) -> int:
         return 0
 
 
-def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny, config=None,
-               project_root: str | None = None) -> Plan:
+def _plan_read(
+    tool_input: dict, response: dict, sid: str, cwd: str, deny, config=None, project_root: str | None = None
+) -> Plan:
     path = _field(tool_input, "file_path", str, "tool_input.")
     denied = deny(path)
     if denied:
@@ -188,8 +200,9 @@ def _plan_read(tool_input: dict, response: dict, sid: str, cwd: str, deny, confi
     return Plan(sid, nodes)
 
 
-def read_nodes(full: str, content: str, start: int, end: int, meta: dict, mtime: int, config=None,
-               project_root: str | None = None) -> list[dict]:
+def read_nodes(
+    full: str, content: str, start: int, end: int, meta: dict, mtime: int, config=None, project_root: str | None = None
+) -> list[dict]:
     """A Read's nodes: one file_chunk per symbol (or window) of the lines read,
     cut as the wrapped read cuts the file (memtree.text.chunking.chunk_read,
     lines numbered from the Read's start), each under the file's root. The
@@ -202,19 +215,31 @@ def read_nodes(full: str, content: str, start: int, end: int, meta: dict, mtime:
     if len(content) > MAX_READ_CHARS:  # memory stays bounded: cut at a line end (each chunk is cut at maxBytes)
         cut = content.rfind("\n", 0, MAX_READ_CHARS)
         meta = {**meta, "cut_at_capture_from_chars": len(content)}
-        content = content[:cut + 1] if cut >= 0 else content[:MAX_READ_CHARS]
+        content = content[: cut + 1] if cut >= 0 else content[:MAX_READ_CHARS]
     whole = ondisk.project_file_text(full, project_root) if content else None
     chunks = chunk_read(full, content, start, whole, settings.get(config, "capture", "filterMinSize"))
     if not chunks:  # an empty Read: one empty chunk, as before (the filter drops it as too small)
         chunks = [{"start": start, "end": end, "symbol": None, "kind": "window", "content": content}]
     nodes = []
     for i, c in enumerate(chunks):
-        nodes.append({
-            "ref": f"n{i}", "parent": {"file": full}, "kind": "file_chunk", "content": c["content"],
-            "source_uri": uris.file_uri(full, c["start"], c["end"]), "mtime": mtime,
-            "metadata": {**meta, "start": c["start"], "end": c["end"], "symbol": c["symbol"], "chunk": c["kind"],
-                         "read": [start, end]},
-        })
+        nodes.append(
+            {
+                "ref": f"n{i}",
+                "parent": {"file": full},
+                "kind": "file_chunk",
+                "content": c["content"],
+                "source_uri": uris.file_uri(full, c["start"], c["end"]),
+                "mtime": mtime,
+                "metadata": {
+                    **meta,
+                    "start": c["start"],
+                    "end": c["end"],
+                    "symbol": c["symbol"],
+                    "chunk": c["kind"],
+                    "read": [start, end],
+                },
+            }
+        )
     return nodes
 
 
@@ -251,9 +276,16 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
     denied = deny(search_path) if search_path else deny(cwd, secret=False)  # no path: it searched the cwd
     if denied:
         return Plan(sid, [], denied)
-    mode = _field(response, "mode", str, "tool_response.", required=False,
-                  default=tool_input.get("output_mode") if isinstance(tool_input.get("output_mode"), str)
-                  else "files_with_matches")
+    mode = _field(
+        response,
+        "mode",
+        str,
+        "tool_response.",
+        required=False,
+        default=tool_input.get("output_mode")
+        if isinstance(tool_input.get("output_mode"), str)
+        else "files_with_matches",
+    )
     filenames = _field(response, "filenames", list, "tool_response.", required=False, default=[])
     if not all(isinstance(f, str) for f in filenames):
         raise BadRequest("Ingest payload: field tool_response.'filenames' must be a list of strings")
@@ -261,8 +293,11 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
     if text is None:
         text = "\n".join(filenames)
     resolve = _resolver(cwd, search_path)
-    single_file = search_path if search_path and os.path.isfile(
-        search_path if os.path.isabs(search_path) else os.path.join(cwd, search_path)) else None
+    single_file = (
+        search_path
+        if search_path and os.path.isfile(search_path if os.path.isabs(search_path) else os.path.join(cwd, search_path))
+        else None
+    )
     kept, hits, denied_lines, denied_cache = [], [], 0, {}
     for line in text.split("\n"):
         path, lineno, body = _parse_line(line, mode, single_file)
@@ -281,23 +316,61 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
         kept.append(line)
     # A header names the search: results alone ("big.txt") say little and
     # would dedupe across different searches.
-    header = f"Grep {pattern!r}" + (f" in {search_path}" if search_path else "") + (
-        f" glob {glob}" if glob else "") + f" ({mode})"
+    header = (
+        f"Grep {pattern!r}"
+        + (f" in {search_path}" if search_path else "")
+        + (f" glob {glob}" if glob else "")
+        + f" ({mode})"
+    )
     text = header + "\n" + "\n".join(kept)
-    counts = {k: response.get(k) for k in ("numFiles", "numLines", "numMatches", "appliedLimit")
-              if isinstance(response.get(k), int) and not isinstance(response.get(k), bool)}
-    meta = {"tool": "Grep", "pattern": pattern, "path": search_path, "glob": glob, "mode": mode,
-                        "type": tool_input.get("type") if isinstance(tool_input.get("type"), str) else None,
-                        "case_insensitive": tool_input.get("-i") is True, "hits": len(hits),
-                        "denied_lines": denied_lines, "origin": "hook", **counts}
-    nodes = [{"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": text,
-              "source_uri": uris.tool_uri("Grep"),
-              "metadata": meta, "mtime": 0}]
+    counts = {
+        k: response.get(k)
+        for k in ("numFiles", "numLines", "numMatches", "appliedLimit")
+        if isinstance(response.get(k), int) and not isinstance(response.get(k), bool)
+    }
+    meta = {
+        "tool": "Grep",
+        "pattern": pattern,
+        "path": search_path,
+        "glob": glob,
+        "mode": mode,
+        "type": tool_input.get("type") if isinstance(tool_input.get("type"), str) else None,
+        "case_insensitive": tool_input.get("-i") is True,
+        "hits": len(hits),
+        "denied_lines": denied_lines,
+        "origin": "hook",
+        **counts,
+    }
+    nodes = [
+        {
+            "ref": "n0",
+            "parent": {"session": sid},
+            "kind": "tool_output",
+            "content": text,
+            "source_uri": uris.tool_uri("Grep"),
+            "metadata": meta,
+            "mtime": 0,
+        }
+    ]
     for i, (full, lineno, body) in enumerate(hits, 1):
-        nodes.append({"ref": f"n{i}", "parent": {"ref": "n0"}, "kind": "file_chunk", "content": body,
-                      "source_uri": uris.file_uri(full, lineno, lineno), "mtime": _mtime_ns(full),
-                      "metadata": {"tool": "Grep", "path": full, "start": lineno, "end": lineno,
-                                   "pattern": pattern, "origin": "hook"}})
+        nodes.append(
+            {
+                "ref": f"n{i}",
+                "parent": {"ref": "n0"},
+                "kind": "file_chunk",
+                "content": body,
+                "source_uri": uris.file_uri(full, lineno, lineno),
+                "mtime": _mtime_ns(full),
+                "metadata": {
+                    "tool": "Grep",
+                    "path": full,
+                    "start": lineno,
+                    "end": lineno,
+                    "pattern": pattern,
+                    "origin": "hook",
+                },
+            }
+        )
     return Plan(sid, nodes)
 
 
@@ -349,8 +422,9 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
     description = _field(tool_input, "description", str, "tool_input.", required=False, default="")
     if not settings.get(config, "capture", "bash"):
         return _skipped("off", "capture.bash is off for this project", sid)
-    denied = command_denied(command, settings.get(config, "bash", "deny"), settings.get(config, "path", "deny"),
-                            payload.get("cwd"))
+    denied = command_denied(
+        command, settings.get(config, "bash", "deny"), settings.get(config, "path", "deny"), payload.get("cwd")
+    )
     if denied:
         return _skipped("denied", f"denied command: {denied}", sid)
     if failed:
@@ -373,15 +447,28 @@ def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) 
     if stderr:
         parts += ["--- stderr ---", stderr]
     content = "\n".join(parts)
-    meta = {"tool": "Bash", "command": command, "exit": exit_code, "interrupted": interrupted,
-            "description": description, "origin": "hook"}
+    meta = {
+        "tool": "Bash",
+        "command": command,
+        "exit": exit_code,
+        "interrupted": interrupted,
+        "description": description,
+        "origin": "hook",
+    }
     if not failed:
         for k in ("persistedOutputPath", "persistedOutputSize"):
             v = payload["tool_response"].get(k)
             if isinstance(v, (str, int)) and not isinstance(v, bool):
                 meta["persisted_output_path" if k.endswith("Path") else "persisted_output_size"] = v
-    node = {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": content,
-            "source_uri": uris.tool_uri("Bash"), "metadata": meta, "mtime": 0}
+    node = {
+        "ref": "n0",
+        "parent": {"session": sid},
+        "kind": "tool_output",
+        "content": content,
+        "source_uri": uris.tool_uri("Bash"),
+        "metadata": meta,
+        "mtime": 0,
+    }
     return Plan(sid, [node])
 
 
@@ -396,9 +483,15 @@ def _plan_compact(payload: dict, sid: str) -> Plan:
     trigger = _field(payload, "trigger", str, "", required=False, default="auto")
     if not summary.strip():
         return _skipped("unsupported", "empty compaction summary", sid)
-    node = {"ref": "n0", "parent": {"session": sid}, "kind": "observation",
-            "content": f"Compaction summary ({trigger[:20]}):\n{summary}", "source_uri": f"compact:{sid[:200]}",
-            "metadata": {"origin": "compact", "trigger": trigger[:20]}, "mtime": 0}
+    node = {
+        "ref": "n0",
+        "parent": {"session": sid},
+        "kind": "observation",
+        "content": f"Compaction summary ({trigger[:20]}):\n{summary}",
+        "source_uri": f"compact:{sid[:200]}",
+        "metadata": {"origin": "compact", "trigger": trigger[:20]},
+        "mtime": 0,
+    }
     return Plan(sid, [node])
 
 
@@ -426,7 +519,10 @@ def sanitize(payload: dict, config, project_root: str | None = None) -> tuple[di
         response["content"] = kept[1] if len(kept) > 1 else ""
         deny = _denier(config, payload["cwd"], project_root)
         response["filenames"] = [f for f in response.get("filenames") or [] if isinstance(f, str) and not deny(f)]
-        if response.get("mode", "files_with_matches") == "files_with_matches" and "content" not in payload["tool_response"]:
+        if (
+            response.get("mode", "files_with_matches") == "files_with_matches"
+            and "content" not in payload["tool_response"]
+        ):
             response.pop("content")
         out["tool_response"] = response
     return redact_value(out)[0], "spooled"

@@ -21,8 +21,36 @@ from memtree import tokens
 from memtree.text.fit import clip_line, fit_rows
 from memtree.text.outline import headings, outline
 
-_CODE_EXT = frozenset(("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "rb", "ex", "exs", "java",
-                       "kt", "scala", "swift", "c", "h", "cc", "cpp", "hpp", "cs", "php", "lua", "sh"))
+_CODE_EXT = frozenset(
+    (
+        "py",
+        "pyi",
+        "js",
+        "jsx",
+        "mjs",
+        "cjs",
+        "ts",
+        "tsx",
+        "go",
+        "rs",
+        "rb",
+        "ex",
+        "exs",
+        "java",
+        "kt",
+        "scala",
+        "swift",
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "hpp",
+        "cs",
+        "php",
+        "lua",
+        "sh",
+    )
+)
 _DOC_EXT = frozenset(("md", "markdown", "rst"))
 # A line that matters in a log, test or build output: a level or verdict
 # written the way tools write it (``ERROR``, ``FAILED``, ``error:``,
@@ -36,7 +64,8 @@ _SIGNAL = re.compile(
     r"|:\d+(?::\d+)?:\s*(?:error|warning|fatal error)\b"
     r"|\b\d+ (?:failed|errors?)\b"
     r"|\b(?:[Ss]egmentation fault|core dumped|Killed|[Tt]imed out|No such file or directory|Permission denied"
-    r"|command not found|exit (?:code|status) [1-9]\d*)")
+    r"|command not found|exit (?:code|status) [1-9]\d*)"
+)
 MAX_LINE_CHARS = 200
 # How the agent gets a stored output back (memtree's MCP surface).
 FETCH = "memtree recall ids={id}"
@@ -110,8 +139,10 @@ def _outline_rows(items, budget: int) -> tuple[list[str], str]:
     tiers = (  # built one at a time: most files stop at the first that fits
         lambda: [f"{' ' * min(i, 8)}{t} L{a}-{b}" for i, t, a, b in items if i <= 8] if few else None,
         lambda: [f"{' ' * min(i, 8)}{_short(t)} L{a}-{b}" for i, t, a, b in items if i <= 8] if few else None,
-        lambda: _compact(items), lambda: _compact(items, public_only=True),
-        lambda: [f"{_short(t)} L{a}-{b}" for i, t, a, b in items if i == top])
+        lambda: _compact(items),
+        lambda: _compact(items, public_only=True),
+        lambda: [f"{_short(t)} L{a}-{b}" for i, t, a, b in items if i == top],
+    )
     left_out = ("", "", "", "private members not listed", "members not listed")
     # Every tier's rows are at least as long as the top-level-only rows (names are
     # prefixes of signatures; members and indentation only add), so when even
@@ -145,8 +176,11 @@ def _biggest_members(items, top_rows: list[str], budget: int) -> tuple[list[str]
         if extra and used + extra <= budget:
             rows[k], used = full[k], used + extra
     missing = sum(1 for r, f in zip(rows, full) if r != f)
-    return rows, (f"members of {missing} definition{'s' if missing > 1 else ''} not listed" if missing
-                  else "private members not listed")
+    return rows, (
+        f"members of {missing} definition{'s' if missing > 1 else ''} not listed"
+        if missing
+        else "private members not listed"
+    )
 
 
 def _fold(rows: list[str]) -> list[str]:
@@ -155,8 +189,14 @@ def _fold(rows: list[str]) -> list[str]:
     numbers that are not file lines."""
     out: list[str] = []
     for row in rows:
-        if (out and ":" not in row and not row.startswith(" ") and ":" not in out[-1]
-                and not out[-1].startswith(" ") and len(out[-1]) + len(row) + 2 <= FOLD_CHARS):
+        if (
+            out
+            and ":" not in row
+            and not row.startswith(" ")
+            and ":" not in out[-1]
+            and not out[-1].startswith(" ")
+            and len(out[-1]) + len(row) + 2 <= FOLD_CHARS
+        ):
             out[-1] += f"; {row}"
         else:
             out.append(row)
@@ -186,7 +226,7 @@ def excerpt_rows(lines: list[str], budget: int) -> tuple[list[int], list[int], l
     tail_idx = list(range(n - len(tail), n))
     middle_all = [i for i in signal if len(head_idx) <= i < n - len(tail_idx)]
     middle, _ = fit_rows([fmt(i) for i in middle_all], budget - used_h - used_t)
-    middle_idx = middle_all[:len(middle)]
+    middle_idx = middle_all[: len(middle)]
     shown = f"lines 1-{len(head_idx)}" if head_idx else "no head"
     if middle_all:
         shown += f", {len(middle_idx)} of {len(middle_all)} error/warning lines"
@@ -220,8 +260,16 @@ def _tokens_str(n: int) -> str:
     return f"~{n / 1000:.1f}k tokens" if n >= 1000 else f"~{n} tokens"
 
 
-def read_text(path: str, content: str, total_lines: int, node_id: str | None, budget: int,
-              cut: str | None = None, lead: str = "", text_budget: int | None = None) -> str:
+def read_text(
+    path: str,
+    content: str,
+    total_lines: int,
+    node_id: str | None,
+    budget: int,
+    cut: str | None = None,
+    lead: str = "",
+    text_budget: int | None = None,
+) -> str:
     """The preview of a whole-file Read.
 
     Claude Code numbers every line of a Read result itself (``N\t`` from 1), so
@@ -243,12 +291,17 @@ def read_text(path: str, content: str, total_lines: int, node_id: str | None, bu
     if kind == "doc":
         items = headings(lines)
     name = path.rsplit("/", 1)[-1]
-    span = {None: f"{total_lines:,} lines", "all": f"all {total_lines:,} lines",
-            "prefix": f"lines 1-{len(lines):,} of {total_lines:,}"}[cut]
+    span = {
+        None: f"{total_lines:,} lines",
+        "all": f"all {total_lines:,} lines",
+        "prefix": f"lines 1-{len(lines):,} of {total_lines:,}",
+    }[cut]
     past = " (read from disk past the cut above)" if cut == "all" else ""
     kept = _kept(node_id, repr(name), what="the part read" if cut else "whole")
-    about = (f"{name}: {span}, {_tokens_str(tokens.count(content))}{past}, {kept}; "
-             "numbers at the left are not file lines. Exact lines: Read with offset and limit; Edit works as usual.")
+    about = (
+        f"{name}: {span}, {_tokens_str(tokens.count(content))}{past}, {kept}; "
+        "numbers at the left are not file lines. Exact lines: Read with offset and limit; Edit works as usual."
+    )
     left = budget - tokens.count(about) - 30
 
     if kind in ("code", "doc") and items:
@@ -296,8 +349,11 @@ def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int
     """Matches per file on one line, then the first matching lines grouped under
     their file (as ``rg --heading`` does), within ``budget``."""
     mode = response.get("mode") or "files_with_matches"
-    text = response.get("content") if isinstance(response.get("content"), str) else "\n".join(
-        f for f in response.get("filenames") or [] if isinstance(f, str))
+    text = (
+        response.get("content")
+        if isinstance(response.get("content"), str)
+        else "\n".join(f for f in response.get("filenames") or [] if isinstance(f, str))
+    )
     rows = [r for r in text.split("\n") if r]
     per_file: dict[str, int] = {}
     split: list[tuple[str, str]] = []  # (file, rest of the row)
@@ -306,25 +362,30 @@ def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int
     for r in rows:
         m = (_GREP_HIT_N if numbered else _GREP_HIT).match(r) if mode == "content" else None
         if m:  # a match: path:N:text (with -n) or path:text
-            current, rest = m.group(1), r[len(m.group(1)) + 1:]
+            current, rest = m.group(1), r[len(m.group(1)) + 1 :]
             per_file[current] = per_file.get(current, 0) + 1
         elif current and r.startswith(current + "-"):  # a context line of the same file (-A/-B/-C)
-            rest = r[len(current) + 1:]
+            rest = r[len(current) + 1 :]
         else:  # a "--" separator, a file name (files_with_matches), anything else: as it is
             current, rest = "", r
         split.append((current, rest))
     pattern = str(tool_input.get("pattern", ""))
     where = _kept(node_id, repr(pattern[:40]))
-    parts = [f"[memtree] Grep {pattern[:80]!r} ({mode}): {len(rows):,} lines"
-             + (f" in {len(per_file):,} file{'s' if len(per_file) > 1 else ''}" if per_file else "")
-             + f", {_tokens_str(tokens.count(text))}, {where}. Narrow with path/glob, or page with head_limit/offset."]
+    parts = [
+        f"[memtree] Grep {pattern[:80]!r} ({mode}): {len(rows):,} lines"
+        + (f" in {len(per_file):,} file{'s' if len(per_file) > 1 else ''}" if per_file else "")
+        + f", {_tokens_str(tokens.count(text))}, {where}. Narrow with path/glob, or page with head_limit/offset."
+    ]
     left = budget - tokens.count(parts[0])
     if len(per_file) > 1:
         base = _common_dir(list(per_file))
         top = sorted(per_file.items(), key=lambda kv: -kv[1])
-        counts, used = fit_rows([f"{p[len(base):]} {n}" for p, n in top], left // 3)
-        parts.append(f"Per file{f' (in {base})' if base else ''}: " + ", ".join(counts)
-                     + (f", … {len(top) - len(counts)} more files" if len(counts) < len(top) else ""))
+        counts, used = fit_rows([f"{p[len(base) :]} {n}" for p, n in top], left // 3)
+        parts.append(
+            f"Per file{f' (in {base})' if base else ''}: "
+            + ", ".join(counts)
+            + (f", … {len(top) - len(counts)} more files" if len(counts) < len(top) else "")
+        )
         left -= used + 4
     shown, current, used = [], None, 0
     for path, rest in split:
@@ -347,8 +408,10 @@ def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int
 def bash_text(command: str, stream: str, text: str, node_id: str | None, budget: int) -> str:
     lines = text.split("\n")
     where = _kept(node_id, repr(_clip(command, 40)), fetch=True)
-    head = (f"[memtree] {stream} of `{_clip(command, 120)}`: {len(lines):,} lines, {_tokens_str(tokens.count(text))}, "
-            f"{where}.")
+    head = (
+        f"[memtree] {stream} of `{_clip(command, 120)}`: {len(lines):,} lines, {_tokens_str(tokens.count(text))}, "
+        f"{where}."
+    )
     ex, shown = excerpt(lines, budget - tokens.count(head) - 20)
     return f"{head} Shown: {shown}.\n{ex}"
 

@@ -21,11 +21,10 @@ from __future__ import annotations
 import os
 
 from memtree import tokens
-from memtree.capture import ondisk, preview
-from memtree.gate import redact_text
-from memtree.capture import claude_code
-from memtree.capture.claude_code import POST_TOOL_USE
+from memtree.capture import claude_code, ondisk, preview
 from memtree.capture import settings as capture_settings
+from memtree.capture.claude_code import POST_TOOL_USE
+from memtree.gate import redact_text
 
 _PERSISTED = ("persistedOutputPath", "persistedOutputSize")
 # Previews look at no more than this much of one output: Claude Code caps Bash
@@ -61,8 +60,9 @@ class Job:
 
     __slots__ = ("payload", "cfg", "root", "node_id", "unchanged")
 
-    def __init__(self, payload: dict, cfg: dict, root: str | None, node_id: str | None = None,
-                 unchanged: tuple | None = None):
+    def __init__(
+        self, payload: dict, cfg: dict, root: str | None, node_id: str | None = None, unchanged: tuple | None = None
+    ):
         self.payload, self.cfg, self.root, self.node_id, self.unchanged = payload, cfg, root, node_id, unchanged
 
 
@@ -111,8 +111,10 @@ def updated_output(payload: dict, node_id: str | None, cfg: dict, root: str | No
 
 
 def _read_object(path: str, text: str, total: int) -> dict:
-    return {"type": "text", "file": {"filePath": path, "content": text, "numLines": _lines(text), "startLine": 1,
-                                     "totalLines": total}}
+    return {
+        "type": "text",
+        "file": {"filePath": path, "content": text, "numLines": _lines(text), "startLine": 1, "totalLines": total},
+    }
 
 
 def _whole_from_disk(path: str, shown: str, root: str | None) -> str | None:
@@ -125,12 +127,29 @@ def _whole_from_disk(path: str, shown: str, root: str | None) -> str | None:
     return text if text is not None and text.startswith(shown) else None
 
 
-def _preview(path: str, shown: str, total: int, read_lines: int, node_id: str | None, budget: int,
-             text_budget: int, root: str | None, lead: str = "") -> str:
+def _preview(
+    path: str,
+    shown: str,
+    total: int,
+    read_lines: int,
+    node_id: str | None,
+    budget: int,
+    text_budget: int,
+    root: str | None,
+    lead: str = "",
+) -> str:
     whole = _whole_from_disk(path, shown, root) if read_lines < total else None
     cut = None if read_lines >= total else "prefix" if whole is None else "all"
-    return preview.read_text(path, _cap(whole if whole is not None else shown), total, node_id, budget,
-                             cut=cut, lead=lead, text_budget=text_budget)
+    return preview.read_text(
+        path,
+        _cap(whole if whole is not None else shown),
+        total,
+        node_id,
+        budget,
+        cut=cut,
+        lead=lead,
+        text_budget=text_budget,
+    )
 
 
 def _read(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int, root: str | None) -> dict | None:
@@ -144,13 +163,15 @@ def _read(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int, root: str 
         return None
     total = f.get("totalLines") if isinstance(f.get("totalLines"), int) else _lines(content)
     read_lines = f.get("numLines") if isinstance(f.get("numLines"), int) else total
-    text = _clean(_preview(f["filePath"], f["content"], total, read_lines, node_id, budget,
-                           int(cfg["previewTextTokens"]), root))
+    text = _clean(
+        _preview(f["filePath"], f["content"], total, read_lines, node_id, budget, int(cfg["previewTextTokens"]), root)
+    )
     return _read_object(f["filePath"], text, total)
 
 
-def unchanged_output(path: str, stored: str, total: int, node_id: str, cfg: dict,
-                     root: str | None = None) -> dict | None:
+def unchanged_output(
+    path: str, stored: str, total: int, node_id: str, cfg: dict, root: str | None = None
+) -> dict | None:
     """Claude Code answers a re-Read of an unchanged file with "refer to the earlier
     tool_result"; when that earlier result was our preview, answer with it again
     (from the stored, already redacted capture) and say how to get exact lines.
@@ -159,8 +180,19 @@ def unchanged_output(path: str, stored: str, total: int, node_id: str, cfg: dict
         return None
     lead = "File unchanged since your last Read, which showed this preview. "
     read_lines = _lines(stored)
-    text = _clean(_preview(path, stored, total, read_lines, node_id, int(cfg["previewTokens"]),
-                           int(cfg["previewTextTokens"]), root, lead))
+    text = _clean(
+        _preview(
+            path,
+            stored,
+            total,
+            read_lines,
+            node_id,
+            int(cfg["previewTokens"]),
+            int(cfg["previewTextTokens"]),
+            root,
+            lead,
+        )
+    )
     return _read_object(path, text, total)
 
 
@@ -186,13 +218,18 @@ def _bash(ti: dict, resp: dict, node_id: str, cfg: dict, budget: int) -> dict | 
     o_tok, e_tok = tokens.count(out), tokens.count(err)
     err_text = err
     if e_tok > budget // 4:  # stderr gets a quarter, or what stdout leaves
-        err_text = preview.bash_text(cmd, "stderr", err, node_id, budget // 4 if o_tok > budget // 4 else budget - o_tok)
+        err_text = preview.bash_text(
+            cmd, "stderr", err, node_id, budget // 4 if o_tok > budget // 4 else budget - o_tok
+        )
     left = budget - tokens.count(err_text)
     out_text = out if o_tok <= left else preview.bash_text(cmd, "stdout", out, node_id, left)
     if isinstance(resp.get("persistedOutputPath"), str) and o_tok > left:
         size = resp.get("persistedOutputSize")
-        out_text += (f"\n[Claude Code kept the first {len(out):,} chars" + (f" of {size:,}" if isinstance(size, int) else "")
-                     + f"; all of it: {resp['persistedOutputPath']}]")
+        out_text += (
+            f"\n[Claude Code kept the first {len(out):,} chars"
+            + (f" of {size:,}" if isinstance(size, int) else "")
+            + f"; all of it: {resp['persistedOutputPath']}]"
+        )
     new = {k: v for k, v in resp.items() if k not in _PERSISTED}
     new["stdout"], new["stderr"] = _clean(out_text), _clean(err_text)
     return new

@@ -87,7 +87,7 @@ def hook_timeout_ms(texts: list) -> float:
     for text in reversed([t for t in texts if t]):
         at = text.find('"hookTimeoutMs"')
         if at >= 0:
-            rest = text[at + len('"hookTimeoutMs"'):].lstrip()
+            rest = text[at + len('"hookTimeoutMs"') :].lstrip()
             if rest.startswith(":"):
                 rest = rest[1:].lstrip()
                 n = 0
@@ -182,8 +182,6 @@ def _write(path: str, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-
-
 
 
 def mark_ok(paths, sig: str) -> None:

@@ -41,8 +41,7 @@ def append(path: str, payload: dict, ts: int | None = None) -> str:
     file as it was."""
     entry_id = new_entry_id()
     ts = int(time.time() * 1000) if ts is None else int(ts)
-    line = json.dumps({"id": entry_id, "ts": ts, "payload": payload},
-                      separators=(",", ":"), ensure_ascii=True) + "\n"
+    line = json.dumps({"id": entry_id, "ts": ts, "payload": payload}, separators=(",", ":"), ensure_ascii=True) + "\n"
     data = line.encode("ascii")
     while True:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -57,7 +56,7 @@ def append(path: str, payload: dict, ts: int | None = None) -> str:
             size = os.fstat(fd).st_size
             try:
                 while data:  # one write() in practice; loop only on a short write
-                    data = data[os.write(fd, data):]
+                    data = data[os.write(fd, data) :]
             except OSError:
                 os.ftruncate(fd, size)  # shrinking needs no space: never leave half a line
                 raise
@@ -84,7 +83,8 @@ def claim(path: str) -> list[str]:
             os.close(fd)
     folder, base = os.path.split(path)
     return sorted(
-        os.path.join(folder, name) for name in os.listdir(folder or ".")
+        os.path.join(folder, name)
+        for name in os.listdir(folder or ".")
         if name.startswith(base + ".") and name.endswith(DRAINING_SUFFIX)
     )
 

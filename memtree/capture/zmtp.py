@@ -56,15 +56,15 @@ def parse_properties(data: bytes) -> dict[bytes, bytes]:
     props, i = {}, 0
     while i < len(data):
         n = data[i]
-        key = data[i + 1:i + 1 + n]
+        key = data[i + 1 : i + 1 + n]
         i += 1 + n
         if i + 4 > len(data):
             raise ZmtpError("truncated READY property")
-        vlen = int.from_bytes(data[i:i + 4], "big")
+        vlen = int.from_bytes(data[i : i + 4], "big")
         i += 4
         if i + vlen > len(data):
             raise ZmtpError("truncated READY property value")
-        props[key.lower()] = data[i:i + vlen]
+        props[key.lower()] = data[i : i + vlen]
         i += vlen
     return props
 
@@ -79,7 +79,7 @@ class Connection:
         self.buf = b""
         try:
             self._timeout(deadline)
-            self.sock.connect(endpoint[len("ipc://"):])
+            self.sock.connect(endpoint[len("ipc://") :])
             self.sock.sendall(GREETING + encode_command(b"READY", {b"Socket-Type": socket_type}))
             self._check_greeting(self._read(64, deadline))
             self._await_ready(deadline)
@@ -145,12 +145,12 @@ class Connection:
         flags, body = self._read_frame(deadline)
         if not flags & FLAG_COMMAND or not body:
             raise ZmtpError("expected a READY command from the peer")
-        name = body[1:1 + body[0]]
+        name = body[1 : 1 + body[0]]
         if name == b"ERROR":
             raise ZmtpError("peer refused the handshake")
         if name != b"READY":
             raise ZmtpError("expected READY from the peer")
-        peer_type = parse_properties(body[1 + body[0]:]).get(b"socket-type", b"")
+        peer_type = parse_properties(body[1 + body[0] :]).get(b"socket-type", b"")
         if peer_type not in PEER_TYPES:
             raise ZmtpError("peer socket type is not ROUTER")
 

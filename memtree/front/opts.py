@@ -28,8 +28,15 @@ OPTS: dict[str, dict[str, str]] = {
     "read": {"ids": "with_ids", "budget": "budget_tokens", "symbol": "symbol"},
     "grep": {"glob": "glob", "case": "case", "context": "context", "budget": "budget_tokens"},
     "bash": {"timeout": "timeout_s", "budget": "budget_tokens"},
-    "recall": {"op": "op", "limit": "limit", "budget": "budget_tokens", "mode": "mode", "depth": "depth",
-               "format": "format", **{k: "filters." + k for k in NEIGHBOR_FILTER_KEYS}},
+    "recall": {
+        "op": "op",
+        "limit": "limit",
+        "budget": "budget_tokens",
+        "mode": "mode",
+        "depth": "depth",
+        "format": "format",
+        **{k: "filters." + k for k in NEIGHBOR_FILTER_KEYS},
+    },
     "note": {"parent_id": "parent_id"},
     "forget": {},
 }
@@ -62,8 +69,14 @@ def call_repr(tool: str, **args) -> str:
 
 
 def _json_type(value) -> str:
-    for t, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
-                    (list, "a list"), (dict, "an object")):
+    for t, name in (
+        (bool, "a boolean"),
+        (int, "an integer"),
+        (float, "a number"),
+        (str, "a string"),
+        (list, "a list"),
+        (dict, "an object"),
+    ):
         if isinstance(value, t):
             return name
     return "null" if value is None else type(value).__name__

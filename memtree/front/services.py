@@ -21,10 +21,10 @@ import zmq.asyncio
 
 from memtree import protocol
 from memtree.config import Config
-from memtree.runtime.client import NOT_OURS, dealer, match_reply
 from memtree.errors import CallTimeout, MemtreeError, Unavailable
 from memtree.ids import ulid
 from memtree.paths import StorePaths, socket_path
+from memtree.runtime.client import NOT_OURS, dealer, match_reply
 from memtree.store import db as store_db
 
 log = logging.getLogger(__name__)
@@ -77,19 +77,27 @@ class AsyncCaller:
 class Services:
     """What every tool gets: config, paths, the session, writer calls, reads."""
 
-    def __init__(self, config: Config, paths: StorePaths, session_id: str | None = None, src: str = "mcp",
-                 zctx: zmq.asyncio.Context | None = None):
+    def __init__(
+        self,
+        config: Config,
+        paths: StorePaths,
+        session_id: str | None = None,
+        src: str = "mcp",
+        zctx: zmq.asyncio.Context | None = None,
+    ):
         self.config = config
         self.paths = paths
         self.project_root = paths.project_root
         # Claude Code does not tell an MCP server its session id; one per front.
         self.session_id = session_id or os.environ.get("MEMTREE_SESSION_ID") or f"mcp-{ulid()}"
         self.zctx = zctx or zmq.asyncio.Context()
-        self._caller = AsyncCaller(paths.endpoint(protocol.SOCK_WRITE), src,
-                                   int(config.writer.callTimeoutMs), self.zctx)
+        self._caller = AsyncCaller(
+            paths.endpoint(protocol.SOCK_WRITE), src, int(config.writer.callTimeoutMs), self.zctx
+        )
         # Query embeddings come from the embed walker, so the front never loads a model.
-        self._embedder = AsyncCaller(paths.endpoint(protocol.SOCK_EMBED), src,
-                                     int(config.walkers.embedQueryTimeoutMs), self.zctx)
+        self._embedder = AsyncCaller(
+            paths.endpoint(protocol.SOCK_EMBED), src, int(config.walkers.embedQueryTimeoutMs), self.zctx
+        )
         self._embed_lock = anyio.Lock()
         self._embed_missed = False  # the last query embedding did not arrive in time
         # One read-only connection per thread: apsw refuses concurrent use of

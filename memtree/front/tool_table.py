@@ -22,17 +22,27 @@ class Spec:
     into one optional ``opts`` string (``opts`` maps its keys to them), so
     a rarely-set argument costs its key in the description, not a property."""
 
-    def __init__(self, stub, module: str, description: str, read_only: bool = True, destructive: bool = False,
-                 open_world: bool = False, func: str | None = None, public: tuple = (), opts: dict | None = None,
-                 types_: dict | None = None, served_by: str | None = None):
+    def __init__(
+        self,
+        stub,
+        module: str,
+        description: str,
+        read_only: bool = True,
+        destructive: bool = False,
+        open_world: bool = False,
+        func: str | None = None,
+        public: tuple = (),
+        opts: dict | None = None,
+        types_: dict | None = None,
+        served_by: str | None = None,
+    ):
         self.stub, self.module, self.description = stub, module, description
         # A tool served by name but never listed (old scripts, SDK clients):
         # available exactly when the listed tool that took it over is.
         self.served_by = served_by
         self.name = stub.__name__
         self.func = func or self.name
-        self.annotations = {"read_only_hint": read_only, "destructive_hint": destructive,
-                            "open_world_hint": open_world}
+        self.annotations = {"read_only_hint": read_only, "destructive_hint": destructive, "open_world_hint": open_world}
         self.signature = inspect.signature(stub)
         self.hints = typing.get_type_hints(stub)
         self.public = public or tuple(self.signature.parameters)
@@ -48,38 +58,99 @@ class Spec:
 # an agent sets unprompted; ``budget=`` is named by every answer it cuts.
 # The stubs keep every argument: the front accepts them by name too.
 
-async def read(path: str, lines: str | int | None = None, symbol: str | None = None,
-               with_ids: bool | None = None, budget_tokens: int | None = None) -> str: ...
-async def grep(pattern: str, path: str | None = None, glob: str | None = None, case: str | bool | None = None,
-               context: int | str | None = None, budget_tokens: int | None = None) -> str: ...
+
+async def read(
+    path: str,
+    lines: str | int | None = None,
+    symbol: str | None = None,
+    with_ids: bool | None = None,
+    budget_tokens: int | None = None,
+) -> str: ...
+async def grep(
+    pattern: str,
+    path: str | None = None,
+    glob: str | None = None,
+    case: str | bool | None = None,
+    context: int | str | None = None,
+    budget_tokens: int | None = None,
+) -> str: ...
 async def bash(command: str, timeout_s: float | None = None, budget_tokens: int | None = None) -> str: ...
-async def recall(query: str | None = None, ids: list[str] | str | None = None, note: str | None = None,
-                 op: str | None = None, mode: str | None = None, limit: int | None = None, filters: dict | None = None,
-                 depth: int | None = None, format: str | None = None, budget_tokens: int | None = None) -> str: ...
+async def recall(
+    query: str | None = None,
+    ids: list[str] | str | None = None,
+    note: str | None = None,
+    op: str | None = None,
+    mode: str | None = None,
+    limit: int | None = None,
+    filters: dict | None = None,
+    depth: int | None = None,
+    format: str | None = None,
+    budget_tokens: int | None = None,
+) -> str: ...
 async def note(text: str, parent_id: str | None = None) -> str: ...
 async def forget(node_id: str, reason: str) -> str: ...
 
 
 _R = "memtree.recall.retrieval"
-TOOLS: dict[str, Spec] = {s.name: s for s in (
-    Spec(read, "memtree.tools.read", 'For big files: outline, then lines "A-B" or a symbol. opts: ids',
-         public=("path", "lines"), opts=OPTS["read"], types_={"lines": "string"}),
-    Spec(grep, "memtree.tools.grep", "Ripgrep for many hits, kept. opts: glob= context=N|symbol",
-         public=("pattern", "path"), opts=OPTS["grep"]),
-    Spec(bash, "memtree.tools.bash", "Commands with long output: preview, all kept. opts: timeout=",
-         read_only=False, destructive=True, open_world=True,
-         public=("command",), opts=OPTS["bash"]),
-    # Also writes (note) and erases (op=forget): not read-only, destructive.
-    Spec(recall, _R,
-         "Before re-reading: query searches what was kept, ids shows; note= keeps a finding. "
-         "opts: op=forget|files limit=",
-         read_only=False, destructive=True,
-         public=("query", "ids", "note"), types_={"ids": "string"}, opts=OPTS["recall"]),
-    Spec(note, _R, "Keep a note for later sessions. opts: parent_id=", read_only=False,
-         public=("text",), opts=OPTS["note"], served_by="recall"),
-    Spec(forget, _R, "Erase a node for good; reason is audited.", read_only=False, destructive=True,
-         served_by="recall"),
-)}
+TOOLS: dict[str, Spec] = {
+    s.name: s
+    for s in (
+        Spec(
+            read,
+            "memtree.tools.read",
+            'For big files: outline, then lines "A-B" or a symbol. opts: ids',
+            public=("path", "lines"),
+            opts=OPTS["read"],
+            types_={"lines": "string"},
+        ),
+        Spec(
+            grep,
+            "memtree.tools.grep",
+            "Ripgrep for many hits, kept. opts: glob= context=N|symbol",
+            public=("pattern", "path"),
+            opts=OPTS["grep"],
+        ),
+        Spec(
+            bash,
+            "memtree.tools.bash",
+            "Commands with long output: preview, all kept. opts: timeout=",
+            read_only=False,
+            destructive=True,
+            open_world=True,
+            public=("command",),
+            opts=OPTS["bash"],
+        ),
+        # Also writes (note) and erases (op=forget): not read-only, destructive.
+        Spec(
+            recall,
+            _R,
+            "Before re-reading: query searches what was kept, ids shows; note= keeps a finding. "
+            "opts: op=forget|files limit=",
+            read_only=False,
+            destructive=True,
+            public=("query", "ids", "note"),
+            types_={"ids": "string"},
+            opts=OPTS["recall"],
+        ),
+        Spec(
+            note,
+            _R,
+            "Keep a note for later sessions. opts: parent_id=",
+            read_only=False,
+            public=("text",),
+            opts=OPTS["note"],
+            served_by="recall",
+        ),
+        Spec(
+            forget,
+            _R,
+            "Erase a node for good; reason is audited.",
+            read_only=False,
+            destructive=True,
+            served_by="recall",
+        ),
+    )
+}
 
 # What tools/list shows (and `memtree serve --tools` chooses from), in order.
 LISTED = tuple(n for n, s in TOOLS.items() if s.served_by is None)
@@ -158,5 +229,3 @@ def check_modules() -> None:
     missing = missing_modules()
     if missing:
         raise ConfigError(f"tool module not found ({'; '.join(missing)}): memtree is not installed whole")
-
-

@@ -20,5 +20,13 @@ from memtree.gate.engine import redact_text, redact_value
 from memtree.gate.paths import allowed_outside, inside, path_denied, refused_outside
 from memtree.gate.rules import REDACTION_VERSION
 
-__all__ = ["REDACTION_VERSION", "redact_text", "redact_value", "command_denied", "path_denied", "refused_outside",
-           "inside", "allowed_outside"]
+__all__ = [
+    "REDACTION_VERSION",
+    "redact_text",
+    "redact_value",
+    "command_denied",
+    "path_denied",
+    "refused_outside",
+    "inside",
+    "allowed_outside",
+]

@@ -26,12 +26,45 @@ from memtree.gate.paths import path_denied
 
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "busybox"}
 # Prefixes that run the rest of the words as a command.
-_WRAPPERS = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nice", "ionice",
-             "stdbuf", "timeout", "xargs", "watch", "strace", "chroot", "unbuffer", "then", "do", "else", "!",
-             "{", "}", "if", "while", "until"}
+_WRAPPERS = {
+    "sudo",
+    "doas",
+    "command",
+    "builtin",
+    "exec",
+    "nohup",
+    "time",
+    "nice",
+    "ionice",
+    "stdbuf",
+    "timeout",
+    "xargs",
+    "watch",
+    "strace",
+    "chroot",
+    "unbuffer",
+    "then",
+    "do",
+    "else",
+    "!",
+    "{",
+    "}",
+    "if",
+    "while",
+    "until",
+}
 # Wrapper options that take the next word as their value.
-_WRAPPER_ARGS = {"sudo": "ugCDhprtU", "doas": "uC", "xargs": "InLPdEsa", "nice": "n", "ionice": "cnpt",
-                 "timeout": "sk", "watch": "nd", "strace": "oepsuE", "stdbuf": "ioe"}
+_WRAPPER_ARGS = {
+    "sudo": "ugCDhprtU",
+    "doas": "uC",
+    "xargs": "InLPdEsa",
+    "nice": "n",
+    "ionice": "cnpt",
+    "timeout": "sk",
+    "watch": "nd",
+    "strace": "oepsuE",
+    "stdbuf": "ioe",
+}
 _SPLIT = Lazy(r"\|\||&&|[;|&\n(){}`]|\$\(")
 _ENV_READERS = Lazy(
     r"/proc/(?:self|\d+|\$\$|\*)/environ|\bos\.environ\b(?!\s*(?:\[|\.get|\.setdefault|\.pop))|"
@@ -67,21 +100,51 @@ def _segments(command: str) -> list[list[str]]:
 # appear among its arguments, in any order). Value-level redaction catches
 # labelled values; these print bare ones (a token, a decoded secret).
 _CREDENTIAL_COMMANDS = (
-    ("kubectl", ("get", "secret", "-o")), ("kubectl", ("get", "secrets", "-o")),
-    ("kubectl", ("get", "secret", "--output")), ("kubectl", ("config", "view", "--raw")),
-    ("kubectl", ("create", "token")), ("vault", ("kv", "get")), ("vault", ("read",)), ("vault", ("login",)),
-    ("vault", ("token", "create")), ("vault", ("write",)), ("terraform", ("output",)), ("terraform", ("show", "-json")),
-    ("terraform", ("state", "pull")), ("terraform", ("state", "show")), ("heroku", ("config",)),
-    ("heroku", ("config:get",)), ("heroku", ("auth:token",)), ("heroku", ("authorizations:create",)),
-    ("gh", ("auth", "token")), ("gh", ("auth", "status", "--show-token")), ("gh", ("auth", "status", "-t")),
-    ("aws", ("configure", "get")), ("aws", ("configure", "export-credentials")), ("aws", ("get-login-password",)),
-    ("aws", ("secretsmanager", "get-secret-value")), ("aws", ("ssm", "--with-decryption")),
-    ("gcloud", ("print-access-token",)), ("gcloud", ("print-identity-token",)), ("gcloud", ("secrets", "access")),
-    ("az", ("get-access-token",)), ("az", ("keyvault", "secret", "show")), ("op", ("read",)),
-    ("op", ("item", "get", "--reveal")), ("security", ("find-generic-password", "-w")),
-    ("security", ("find-internet-password", "-w")), ("pass", ("show",)), ("lpass", ("show",)), ("bw", ("get",)),
-    ("doppler", ("secrets",)), ("sops", ("-d",)), ("sops", ("--decrypt",)), ("ansible-vault", ("view",)),
-    ("ansible-vault", ("decrypt",)), ("kubeseal", ("--raw",)), ("docker", ("secret", "inspect")),
+    ("kubectl", ("get", "secret", "-o")),
+    ("kubectl", ("get", "secrets", "-o")),
+    ("kubectl", ("get", "secret", "--output")),
+    ("kubectl", ("config", "view", "--raw")),
+    ("kubectl", ("create", "token")),
+    ("vault", ("kv", "get")),
+    ("vault", ("read",)),
+    ("vault", ("login",)),
+    ("vault", ("token", "create")),
+    ("vault", ("write",)),
+    ("terraform", ("output",)),
+    ("terraform", ("show", "-json")),
+    ("terraform", ("state", "pull")),
+    ("terraform", ("state", "show")),
+    ("heroku", ("config",)),
+    ("heroku", ("config:get",)),
+    ("heroku", ("auth:token",)),
+    ("heroku", ("authorizations:create",)),
+    ("gh", ("auth", "token")),
+    ("gh", ("auth", "status", "--show-token")),
+    ("gh", ("auth", "status", "-t")),
+    ("aws", ("configure", "get")),
+    ("aws", ("configure", "export-credentials")),
+    ("aws", ("get-login-password",)),
+    ("aws", ("secretsmanager", "get-secret-value")),
+    ("aws", ("ssm", "--with-decryption")),
+    ("gcloud", ("print-access-token",)),
+    ("gcloud", ("print-identity-token",)),
+    ("gcloud", ("secrets", "access")),
+    ("az", ("get-access-token",)),
+    ("az", ("keyvault", "secret", "show")),
+    ("op", ("read",)),
+    ("op", ("item", "get", "--reveal")),
+    ("security", ("find-generic-password", "-w")),
+    ("security", ("find-internet-password", "-w")),
+    ("pass", ("show",)),
+    ("lpass", ("show",)),
+    ("bw", ("get",)),
+    ("doppler", ("secrets",)),
+    ("sops", ("-d",)),
+    ("sops", ("--decrypt",)),
+    ("ansible-vault", ("view",)),
+    ("ansible-vault", ("decrypt",)),
+    ("kubeseal", ("--raw",)),
+    ("docker", ("secret", "inspect")),
 )
 
 
@@ -126,7 +189,7 @@ def _segment_denied(words: list[str], depth: int) -> str | None:
     i = _program(words)
     if i >= len(words):
         return None
-    cmd, args = os.path.basename(words[i]), words[i + 1:]
+    cmd, args = os.path.basename(words[i]), words[i + 1 :]
     if cmd == "printenv":
         return "environment dump (printenv)"
     if cmd == "env":
@@ -140,8 +203,11 @@ def _segment_denied(words: list[str], depth: int) -> str | None:
         return "environment dump (set)"
     if cmd == "export" and (not args or args == ["-p"]):
         return "environment dump (export)"
-    if cmd in ("declare", "typeset") and (not args or any(a.startswith("-") and ("x" in a or "p" in a) for a in args)
-                                          and not any(not a.startswith("-") for a in args)):
+    if cmd in ("declare", "typeset") and (
+        not args
+        or any(a.startswith("-") and ("x" in a or "p" in a) for a in args)
+        and not any(not a.startswith("-") for a in args)
+    ):
         return f"environment dump ({cmd})"
     if cmd == "compgen" and any(a in ("-e", "-v") for a in args):
         return "environment dump (compgen)"
@@ -168,7 +234,11 @@ def _denied(command: str, depth: int) -> str | None:
     for words in _segments(command):  # a search for the text "os.environ" reads nothing
         # ... nor does one run through a wrapper (xargs grep os.environ, timeout 5 rg process.env)
         p = _program(words)
-        if p < len(words) and os.path.basename(words[p]) not in _SEARCHERS and _ENV_READERS.rx().search(" ".join(words)):
+        if (
+            p < len(words)
+            and os.path.basename(words[p]) not in _SEARCHERS
+            and _ENV_READERS.rx().search(" ".join(words))
+        ):
             return "environment dump (reads the process environment)"
     substituted = "$(" in command or "`" in command
     for words in _segments(command):

@@ -131,6 +131,7 @@ def _regex_finder(rx, low: str):
     def find(pos: int) -> int:
         m = rx.search(low, pos)
         return -1 if m is None else m.start()
+
     return find
 
 
@@ -153,6 +154,7 @@ def literal_finder(rx, lits: tuple, low: str):
             else:
                 heapq.heapreplace(heap, (j, w))
         return -1
+
     return find
 
 
@@ -197,6 +199,7 @@ def _key_material(text: str, tags: set) -> str:
             return m.group(0)  # hex digests, words
         tags.add("key_material")
         return rp.put(m, "v", "[REDACTED:key_material]")
+
     text = on_run_lines(KEY_LINE, text, repl)
     if "key_material" in tags:
         for _ in range(2):
@@ -222,6 +225,7 @@ def _encoded_secrets(text: str, tags: set) -> str:
             tags.add("base64_secret")
             return "[REDACTED:base64_secret]"
         return tok
+
     return on_run_lines(BASE64, text, repl)
 
 

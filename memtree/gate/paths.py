@@ -19,10 +19,32 @@ import fnmatch
 import os
 
 DENY_DIRS = {".ssh", ".gnupg"}
-DENY_NAMES = (".env*", ".envrc", ".npmrc", ".pypirc", ".netrc", ".pgpass", ".git-credentials",
-               "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key", "*.p12", "*.pfx",
-               "credentials.json", "service-account*.json", "*.tfstate", "*.tfstate.backup", ".htpasswd",
-               "*.jks", "*.keystore", "*.kdbx", ".vault-token")
+DENY_NAMES = (
+    ".env*",
+    ".envrc",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    ".pgpass",
+    ".git-credentials",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "credentials.json",
+    "service-account*.json",
+    "*.tfstate",
+    "*.tfstate.backup",
+    ".htpasswd",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    ".vault-token",
+)
 # (directory, file name) pairs: files that hold nothing but credentials.
 _DENY_IN_DIR = {(".aws", "credentials"), (".docker", "config.json"), (".kube", "config"), ("gh", "hosts.yml")}
 
@@ -84,6 +106,7 @@ def path_denied(path: str, extra_globs=(), base_dir: str | None = None) -> str |
 
 
 # -- the project rule ------------------------------------------------------------
+
 
 def inside(root: str, full: str) -> bool:
     """Whether the real path ``full`` is the project root or under it."""

@@ -13,8 +13,30 @@ import re
 from memtree.gate.lazy import Lazy
 
 SECRET = "[REDACTED:secret_value]"
-NOT_VALUES = {"null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "bytes",
-              "float", "number", "boolean", "any", "object", "dict", "list", "optional", "required", "yes", "no"}
+NOT_VALUES = {
+    "null",
+    "none",
+    "nil",
+    "true",
+    "false",
+    "undefined",
+    "str",
+    "string",
+    "int",
+    "bool",
+    "bytes",
+    "float",
+    "number",
+    "boolean",
+    "any",
+    "object",
+    "dict",
+    "list",
+    "optional",
+    "required",
+    "yes",
+    "no",
+}
 # A value that only names another value: a call or subscript (``f(``, ``os.environ[``,
 # ``config["k"]``), an attribute chain that code punctuation ends
 # (``settings.AWS_SECRET_ACCESS_KEY,``), a chain from a known root
@@ -46,7 +68,7 @@ def reference(m: re.Match, group) -> bool:
     if quoted(m, group):
         return False
     end = m.string.find("\n", s)
-    rest = m.string[s: len(m.string) if end < 0 else end]
+    rest = m.string[s : len(m.string) if end < 0 else end]
     for part in _LEAD.rx().match(rest).group(0).split("."):
         if len(part) >= 12 and any(c.isdigit() for c in part) and part.lower() != part and part.upper() != part:
             return False  # shaped like a credential (digits, both cases), whatever follows it
@@ -54,8 +76,13 @@ def reference(m: re.Match, group) -> bool:
         return True
     b = BARE_NAME.rx().match(rest)
     name = b.group(1) if b else ""
-    return b is not None and (b.group(2) == ")" or "_" in name or name[0].islower() and not name.islower()
-                              or name.lower() in m.group(0)[: s - m.start()].lower())
+    return b is not None and (
+        b.group(2) == ")"
+        or "_" in name
+        or name[0].islower()
+        and not name.islower()
+        or name.lower() in m.group(0)[: s - m.start()].lower()
+    )
 
 
 _TEMPLATES = ("{{", "${", "<%", "#{", "%(", "$(")
@@ -72,7 +99,7 @@ def keep_lines(label: str, replaced: str) -> str:
 def put(m: re.Match, group, label: str) -> str:
     """The match with ``group`` replaced by ``label``."""
     s, e = m.span(group)
-    return m.group(0)[: s - m.start()] + label + m.group(0)[e - m.start():]
+    return m.group(0)[: s - m.start()] + label + m.group(0)[e - m.start() :]
 
 
 def group(rule, tags: set):
@@ -85,12 +112,14 @@ def group(rule, tags: set):
         if not grp:
             return keep_lines(label, m.group(0))
         s, e = m.span(grp)
-        return m.group(0)[: s - m.start()] + keep_lines(label, m.group(grp)) + m.group(0)[e - m.start():]
+        return m.group(0)[: s - m.start()] + keep_lines(label, m.group(grp)) + m.group(0)[e - m.start() :]
+
     return repl
 
 
 def assignment(rule, tags: set):
     """A strong secret word's value (groups v1..v3), unless it only passes a name on."""
+
     def repl(m):
         for g in ("v1", "v2", "v3"):
             if m.group(g) is not None:
@@ -99,16 +128,19 @@ def assignment(rule, tags: set):
             return m.group(0)  # f(SecretId=secret_name), key=settings.KEY,: passes a value on, holds none
         tags.add("secret_value")
         return put(m, g, SECRET)
+
     return repl
 
 
 def weak(rule, tags: set, tag: str = "secret_value"):
     """Group ``v``, always (the pattern already asked that it look like a secret)."""
+
     def repl(m):
         if reference(m, "v"):
             return m.group(0)
         tags.add(tag)
         return put(m, "v", SECRET)
+
     return repl
 
 
@@ -119,6 +151,7 @@ def near(rule, tags: set):
 
 def value(rule, tags: set, groups=("v", "v1", "v2")):
     """The first of ``groups`` that matched."""
+
     def repl(m):
         for g in groups:
             if g in m.re.groupindex and m.group(g) is not None:
@@ -127,11 +160,13 @@ def value(rule, tags: set, groups=("v", "v1", "v2")):
                 tags.add("secret_value")
                 return put(m, g, SECRET)
         return m.group(0)
+
     return repl
 
 
 def keyed(rule, tags: set):
     """A secret-named key's value at the end of its line, unless it is a placeholder or code."""
+
     def repl(m):
         v = m.group("v")
         if v[0] in "$<%*[{" or v.startswith("!") or v.lower() in NOT_VALUES or any(c in v for c in "()[]{}"):
@@ -144,21 +179,28 @@ def keyed(rule, tags: set):
                 return m.group(0)
         tags.add("secret_value")
         return put(m, "v", SECRET)
+
     return repl
 
 
 def make(rule, tags: set):
     """A build-file assignment (``NAME ?= v``): its value, unless it is a Make or shell
     reference, a placeholder, or code (``token := next`` with a lower-case name)."""
+
     def repl(m):
         g = "v" if m.group("v") is not None else "v2"
         v = m.group(g).strip()
         if not v or v[0] in "$<%*[{" or "$(" in v or "${" in v or v.lower() in NOT_VALUES:
             return m.group(0)
-        if g == "v2" and m.group("sep") in (":=", "+=") and not m.group("name").isupper() and (reference(m, g) or not (
-                len(v) >= 8 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v))):
+        if (
+            g == "v2"
+            and m.group("sep") in (":=", "+=")
+            and not m.group("name").isupper()
+            and (reference(m, g) or not (len(v) >= 8 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)))
+        ):
             return m.group(0)  # code (token := next, count += 1) unless the value looks like a credential
         tags.add("secret_value")
         s, e = m.span(g)
-        return m.group(0)[: s - m.start()] + SECRET + m.group(0)[s - m.start() + len(v):]
+        return m.group(0)[: s - m.start()] + SECRET + m.group(0)[s - m.start() + len(v) :]
+
     return repl

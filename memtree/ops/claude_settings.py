@@ -29,7 +29,8 @@ def is_ours(hook: dict) -> bool:
             if w.endswith(os.path.join("hooks", script)):
                 root = os.path.dirname(os.path.dirname(w))
                 if w.endswith(os.path.join("memtree", "hooks", script)) or os.path.isfile(
-                        os.path.join(root, "memtree", "__init__.py")):
+                    os.path.join(root, "memtree", "__init__.py")
+                ):
                     return True
     return False
 
@@ -64,9 +65,11 @@ def _load(path: str) -> dict:
 
 
 def settings_files(project: str) -> list[str]:
-    return [os.path.join(project, ".claude", "settings.json"),
-            os.path.join(project, ".claude", "settings.local.json"),
-            os.path.join(config_dir(), "settings.json")]
+    return [
+        os.path.join(project, ".claude", "settings.json"),
+        os.path.join(project, ".claude", "settings.local.json"),
+        os.path.join(config_dir(), "settings.json"),
+    ]
 
 
 def enabled_plugin(project: str) -> str | None:
@@ -81,9 +84,21 @@ def enabled_plugin(project: str) -> str | None:
 def plugin_dirs(plugin_id: str) -> tuple[str | None, str]:
     """(installed plugin root, its data dir) for ``memtree@<marketplace>``."""
     name, _, market = plugin_id.partition("@")
-    roots = sorted(glob.glob(os.path.join(glob.escape(config_dir()), "plugins", "cache", glob.escape(market),
-                                          glob.escape(name), "*", ".claude-plugin", "plugin.json")),
-                   key=os.path.getmtime)
+    roots = sorted(
+        glob.glob(
+            os.path.join(
+                glob.escape(config_dir()),
+                "plugins",
+                "cache",
+                glob.escape(market),
+                glob.escape(name),
+                "*",
+                ".claude-plugin",
+                "plugin.json",
+            )
+        ),
+        key=os.path.getmtime,
+    )
     root = os.path.dirname(os.path.dirname(roots[-1])) if roots else None
     data = os.path.join(config_dir(), "plugins", "data", f"{name}-{market}")
     return root, data
@@ -117,7 +132,9 @@ def hook_registrations(project: str) -> dict[str, list[tuple[str, list[str]]]]:
             for group in hooks.get(event) or []:
                 if not isinstance(group, dict):
                     continue
-                if event in CAPTURE_EVENTS and not set(MATCHER.split("|")) <= set(str(group.get("matcher", "")).split("|")):
+                if event in CAPTURE_EVENTS and not set(MATCHER.split("|")) <= set(
+                    str(group.get("matcher", "")).split("|")
+                ):
                     continue
                 for h in group.get("hooks") or []:
                     if isinstance(h, dict) and (where.startswith("plugin") or is_ours(h)):
@@ -145,7 +162,17 @@ def mcp_registrations(project: str) -> list[tuple[str, dict]]:
         entry = (manifest.get("mcpServers") or {}).get(SERVER_NAME)
         if isinstance(entry, dict):
             expanded = json.loads(_expand(json.dumps(entry), root, data))
-            out.append((f"plugin {plugin}", {**expanded, "env": {"CLAUDE_PLUGIN_ROOT": root or "",
-                                                                 "CLAUDE_PLUGIN_DATA": data,
-                                                                 **(expanded.get("env") or {})}}))
+            out.append(
+                (
+                    f"plugin {plugin}",
+                    {
+                        **expanded,
+                        "env": {
+                            "CLAUDE_PLUGIN_ROOT": root or "",
+                            "CLAUDE_PLUGIN_DATA": data,
+                            **(expanded.get("env") or {}),
+                        },
+                    },
+                )
+            )
     return out

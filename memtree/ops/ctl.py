@@ -15,7 +15,7 @@ import json
 import os
 import re
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from memtree.runtime.actorenv import FRONT_NAME
 
@@ -43,6 +43,7 @@ def command(name: str, takes_name: bool = False) -> Callable:
         if takes_name:
             TAKES_NAME.add(name)
         return fn
+
     return register
 
 
@@ -93,11 +94,11 @@ class Supervisors:
         from memtree.runtime.client import Caller
 
         self.paths = paths
-        self.callers = {pid: Caller(paths.endpoint(sup_control_sock(pid)), src="ctl")
-                        for pid in discover(paths.run_dir)}
+        self.callers = {
+            pid: Caller(paths.endpoint(sup_control_sock(pid)), src="ctl") for pid in discover(paths.run_dir)
+        }
         if not self.callers:
-            raise NotRunning(f"no memtree supervisor is running for {paths.project_root} "
-                             f"(store {paths.store_dir})")
+            raise NotRunning(f"no memtree supervisor is running for {paths.project_root} (store {paths.store_dir})")
 
     def call(self, pid: int, rec, timeout_ms: int):
         from memtree.errors import MemtreeError
@@ -118,8 +119,9 @@ class Supervisors:
             except CtlFailure as e:
                 print(f"memtree ctl: supervisor {pid} did not answer: {e.message}", file=sys.stderr)
         if not out:
-            raise NotRunning(f"no memtree supervisor answered for {self.paths.project_root} "
-                             f"(store {self.paths.store_dir})")
+            raise NotRunning(
+                f"no memtree supervisor answered for {self.paths.project_root} (store {self.paths.store_dir})"
+            )
         return out
 
     def close(self) -> None:
@@ -128,8 +130,7 @@ class Supervisors:
 
 
 # Which supervisor gets a lifecycle command: the one whose child holds the role.
-_RANK = {"RUNNING": 0, "STARTING": 1, "BACKOFF": 2, "FATAL": 2, "STOPPED": 2, "EXITED": 2,
-         "STOPPING": 2, "STANDBY": 3}
+_RANK = {"RUNNING": 0, "STARTING": 1, "BACKOFF": 2, "FATAL": 2, "STOPPED": 2, "EXITED": 2, "STOPPING": 2, "STANDBY": 3}
 
 
 def _target(statuses: dict[int, dict], name: str) -> tuple[int, str]:
@@ -137,12 +138,15 @@ def _target(statuses: dict[int, dict], name: str) -> tuple[int, str]:
     names = sorted({a["name"] for _, a in rows})
     resolved = resolve_name(name, names)
     if resolved is None and name == FRONT_NAME:
-        raise CtlFailure(f"there is no MCP front ({FRONT_NAME}): this memtree runs headless (serve --no-front); "
-                         "a front runs only inside a Claude Code session and ends with it")
+        raise CtlFailure(
+            f"there is no MCP front ({FRONT_NAME}): this memtree runs headless (serve --no-front); "
+            "a front runs only inside a Claude Code session and ends with it"
+        )
     if resolved is None:
         raise CtlFailure(f"unknown actor {name!r}; actors: {', '.join(names)}", code=2)
-    pid, _ = min(((pid, a) for pid, a in rows if a["name"] == resolved),
-                 key=lambda pa: (_RANK.get(pa[1]["state"], 2), pa[0]))
+    pid, _ = min(
+        ((pid, a) for pid, a in rows if a["name"] == resolved), key=lambda pa: (_RANK.get(pa[1]["state"], 2), pa[0])
+    )
     return pid, resolved
 
 
@@ -182,10 +186,18 @@ def _table(actors: list[dict], several: bool) -> str:
         head.append("NOTE")  # e.g. a walker idle for lack of a soft dependency
     lines = [head]
     for a in actors:
-        row = [a["name"], a["state"], str(a["pid"] or "-"), _fmt_age(a["uptime_s"]), str(a["restarts"]),
-               _fmt_bytes(a["rss"]), "-" if a["cpu"] is None else f"{a['cpu']:.1f}%",
-               _fmt_age(a["last_heartbeat_s"]), "-" if a["backlog"] is None else str(a["backlog"]),
-               a.get("priority") or "-"]
+        row = [
+            a["name"],
+            a["state"],
+            str(a["pid"] or "-"),
+            _fmt_age(a["uptime_s"]),
+            str(a["restarts"]),
+            _fmt_bytes(a["rss"]),
+            "-" if a["cpu"] is None else f"{a['cpu']:.1f}%",
+            _fmt_age(a["last_heartbeat_s"]),
+            "-" if a["backlog"] is None else str(a["backlog"]),
+            a.get("priority") or "-",
+        ]
         if several:
             row.append(str(a["supervisor_pid"]))
         if notes:
@@ -207,9 +219,20 @@ def cmd_status(sups: Supervisors, args) -> int:
     problem = hook_config_problem(sups.paths)
     saved = _savings(sups.paths)
     if args.json:
-        print(json.dumps({"running": True, "supervisors": sorted(statuses), "actors": actors, "capture": captures,
-                          "store": store, "hook_config_error": problem,
-                          "savings": saved and saved["total"]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "running": True,
+                    "supervisors": sorted(statuses),
+                    "actors": actors,
+                    "capture": captures,
+                    "store": store,
+                    "hook_config_error": problem,
+                    "savings": saved and saved["total"],
+                },
+                indent=2,
+            )
+        )
     else:
         print(_table(actors, several=len(statuses) > 1))
         print()  # the table ends at the first blank line
@@ -325,8 +348,19 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](sups, args)
     except NotRunning as e:
         if getattr(args, "json", False):  # a script reading the JSON gets an answer, not silence
-            print(json.dumps({"running": False, "project_root": paths.project_root, "store_dir": paths.store_dir,
-                              "supervisors": [], "actors": [], "message": e.message}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "running": False,
+                        "project_root": paths.project_root,
+                        "store_dir": paths.store_dir,
+                        "supervisors": [],
+                        "actors": [],
+                        "message": e.message,
+                    },
+                    indent=2,
+                )
+            )
         print(f"memtree ctl: {e.message}", file=sys.stderr)
         return e.code
     except CtlFailure as e:

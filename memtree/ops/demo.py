@@ -34,8 +34,9 @@ def _memtree_cmd() -> list[str]:
 
 
 def _ctl(project: str, env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*_memtree_cmd(), "ctl", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [*_memtree_cmd(), "ctl", *args], cwd=project, env=env, capture_output=True, text=True, timeout=30
+    )
 
 
 def _status(project: str, env: dict) -> dict[str, dict]:
@@ -95,12 +96,15 @@ async def _drive(project: str, env: dict) -> list[int]:
         question = "which unit test breaks depending on the time zone"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and "TZ=UTC" not in _text(
-                await client.call_tool("recall", {"query": question, "mode": "semantic"})):
+            await client.call_tool("recall", {"query": question, "mode": "semantic"})
+        ):
             import anyio
 
             await anyio.sleep(0.2)
-        say(f"recall(query={question!r}) (hybrid, the default):\n"
-            + _text(await client.call_tool("recall", {"query": question})))
+        say(
+            f"recall(query={question!r}) (hybrid, the default):\n"
+            + _text(await client.call_tool("recall", {"query": question}))
+        )
 
         first_id = next((tok for tok in found.split() if len(tok) == 26 and tok.isalnum()), None)
         if first_id:
@@ -113,10 +117,19 @@ async def _drive(project: str, env: dict) -> list[int]:
         say(f"restarting the filter walker (pid {old_pid}) with `memtree ctl restart filter`")
         out = _ctl(project, env, "restart", "filter")
         say((out.stdout + out.stderr).strip())
-        after = _wait(lambda: (s := _status(project, env)).get("walker.filter", {}).get("state") == "RUNNING"
-                      and s["walker.filter"].get("pid") != old_pid and s, 30, "the filter walker to return")
+        after = _wait(
+            lambda: (
+                (s := _status(project, env)).get("walker.filter", {}).get("state") == "RUNNING"
+                and s["walker.filter"].get("pid") != old_pid
+                and s
+            ),
+            30,
+            "the filter walker to return",
+        )
         say(f"filter walker is back: pid {old_pid} -> {after['walker.filter']['pid']}")
-        res = await client.call_tool("recall", {"note": "Written after the filter restart: the walker still promotes notes."})
+        res = await client.call_tool(
+            "recall", {"note": "Written after the filter restart: the walker still promotes notes."}
+        )
         say(f"recall(note=...) after restart -> {_text(res).splitlines()[0]}")
         pids = [a["pid"] for a in after.values() if a.get("pid")]
         say("closing stdin (what Claude Code does when it exits)")
@@ -126,8 +139,9 @@ async def _drive(project: str, env: dict) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    argparse.ArgumentParser(prog="memtree demo", description=" ".join(__doc__.split("\n\n")[1].split())
-                            ).parse_args(argv)  # --help explains instead of running the demo
+    argparse.ArgumentParser(prog="memtree demo", description=" ".join(__doc__.split("\n\n")[1].split())).parse_args(
+        argv
+    )  # --help explains instead of running the demo
     import anyio
     import psutil
 

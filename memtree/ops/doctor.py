@@ -32,8 +32,9 @@ class Report:
 
     def add(self, check: str, status: str, message: str, fix: str = "") -> None:
         now = time.monotonic()  # time since the previous row: what this check cost
-        self.rows.append({"check": check, "status": status, "message": message, "fix": fix,
-                          "ms": round((now - self._t) * 1000, 1)})
+        self.rows.append(
+            {"check": check, "status": status, "message": message, "fix": fix, "ms": round((now - self._t) * 1000, 1)}
+        )
         self._t = now
 
     @property
@@ -94,12 +95,27 @@ def _initialize(entry: dict, project: str) -> tuple[bool, str]:
 
     argv = [entry.get("command", "")] + [str(a) for a in entry.get("args") or []]
     env = {**os.environ, **{k: str(v) for k, v in (entry.get("env") or {}).items()}, "CLAUDE_PROJECT_DIR": project}
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "memtree-doctor", "version": "1"}}}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "memtree-doctor", "version": "1"},
+        },
+    }
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=project,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except OSError as e:
         return False, f"cannot start {argv[0]}: {e.strerror}"
     try:
@@ -147,8 +163,12 @@ def check_mcp(rep: Report, project: str) -> None:
         rep.add("mcp", FAIL, f"{where}: {why}", "rerun `memtree install --tools LIST` with names from that list")
         return
     ok, message = _initialize(entry, project)
-    rep.add("mcp", OK if ok else FAIL, f"{where}: {message}; lists {', '.join(tools)}",
-            "" if ok else "see <store>/logs/mcp.log and supervisor.log; rerun `memtree install` if the path moved")
+    rep.add(
+        "mcp",
+        OK if ok else FAIL,
+        f"{where}: {message}; lists {', '.join(tools)}",
+        "" if ok else "see <store>/logs/mcp.log and supervisor.log; rerun `memtree install` if the path moved",
+    )
 
 
 def _listed_tools(entry: dict) -> tuple[tuple[str, ...], str | None]:
@@ -186,8 +206,12 @@ def check_store(rep: Report, paths, fix: bool) -> None:
             if not problems:
                 rep.add("store", OK, f"fixed ({done}); {facts}")
                 return
-    rep.add("store", FAIL, "; ".join(problems),
-            "`memtree doctor --fix` rebuilds the FTS index and vectors from nodes (needs memtree running)")
+    rep.add(
+        "store",
+        FAIL,
+        "; ".join(problems),
+        "`memtree doctor --fix` rebuilds the FTS index and vectors from nodes (needs memtree running)",
+    )
 
 
 def _rebuild(paths) -> str | None:
@@ -208,7 +232,8 @@ def _rebuild(paths) -> str | None:
 def check_permissions(rep: Report, paths, fix: bool) -> None:
     wanted = [(paths.store_dir, 0o700)] + [
         (os.path.join(paths.store_dir, n), 0o600)
-        for n in ("store.db", "store.db-wal", "store.db-shm", "spool.jsonl", "heartbeat.bin")]
+        for n in ("store.db", "store.db-wal", "store.db-shm", "spool.jsonl", "heartbeat.bin")
+    ]
     loose = []
     for path, mode in wanted:
         try:
@@ -221,8 +246,12 @@ def check_permissions(rep: Report, paths, fix: bool) -> None:
             else:
                 loose.append(f"{path} is {oct(stat.S_IMODE(st.st_mode))}")
     if loose:
-        rep.add("permissions", FAIL, "; ".join(loose), "chmod 700 the store directory and 600 its files "
-                                                       "(or `memtree doctor --fix`)")
+        rep.add(
+            "permissions",
+            FAIL,
+            "; ".join(loose),
+            "chmod 700 the store directory and 600 its files (or `memtree doctor --fix`)",
+        )
     else:
         rep.add("permissions", OK, "store directory 0700, files 0600")
 
@@ -291,8 +320,12 @@ def check_actors(rep: Report, paths) -> None:
     down = [f"{a['name']} {a['state']}" for a in actors if a["state"] not in ("RUNNING", "STANDBY")]
     busy = [f"{a['name']} {a['cpu']:.1f}%" for a in actors if (a.get("cpu") or 0) > IDLE_CPU_PCT]
     if down or busy:
-        rep.add("actors", FAIL, "; ".join(down + [f"{b} CPU" for b in busy]),
-                "`memtree ctl restart NAME`; see <store>/logs/NAME.log")
+        rep.add(
+            "actors",
+            FAIL,
+            "; ".join(down + [f"{b} CPU" for b in busy]),
+            "`memtree ctl restart NAME`; see <store>/logs/NAME.log",
+        )
     else:
         cpu = sum(a.get("cpu") or 0 for a in actors)
         rep.add("actors", OK, f"{len(actors)} running, {cpu:.1f}% CPU in all")
@@ -303,8 +336,12 @@ def check_spool(rep: Report, paths) -> None:
 
     n = spool.pending_count(paths.spool)
     if n:
-        rep.add("spool", FAIL, f"{n} captures waiting in the spool (the writer was away)",
-                "start memtree (a Claude Code session, or `memtree serve --no-front`); the writer drains it")
+        rep.add(
+            "spool",
+            FAIL,
+            f"{n} captures waiting in the spool (the writer was away)",
+            "start memtree (a Claude Code session, or `memtree serve --no-front`); the writer drains it",
+        )
     else:
         rep.add("spool", OK, "empty")
 
@@ -373,8 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     rep = run(os.path.abspath(project), fix=args.fix)
     if args.json:
-        print(json.dumps({"healthy": rep.healthy, "seconds": round(time.monotonic() - t0, 2),
-                          "checks": rep.rows}, indent=2))
+        print(
+            json.dumps(
+                {"healthy": rep.healthy, "seconds": round(time.monotonic() - t0, 2), "checks": rep.rows}, indent=2
+            )
+        )
     else:
         for r in rep.rows:
             line = f"{r['status']:<4}  {r['check']}: {r['message']}"

@@ -40,8 +40,9 @@ def parse_since(text: str, now: float | None = None) -> int:
     try:
         dt = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"--since {text!r}: expected a number of days or hours (7d, 12h) or a date "
-                         f"(2026-11-20, 2026-11-20T08:00)") from None
+        raise ValueError(
+            f"--since {text!r}: expected a number of days or hours (7d, 12h) or a date (2026-11-20, 2026-11-20T08:00)"
+        ) from None
     if dt.tzinfo is None:
         dt = dt.astimezone()  # a date the user typed is local time
     return int(dt.timestamp() * 1000)
@@ -61,15 +62,18 @@ class Summary:
         verb = "would store" if dry_run else "stored"
         skipped = sum(self.skipped.values())
         why = ", ".join(f"{r} {n}" for r, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]))
-        out = [f"memtree import: read {', '.join(folders)}",
-               f"{self.sessions} sessions, {self.calls} Read/Grep/Bash calls ({self.spilled} with a spilled output "
-               f"read from tool-results/): {verb} {self.stored}, skipped {skipped}" + (f" ({why})" if why else "")
-               + f", refused {self.refused} (forgotten content)"
-               + (f", marked stale {self.stale} (file changed since)" if self.stale else "")
-               + (f", spooled {self.spooled} (no writer running: stored when memtree next runs)" if self.spooled else "")
-               + f"; {self.malformed} malformed lines skipped, {self.unanswered} calls without a result"
-               + (f"; {self.skipped_sessions} sessions before --since" if self.skipped_sessions else "")
-               + f"; {elapsed:.1f}s"]
+        out = [
+            f"memtree import: read {', '.join(folders)}",
+            f"{self.sessions} sessions, {self.calls} Read/Grep/Bash calls ({self.spilled} with a spilled output "
+            f"read from tool-results/): {verb} {self.stored}, skipped {skipped}"
+            + (f" ({why})" if why else "")
+            + f", refused {self.refused} (forgotten content)"
+            + (f", marked stale {self.stale} (file changed since)" if self.stale else "")
+            + (f", spooled {self.spooled} (no writer running: stored when memtree next runs)" if self.spooled else "")
+            + f"; {self.malformed} malformed lines skipped, {self.unanswered} calls without a result"
+            + (f"; {self.skipped_sessions} sessions before --since" if self.skipped_sessions else "")
+            + f"; {elapsed:.1f}s",
+        ]
         return out
 
 
@@ -90,8 +94,11 @@ class _Disk:
             if data is not None and (len(data) > FILE_CACHE_BYTES or self.size + len(data) > FILE_CACHE_BYTES):
                 self.cache.clear()
                 self.size = 0
-            text = data.decode("utf-8", "replace").splitlines() if data is not None and len(data) <= FILE_CACHE_BYTES \
+            text = (
+                data.decode("utf-8", "replace").splitlines()
+                if data is not None and len(data) <= FILE_CACHE_BYTES
                 else None
+            )
             self.size += len(data or b"")
             self.cache[path] = text
         return self.cache[path]
@@ -111,7 +118,7 @@ class _Disk:
         if lines is None:
             return False
         seen = (node.get("content") or "").splitlines()
-        return lines[start - 1:start - 1 + len(seen)] != seen
+        return lines[start - 1 : start - 1 + len(seen)] != seen
 
 
 def _bar(done: int, total: int, calls: int, width: int = 30) -> str:
@@ -120,14 +127,17 @@ def _bar(done: int, total: int, calls: int, width: int = 30) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="memtree import",
-                                description="Store the Read/Grep/Bash calls of this project's earlier Claude Code "
-                                            "sessions, from the transcripts Claude Code keeps.")
+    p = argparse.ArgumentParser(
+        prog="memtree import",
+        description="Store the Read/Grep/Bash calls of this project's earlier Claude Code "
+        "sessions, from the transcripts Claude Code keeps.",
+    )
     p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
     p.add_argument("--since", metavar="WHEN", help="only calls from then on: 7d, 12h, 2026-11-20 or an ISO time")
     p.add_argument("--dry-run", action="store_true", help="plan and count only; nothing is sent or stored")
-    p.add_argument("--transcripts", metavar="DIR",
-                   help="read this folder instead of the one Claude Code keeps for the project")
+    p.add_argument(
+        "--transcripts", metavar="DIR", help="read this folder instead of the one Claude Code keeps for the project"
+    )
     args = p.parse_args(argv)
     try:
         since = parse_since(args.since) if args.since else None
@@ -146,11 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         dirs = list(dict.fromkeys([paths.project_root, cwd]))
         folders = transcripts.project_folders(dirs)
-        looked = [os.path.join(transcripts.config_dir(), "projects", transcripts.folder_name(os.path.realpath(d)))
-                  for d in dirs]
+        looked = [
+            os.path.join(transcripts.config_dir(), "projects", transcripts.folder_name(os.path.realpath(d)))
+            for d in dirs
+        ]
     if not folders:
-        print(f"memtree import: no Claude Code transcripts for {paths.project_root} (looked in "
-              f"{', '.join(looked)})", file=sys.stdout)
+        print(
+            f"memtree import: no Claude Code transcripts for {paths.project_root} (looked in {', '.join(looked)})",
+            file=sys.stdout,
+        )
         return 0
     files = [f for folder in folders for f in transcripts.session_files(folder)]
     summary = Summary()
@@ -209,8 +223,11 @@ class _Importer:
             self.spool = True  # no writer: the hook's own fallback
             self.ingest.close()
             self.ingest = None
-            print("memtree import: no writer is running for this project; captures go to the spool and are "
-                  "stored when memtree next runs", file=sys.stderr)
+            print(
+                "memtree import: no writer is running for this project; captures go to the spool and are "
+                "stored when memtree next runs",
+                file=sys.stderr,
+            )
         else:
             self.write = Caller(self.paths.endpoint(protocol.SOCK_WRITE), src="import", timeout_ms=30000)
         return self
@@ -290,6 +307,7 @@ class _Importer:
         if len(ids) == len(nodes):  # aligned: nothing of this capture was cut out or deduplicated
             old = [i for i, n in zip(ids, nodes) if self.disk.outdated(n, call.received_at)]
             if old:
-                changed = self.write.call(protocol.SetStatus(ids=old, status="stale", reason=REASON,
-                                                             expect=["pending", "live"]))
+                changed = self.write.call(
+                    protocol.SetStatus(ids=old, status="stale", reason=REASON, expect=["pending", "live"])
+                )
                 summary.stale += len(changed.get("changed") or [])

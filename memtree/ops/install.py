@@ -36,8 +36,16 @@ import os
 import shlex
 import sys
 
-from memtree.capture.claude_code import (CAPTURE_EVENTS, COMPACT_EVENT, FILE_EVENT, MATCHER, SERVER_NAME, SESSION_EVENT,
-                                         SESSION_MATCHER, STOP_EVENT)
+from memtree.capture.claude_code import (
+    CAPTURE_EVENTS,
+    COMPACT_EVENT,
+    FILE_EVENT,
+    MATCHER,
+    SERVER_NAME,
+    SESSION_EVENT,
+    SESSION_MATCHER,
+    STOP_EVENT,
+)
 from memtree.errors import ConfigError
 from memtree.ops.claude_settings import is_ours, project_key, user_config_file
 
@@ -226,8 +234,16 @@ def _write(path: str, data: dict, private: bool) -> None:
 class Change:
     """One file install touches: its content before and after, and what it is for."""
 
-    def __init__(self, path: str, before: dict, after: dict, what: str, private: bool = False,
-                 cleanup: bool = False, slice_of=None):
+    def __init__(
+        self,
+        path: str,
+        before: dict,
+        after: dict,
+        what: str,
+        private: bool = False,
+        cleanup: bool = False,
+        slice_of=None,
+    ):
         self.path, self.before, self.after, self.what = path, before, after, what
         self.private = private  # a new file is 0600: this machine's paths, not for the team
         self.cleanup = cleanup  # only removes an entry that moved; not mentioned when there is none
@@ -251,24 +267,51 @@ def plan_files(project: str, shared: bool = False, tools: tuple[str, ...] | None
     hooks_now, hooks_old = _load(hook_at), _load(hook_not)
     mcp, cfg = _load(mcp_path), _load(user_cfg)
     entry = server_entry(tools)
-    local_slice = lambda d: {"projects": {key: {"mcpServers": {  # noqa: E731
-        k: v for k, v in ((d.get("projects") or {}).get(key) or {}).get("mcpServers", {}).items()
-        if k == SERVER_NAME}}}}
-    changes = [Change(hook_at, hooks_now, merge_settings(hooks_now, shlex.join(hook_argv()), hook_at),
-                      "capture hooks", private=not shared),
-               Change(hook_not, hooks_old, strip_hooks(hooks_old), f"memtree hooks removed, now in {hook_at}",
-                      cleanup=True)]
+    local_slice = lambda d: {
+        "projects": {
+            key: {
+                "mcpServers": {  # noqa: E731
+                    k: v
+                    for k, v in ((d.get("projects") or {}).get(key) or {}).get("mcpServers", {}).items()
+                    if k == SERVER_NAME
+                }
+            }
+        }
+    }
+    changes = [
+        Change(
+            hook_at,
+            hooks_now,
+            merge_settings(hooks_now, shlex.join(hook_argv()), hook_at),
+            "capture hooks",
+            private=not shared,
+        ),
+        Change(hook_not, hooks_old, strip_hooks(hooks_old), f"memtree hooks removed, now in {hook_at}", cleanup=True),
+    ]
     if shared:
-        changes += [Change(mcp_path, mcp, merge_mcp(mcp, entry, mcp_path), "MCP server memtree, project scope"),
-                    Change(user_cfg, cfg, merge_local_server(cfg, key, None, user_cfg),
-                           f"MCP server memtree removed from local scope, now in {mcp_path}",
-                           cleanup=True, slice_of=local_slice)]
+        changes += [
+            Change(mcp_path, mcp, merge_mcp(mcp, entry, mcp_path), "MCP server memtree, project scope"),
+            Change(
+                user_cfg,
+                cfg,
+                merge_local_server(cfg, key, None, user_cfg),
+                f"MCP server memtree removed from local scope, now in {mcp_path}",
+                cleanup=True,
+                slice_of=local_slice,
+            ),
+        ]
     else:
-        changes += [Change(user_cfg, cfg, merge_local_server(cfg, key, entry, user_cfg),
-                           f"MCP server memtree, local scope: {key}, this machine only", private=True,
-                           slice_of=local_slice),
-                    Change(mcp_path, mcp, drop_mcp(mcp), f"MCP server memtree removed, now in {user_cfg}",
-                           cleanup=True)]
+        changes += [
+            Change(
+                user_cfg,
+                cfg,
+                merge_local_server(cfg, key, entry, user_cfg),
+                f"MCP server memtree, local scope: {key}, this machine only",
+                private=True,
+                slice_of=local_slice,
+            ),
+            Change(mcp_path, mcp, drop_mcp(mcp), f"MCP server memtree removed, now in {user_cfg}", cleanup=True),
+        ]
     return [c for c in changes if not c.cleanup or c.changed]
 
 
@@ -281,12 +324,23 @@ def keep_out_of_git(path: str) -> str | None:
     while not os.path.isdir(d):
         d = os.path.dirname(d)
     try:
-        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=d, capture_output=True,
-                                 timeout=10, stdin=subprocess.DEVNULL)
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", "--no-index", path],
+            cwd=d,
+            capture_output=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
         if ignored.returncode != 1:  # 0: ignored already; 128: not a repository (or no git)
             return None
-        where = subprocess.run(["git", "rev-parse", "--show-toplevel", "--git-path", "info/exclude"], cwd=d,
-                               capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        where = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "--git-path", "info/exclude"],
+            cwd=d,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if where.returncode != 0:
@@ -301,17 +355,26 @@ def keep_out_of_git(path: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="memtree install",
-                                description="Add memtree's capture hook and MCP server to a project's Claude Code. "
-                                            "By default for this machine only: the hook in .claude/settings.local.json "
-                                            "and the server in Claude Code's user config (local scope).")
+    p = argparse.ArgumentParser(
+        prog="memtree install",
+        description="Add memtree's capture hook and MCP server to a project's Claude Code. "
+        "By default for this machine only: the hook in .claude/settings.local.json "
+        "and the server in Claude Code's user config (local scope).",
+    )
     p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
-    p.add_argument("--shared", action="store_true",
-                   help="write the committed files instead: .claude/settings.json and .mcp.json (they hold this "
-                        "machine's absolute paths)")
+    p.add_argument(
+        "--shared",
+        action="store_true",
+        help="write the committed files instead: .claude/settings.json and .mcp.json (they hold this "
+        "machine's absolute paths)",
+    )
     p.add_argument("--print", action="store_true", dest="dry", help="show what would be written; write nothing")
-    p.add_argument("--tools", metavar="LIST", help="the MCP tools to list, comma-separated, of read,grep,bash,recall "
-                   "(default: all); e.g. --tools recall: capture, rewrite and recall only")
+    p.add_argument(
+        "--tools",
+        metavar="LIST",
+        help="the MCP tools to list, comma-separated, of read,grep,bash,recall "
+        "(default: all); e.g. --tools recall: capture, rewrite and recall only",
+    )
     args = p.parse_args(argv)
     tools = check_tools(args.tools)
     project = os.path.abspath(args.project or os.getcwd())
@@ -336,8 +399,10 @@ def main(argv: list[str] | None = None) -> int:
     if tools is not None and "recall" not in tools:
         # Said once, after the files: the previews of large native outputs and the
         # session brief name recall calls, which this server will not list.
-        print("note: without recall, the agent cannot fetch what previews and the session brief point to "
-              "(whole outputs stay in the store; `memtree install --tools ...,recall` lists it)")
+        print(
+            "note: without recall, the agent cannot fetch what previews and the session brief point to "
+            "(whole outputs stay in the store; `memtree install --tools ...,recall` lists it)"
+        )
     return 0
 
 

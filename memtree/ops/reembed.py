@@ -40,9 +40,9 @@ def _next_batch(db, model: str, dim: int, size: int) -> list[tuple[str, str, str
 
 def reembed(paths, config, batch: int, out=sys.stderr) -> int:
     """Embed everything that needs it; returns how many vectors were stored."""
-    from memtree.runtime.client import Caller
     from memtree.paths import socket_path
     from memtree.recall.embeddings import load_provider
+    from memtree.runtime.client import Caller
     from memtree.store import db as store_db
 
     if not os.path.exists(paths.db):
@@ -60,9 +60,16 @@ def reembed(paths, config, batch: int, out=sys.stderr) -> int:
             if not rows:
                 break
             vecs = provider.embed([content for _, _, content in rows])
-            res = writer.call(protocol.PutVectors(model=provider.name, dim=provider.dim, items=[
-                {"node_id": nid, "content_hash": digest, "vector": vec.tolist()}
-                for (nid, digest, _), vec in zip(rows, vecs)]))
+            res = writer.call(
+                protocol.PutVectors(
+                    model=provider.name,
+                    dim=provider.dim,
+                    items=[
+                        {"node_id": nid, "content_hash": digest, "vector": vec.tolist()}
+                        for (nid, digest, _), vec in zip(rows, vecs)
+                    ],
+                )
+            )
             if res["stored"] == 0:  # every node changed under us; the next query sees it
                 if rows == _next_batch(db, provider.name, provider.dim, batch):
                     raise MemtreeError(f"the writer stored none of {len(rows)} vectors; see the writer log")
@@ -82,9 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     from memtree.config.loader import load_config
     from memtree.paths import memtree_home, paths_for_cwd, start_dir
 
-    p = argparse.ArgumentParser(prog="memtree reembed",
-                                description="Rebuild every vector with the configured embedding model "
-                                            "(interruptible; run again to resume).")
+    p = argparse.ArgumentParser(
+        prog="memtree reembed",
+        description="Rebuild every vector with the configured embedding model (interruptible; run again to resume).",
+    )
     p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
     p.add_argument("--batch", type=int, default=64, metavar="N", help="nodes per writer call (default 64)")
     args = p.parse_args(argv)
@@ -99,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         reembed(paths, config, args.batch)
     except KeyboardInterrupt:
-        print("reembed: interrupted; what was stored is kept, run `memtree reembed` again to resume",
-              file=sys.stderr)
+        print("reembed: interrupted; what was stored is kept, run `memtree reembed` again to resume", file=sys.stderr)
         return 130
     except MemtreeError as e:
         print(f"memtree reembed: {e.message}", file=sys.stderr)

@@ -22,16 +22,20 @@ def _bar(done: int, total: int, width: int = 30) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from memtree import protocol
-    from memtree.runtime.client import Caller
     from memtree.errors import MemtreeError
-    from memtree.paths import paths_for_cwd, start_dir
     from memtree.gate import REDACTION_VERSION
+    from memtree.paths import paths_for_cwd, start_dir
+    from memtree.runtime.client import Caller
     from memtree.store import sweeps
     from memtree.store.db import open_read
 
     p = argparse.ArgumentParser(prog="memtree redact", description="Re-apply the current redaction rules.")
-    p.add_argument("--rescan", action="store_true", required=True,
-                   help="re-redact every stored row cleaned by an older rule set (needs the writer running)")
+    p.add_argument(
+        "--rescan",
+        action="store_true",
+        required=True,
+        help="re-redact every stored row cleaned by an older rule set (needs the writer running)",
+    )
     p.add_argument("--project", metavar="DIR", help="the project (default: the current directory)")
     args = p.parse_args(argv)
     paths = paths_for_cwd(start_dir(args.project))
@@ -48,10 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for i in range(0, len(ids), BATCH):
             try:
-                res = writer.call(protocol.Redact(ids=ids[i:i + BATCH]))
+                res = writer.call(protocol.Redact(ids=ids[i : i + BATCH]))
             except MemtreeError as e:
-                print(f"\nmemtree redact: the writer did not answer ({e.message}); is `memtree serve` running?",
-                      file=sys.stderr)
+                print(
+                    f"\nmemtree redact: the writer did not answer ({e.message}); is `memtree serve` running?",
+                    file=sys.stderr,
+                )
                 return 1
             changed += len(res.get("changed") or [])
             print(_bar(min(i + BATCH, len(ids)), len(ids)), end="", file=sys.stderr, flush=True)

@@ -31,8 +31,11 @@ from memtree import tokens
 
 RECALL_TOOLS = ("mcp__memtree__recall", "mcp__plugin_memtree_memtree__recall")
 # memtree's own read/grep/bash: the answer names the node holding the whole output ("memtree <id>")
-WRAPPED_TOOLS = {f"{prefix}{t}": t for prefix in ("mcp__memtree__", "mcp__plugin_memtree_memtree__")
-                 for t in ("read", "grep", "bash")}
+WRAPPED_TOOLS = {
+    f"{prefix}{t}": t
+    for prefix in ("mcp__memtree__", "mcp__plugin_memtree_memtree__")
+    for t in ("read", "grep", "bash")
+}
 _NODE = re.compile(r"memtree ([0-9A-HJKMNP-TV-Z]{26})\]")
 
 
@@ -41,8 +44,14 @@ def definition_tokens(listed: tuple[str, ...] | None = None) -> int:
     from memtree.front import tool_table
 
     names = listed or tool_table.LISTED
-    defs = [{"name": f"mcp__memtree__{n}", "description": tool_table.TOOLS[n].description,
-             "input_schema": tool_table.input_schema(tool_table.TOOLS[n])} for n in names]
+    defs = [
+        {
+            "name": f"mcp__memtree__{n}",
+            "description": tool_table.TOOLS[n].description,
+            "input_schema": tool_table.input_schema(tool_table.TOOLS[n]),
+        }
+        for n in names
+    ]
     # Counted as the context A/B counts a request's tools (eval/context_ab/run.py "defs"): 300 there
     # on 2026-12-01, exactly the difference between its memtree and native arms' tool lists.
     return tokens.count(json.dumps(defs, ensure_ascii=False))
@@ -72,9 +81,7 @@ class SessionUse:
 
 def transcript_use(path: str) -> SessionUse:
     """Requests, recall answers and brief tokens of one session transcript (bounded line reads)."""
-    from memtree.ops.transcripts import Session, _lines, parse_ts
-
-    from memtree.ops.transcripts import _is_preview
+    from memtree.ops.transcripts import Session, _is_preview, _lines, parse_ts
 
     use, ids, recall_ids, wrapped_ids, native_ids = SessionUse(), set(), set(), {}, {}
     session = Session(path)
@@ -103,15 +110,22 @@ def transcript_use(path: str) -> SessionUse:
                 use.recall_answers += 1
             elif b.get("type") == "tool_result" and b.get("tool_use_id") in wrapped_ids and not b.get("is_error"):
                 c = b.get("content")
-                text = c if isinstance(c, str) else "\n".join(
-                    x.get("text", "") for x in c or [] if isinstance(x, dict) and isinstance(x.get("text"), str))
+                text = (
+                    c
+                    if isinstance(c, str)
+                    else "\n".join(
+                        x.get("text", "") for x in c or [] if isinstance(x, dict) and isinstance(x.get("text"), str)
+                    )
+                )
                 found = _NODE.findall(text)
                 if found:
                     use.wrapped.append((wrapped_ids[b["tool_use_id"]], text, found[-1]))
         att = entry.get("attachment") if isinstance(entry.get("attachment"), dict) else {}
         if att.get("type") == "hook_additional_context" and att.get("hookEvent") == "SessionStart":
             content = att.get("content")
-            text = "\n".join(c for c in content if isinstance(c, str)) if isinstance(content, list) else str(content or "")
+            text = (
+                "\n".join(c for c in content if isinstance(c, str)) if isinstance(content, list) else str(content or "")
+            )
             if "memtree" in text:
                 use.brief_tokens += tokens.count(text)
     use.requests = len(ids)
@@ -130,9 +144,23 @@ def meter(conn, transcript_files: list[str], listed: tuple[str, ...] | None = No
     sessions: dict[str, dict] = {}
 
     def row(sid):
-        return sessions.setdefault(sid, {"outputs": 0, "stored": 0, "shown": 0, "kept": 0, "requests": 0,
-                                         "recall_answers": 0, "brief": 0, "added": 0, "net": 0, "day": None})
-    by_file = {os.path.basename(p)[:-len(".jsonl")]: p for p in transcript_files}
+        return sessions.setdefault(
+            sid,
+            {
+                "outputs": 0,
+                "stored": 0,
+                "shown": 0,
+                "kept": 0,
+                "requests": 0,
+                "recall_answers": 0,
+                "brief": 0,
+                "added": 0,
+                "net": 0,
+                "day": None,
+            },
+        )
+
+    by_file = {os.path.basename(p)[: -len(".jsonl")]: p for p in transcript_files}
     from memtree.store.savings import captured_sessions, captured_text, stored_text
 
     installed = captured_sessions(conn)
@@ -154,7 +182,9 @@ def meter(conn, transcript_files: list[str], listed: tuple[str, ...] | None = No
                 r["shown"] += shown
                 r["kept"] += stored - shown
     days: dict[str, dict] = {}
-    total = {k: 0 for k in ("outputs", "stored", "shown", "kept", "requests", "recall_answers", "brief", "added", "net")}
+    total = {
+        k: 0 for k in ("outputs", "stored", "shown", "kept", "requests", "recall_answers", "brief", "added", "net")
+    }
     for r in sessions.values():
         r["added"] = per_def * r["requests"] + r["brief"]
         r["net"] = r["kept"] - r["added"]
@@ -166,17 +196,21 @@ def meter(conn, transcript_files: list[str], listed: tuple[str, ...] | None = No
     return {"sessions": sessions, "days": dict(sorted(days.items())), "total": total, "definition_tokens": per_def}
 
 
-FORMULA = ("kept = sum(stored output tokens - shown tokens) over replaced native outputs and memtree's "
-           "read/grep/bash answers; "
-           "added = tool definitions x requests + brief; net = kept - added (memtree.tokens)")
+FORMULA = (
+    "kept = sum(stored output tokens - shown tokens) over replaced native outputs and memtree's "
+    "read/grep/bash answers; "
+    "added = tool definitions x requests + brief; net = kept - added (memtree.tokens)"
+)
 
 
 def summary_line(m: dict) -> str:
     t = m["total"]
-    return (f"savings: {t['kept']:,} tokens kept out of the context ({t['outputs']} outputs previewed, "
-            f"{t['stored']:,} stored - {t['shown']:,} shown), {t['recall_answers']} recall answers, "
-            f"{t['added']:,} added ({m['definition_tokens']} definition tokens x {t['requests']} requests "
-            f"+ {t['brief']:,} brief): net {t['net']:+,}")
+    return (
+        f"savings: {t['kept']:,} tokens kept out of the context ({t['outputs']} outputs previewed, "
+        f"{t['stored']:,} stored - {t['shown']:,} shown), {t['recall_answers']} recall answers, "
+        f"{t['added']:,} added ({m['definition_tokens']} definition tokens x {t['requests']} requests "
+        f"+ {t['brief']:,} brief): net {t['net']:+,}"
+    )
 
 
 def load(paths) -> dict | None:

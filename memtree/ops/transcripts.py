@@ -47,7 +47,7 @@ def _java_hash(text: str) -> int:
     h = 0
     data = text.encode("utf-16-le")
     for i in range(0, len(data), 2):
-        h = (h * 31 + int.from_bytes(data[i:i + 2], "little")) & 0xFFFFFFFF
+        h = (h * 31 + int.from_bytes(data[i : i + 2], "little")) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
@@ -80,8 +80,7 @@ def project_folders(project_dirs: list[str], base: str | None = None) -> list[st
         cands = [os.path.join(base, name)]
         if len(name) > NAME_MAX:
             try:
-                cands += sorted(os.path.join(base, n) for n in os.listdir(base)
-                                if n.startswith(name[:NAME_MAX] + "-"))
+                cands += sorted(os.path.join(base, n) for n in os.listdir(base) if n.startswith(name[:NAME_MAX] + "-"))
             except OSError:
                 pass
         out += [c for c in cands if os.path.isdir(c) and c not in out]
@@ -107,7 +106,7 @@ def parse_ts(value) -> int | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=datetime.timezone.utc)
+        dt = dt.replace(tzinfo=datetime.UTC)
     return int(dt.timestamp() * 1000)
 
 
@@ -116,7 +115,7 @@ class Session:
 
     def __init__(self, path: str):
         self.path = path
-        self.session_id = os.path.basename(path)[:-len(".jsonl")]
+        self.session_id = os.path.basename(path)[: -len(".jsonl")]
         self.started_ms: int | None = None
         self.ended_ms: int | None = None
         self.lines = 0
@@ -227,8 +226,14 @@ def calls(session: Session, since_ms: int | None = None, tools=TOOLS):
 def _payload(entry: dict, block: dict, tool: str, tool_input: dict, session: Session, folder: str):
     cwd = entry.get("cwd")
     sid = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else session.session_id
-    payload = {"session_id": sid, "transcript_path": session.path, "cwd": cwd, "tool_name": tool,
-               "tool_input": tool_input, "tool_use_id": block["tool_use_id"]}
+    payload = {
+        "session_id": sid,
+        "transcript_path": session.path,
+        "cwd": cwd,
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": block["tool_use_id"],
+    }
     text = _text(block.get("content"))
     response = entry.get("toolUseResult")
     spilled = False
@@ -263,11 +268,15 @@ def notice(project_dirs: list[str], command: str, exclude_session: str | None = 
     """One line: how many earlier sessions Claude Code kept for the project, and the command
     that imports them (memtree never imports on its own)."""
     folders = project_folders(project_dirs)
-    files = [f for d in folders for f in session_files(d)
-             if os.path.basename(f) != f"{exclude_session}.jsonl"]
+    files = [f for d in folders for f in session_files(d) if os.path.basename(f) != f"{exclude_session}.jsonl"]
     if not files:
-        where = folders[0] if folders else os.path.join(config_dir(), "projects",
-                                                        folder_name(os.path.realpath(project_dirs[0])))
+        where = (
+            folders[0]
+            if folders
+            else os.path.join(config_dir(), "projects", folder_name(os.path.realpath(project_dirs[0])))
+        )
         return f"memtree: no earlier Claude Code transcripts of this project (looked in {where})"
-    return (f"memtree: {len(files)} earlier Claude Code session transcript{'s' if len(files) != 1 else ''} of this "
-            f"project in {', '.join(folders)}; `{command}` stores their Read/Grep/Bash calls (not imported yet)")
+    return (
+        f"memtree: {len(files)} earlier Claude Code session transcript{'s' if len(files) != 1 else ''} of this "
+        f"project in {', '.join(folders)}; `{command}` stores their Read/Grep/Bash calls (not imported yet)"
+    )

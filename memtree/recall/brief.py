@@ -55,7 +55,7 @@ def _short(path, root: str | None) -> str:
     """Project-relative when inside the project (shorter), else as stored."""
     if not isinstance(path, str) or not root or not path.startswith(root.rstrip("/") + "/"):
         return str(path)
-    return path[len(root.rstrip("/")) + 1:]
+    return path[len(root.rstrip("/")) + 1 :]
 
 
 def sections(conn, now_ms: int, session_id: str | None = None, root: str | None = None) -> list[tuple[str, list[str]]]:
@@ -63,41 +63,78 @@ def sections(conn, now_ms: int, session_id: str | None = None, root: str | None 
     out = []
     notes = recent_work.notes(conn, 8)
     if notes:
-        out.append(("Notes", [f"- {n['id']} ({_mark(n, session_id, now_ms)}): "
-                              f"{render.one_line(n['content'], LINE_CHARS)}" for n in notes]))
+        out.append(
+            (
+                "Notes",
+                [
+                    f"- {n['id']} ({_mark(n, session_id, now_ms)}): {render.one_line(n['content'], LINE_CHARS)}"
+                    for n in notes
+                ],
+            )
+        )
     outputs = recent_work.tool_outputs(conn, 80)
     cmds, greps, threads = _commands(outputs)
     if threads:
-        out.append(("Open threads (last run failed)", [
-            f"- `{render.one_line(t['meta']['command'], 100)}` exit {t['meta']['exit']} "
-            f"({t['id']}, {_mark(t, session_id, now_ms)})" for t in threads[:5]]))
+        out.append(
+            (
+                "Open threads (last run failed)",
+                [
+                    f"- `{render.one_line(t['meta']['command'], 100)}` exit {t['meta']['exit']} "
+                    f"({t['id']}, {_mark(t, session_id, now_ms)})"
+                    for t in threads[:5]
+                ],
+            )
+        )
     files = recent_work.files(conn, 12)
     if files:
-        out.append(("Files read (lines seen; id of the newest part)", [
-            f"- {_short(f['path'], root)} {_ranges(f['ranges'], f['total'])} ({f['id']}, {_mark(f, session_id, now_ms)})"
-            for f in files]))
+        out.append(
+            (
+                "Files read (lines seen; id of the newest part)",
+                [
+                    f"- {_short(f['path'], root)} {_ranges(f['ranges'], f['total'])} ({f['id']}, {_mark(f, session_id, now_ms)})"
+                    for f in files
+                ],
+            )
+        )
     if cmds:
-        out.append(("Commands run", [
-            f"- `{render.one_line(c['meta']['command'], 100)}`"
-            + (f" exit {c['meta']['exit']}" if isinstance(c["meta"].get("exit"), int) else "")
-            + f" ({c['id']}, {_mark(c, session_id, now_ms)})" for c in cmds[:8]]))
+        out.append(
+            (
+                "Commands run",
+                [
+                    f"- `{render.one_line(c['meta']['command'], 100)}`"
+                    + (f" exit {c['meta']['exit']}" if isinstance(c["meta"].get("exit"), int) else "")
+                    + f" ({c['id']}, {_mark(c, session_id, now_ms)})"
+                    for c in cmds[:8]
+                ],
+            )
+        )
     if greps:
-        out.append(("Searches", [
-            f"- {render.one_line(repr(g['meta']['pattern']), 80)}"
-            + (f" in {_short(g['meta']['path'], root)}" if g["meta"].get("path") else "")
-            + f" ({g['id']}, {_mark(g, session_id, now_ms)})" for g in greps[:6]]))
+        out.append(
+            (
+                "Searches",
+                [
+                    f"- {render.one_line(repr(g['meta']['pattern']), 80)}"
+                    + (f" in {_short(g['meta']['path'], root)}" if g["meta"].get("path") else "")
+                    + f" ({g['id']}, {_mark(g, session_id, now_ms)})"
+                    for g in greps[:6]
+                ],
+            )
+        )
     return out
 
 
-def build(conn, now_ms: int, session_id: str | None = None, budget: int = BUDGET_TOKENS,
-          root: str | None = None) -> str | None:
+def build(
+    conn, now_ms: int, session_id: str | None = None, budget: int = BUDGET_TOKENS, root: str | None = None
+) -> str | None:
     """The brief, or None when the store holds nothing live."""
     count, sessions, newest = recent_work.totals(conn)
     if not count:
         return None
-    head = (f"memtree holds {count} live captures of this project ({root or '?'}) from {sessions} session(s), newest "
-            f"{render.age(newest, now_ms)}. Any id below: memtree recall ids=<id>; anything else kept: "
-            "memtree recall query=<words>; a file's exact lines: Read with offset/limit.")
+    head = (
+        f"memtree holds {count} live captures of this project ({root or '?'}) from {sessions} session(s), newest "
+        f"{render.age(newest, now_ms)}. Any id below: memtree recall ids=<id>; anything else kept: "
+        "memtree recall query=<words>; a file's exact lines: Read with offset/limit."
+    )
     frame_cost = tokens.count(render.recalled("", 'kind="session-brief"')) + 2
     left = budget - frame_cost - tokens.count(head)
     parts = [head]

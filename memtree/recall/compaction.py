@@ -19,8 +19,8 @@ import json
 import os
 
 from memtree import tokens
-from memtree.recall import render
 from memtree.gate import redact_text
+from memtree.recall import render
 from memtree.store import compactions
 
 BUDGET_TOKENS = 900
@@ -68,7 +68,7 @@ def _line(item: dict, root: str | None, after: bool) -> str:
     if item["kind"] == "file_chunk":
         path = str(m.get("path") or "?")
         if root and path.startswith(root.rstrip("/") + "/"):
-            path = path[len(root.rstrip("/")) + 1:]
+            path = path[len(root.rstrip("/")) + 1 :]
         return f"{mark}read {path} L{m.get('start', '?')}-{m.get('end', '?')} ({item['id']})"
     if str(m.get("tool")) == "Bash":
         code = f" exit {m['exit']}" if isinstance(m.get("exit"), int) else ""
@@ -76,8 +76,15 @@ def _line(item: dict, root: str | None, after: bool) -> str:
     return f"{mark}searched {render.one_line(repr(m.get('pattern', '')), 80)} ({item['id']})"
 
 
-def lead(conn, session_id: str | None, transcript_path, now_ms: int, root: str | None = None,
-         budget: int = BUDGET_TOKENS, compacting: bool = False) -> str | None:
+def lead(
+    conn,
+    session_id: str | None,
+    transcript_path,
+    now_ms: int,
+    root: str | None = None,
+    budget: int = BUDGET_TOKENS,
+    compacting: bool = False,
+) -> str | None:
     """The block that leads the brief, or None when the session has no compaction summary."""
     if not session_id:
         return None
@@ -92,12 +99,16 @@ def lead(conn, session_id: str | None, transcript_path, now_ms: int, root: str |
         return None
     summary, at = found if found else ("", now_ms)
     if compacting:
-        head = ("This session was just compacted (Claude Code's summary opens the conversation); what it touched, "
-                "newest first (memtree recall ids=<id> shows one)" + (f"; then memtree's copy of an earlier summary, "
-                                                                      f"{render.age(at, now_ms)}:" if found else ":"))
+        head = (
+            "This session was just compacted (Claude Code's summary opens the conversation); what it touched, "
+            "newest first (memtree recall ids=<id> shows one)"
+            + (f"; then memtree's copy of an earlier summary, {render.age(at, now_ms)}:" if found else ":")
+        )
     else:
-        head = (f"This session was compacted {render.age(at, now_ms)}; its summary, then what the session touched "
-                f"(newest first; * = after the summary; memtree recall ids=<id> shows one):")
+        head = (
+            f"This session was compacted {render.age(at, now_ms)}; its summary, then what the session touched "
+            f"(newest first; * = after the summary; memtree recall ids=<id> shows one):"
+        )
     rest = "\n".join(_line(i, root, bool(found) and not compacting and i["created_at"] > at) for i in items)
     room = budget - tokens.count(head) - tokens.count(rest) - tokens.count(render.recalled("", 'kind="compaction"')) - 4
     summary = tokens.fit(summary, max(room, budget // 3))

@@ -39,8 +39,8 @@ import os
 import urllib.error
 import urllib.request
 
-from memtree.runtime import optional
 from memtree.errors import Unavailable
+from memtree.runtime import optional
 
 LOCAL_MODEL = "wordllama-l2-supercat-256"
 MAX_CHARS = 20000  # a static model's mean barely moves past this; keeps tokenizing bounded
@@ -139,19 +139,27 @@ class Model2VecProvider(Provider):
         tok_path, weights = os.path.join(folder, "tokenizer.json"), os.path.join(folder, "model.safetensors")
         for path in (tok_path, weights):
             if not os.path.isfile(path):
-                raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: no {os.path.basename(path)} there "
-                                          f"(a model2vec folder holds model.safetensors and tokenizer.json)")
+                raise ProviderUnavailable(
+                    f"embeddingModel model2vec:{folder}: no {os.path.basename(path)} there "
+                    f"(a model2vec folder holds model.safetensors and tokenizer.json)"
+                )
         try:
             tables = load_file(weights)
             self.tokenizer = Tokenizer.from_file(tok_path)
         except Exception as e:  # noqa: BLE001 - a broken file is the user's to fix: say which
-            raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: cannot load it ({type(e).__name__}: "
-                                      f"{str(e)[:120]})") from None
-        table = tables.get("embeddings") if "embeddings" in tables else (
-            next(iter(tables.values())) if len(tables) == 1 else None)
+            raise ProviderUnavailable(
+                f"embeddingModel model2vec:{folder}: cannot load it ({type(e).__name__}: {str(e)[:120]})"
+            ) from None
+        table = (
+            tables.get("embeddings")
+            if "embeddings" in tables
+            else (next(iter(tables.values())) if len(tables) == 1 else None)
+        )
         if table is None or table.ndim != 2:
-            raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: model.safetensors holds no 2-d "
-                                      f"'embeddings' table (found {sorted(tables)[:4]})")
+            raise ProviderUnavailable(
+                f"embeddingModel model2vec:{folder}: model.safetensors holds no 2-d "
+                f"'embeddings' table (found {sorted(tables)[:4]})"
+            )
         declared = None
         conf = os.path.join(folder, "config.json")
         if os.path.isfile(conf):
@@ -160,11 +168,16 @@ class Model2VecProvider(Provider):
                     meta = json.load(f)
             except (OSError, ValueError) as e:
                 raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: config.json unreadable ({e})") from None
-            declared = next((meta[k] for k in ("hidden_dim", "dim", "embedding_dim") if isinstance(meta.get(k), int)),
-                            None) if isinstance(meta, dict) else None
+            declared = (
+                next((meta[k] for k in ("hidden_dim", "dim", "embedding_dim") if isinstance(meta.get(k), int)), None)
+                if isinstance(meta, dict)
+                else None
+            )
         if declared is not None and declared != table.shape[1]:
-            raise ProviderUnavailable(f"embeddingModel model2vec:{folder}: config.json says {declared} dimensions "
-                                      f"but model.safetensors has {table.shape[1]}; the folder is inconsistent")
+            raise ProviderUnavailable(
+                f"embeddingModel model2vec:{folder}: config.json says {declared} dimensions "
+                f"but model.safetensors has {table.shape[1]}; the folder is inconsistent"
+            )
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.table = table.astype(numpy.float16)
@@ -222,11 +235,12 @@ def load_provider(config) -> Provider:
     if spec == "local":
         return StaticProvider()
     if spec.startswith("ollama:"):
-        return OllamaProvider(spec[len("ollama:"):], config.ollama.url, config.ollama.timeoutMs / 1000)
+        return OllamaProvider(spec[len("ollama:") :], config.ollama.url, config.ollama.timeoutMs / 1000)
     if spec.startswith("model2vec:"):
-        return Model2VecProvider(spec[len("model2vec:"):])
-    raise ProviderUnavailable(f"unknown embeddingModel {spec!r}; expected 'local', 'ollama:<model>' or "
-                              f"'model2vec:<folder>'")
+        return Model2VecProvider(spec[len("model2vec:") :])
+    raise ProviderUnavailable(
+        f"unknown embeddingModel {spec!r}; expected 'local', 'ollama:<model>' or 'model2vec:<folder>'"
+    )
 
 
 def check_unit(mat, what: str, allow_zero: bool = True):
@@ -244,6 +258,8 @@ def check_unit(mat, what: str, allow_zero: bool = True):
     bad = ~np.isfinite(norms) | ((np.abs(norms - 1.0) > 1e-3) & ~((norms == 0) & allow_zero))
     if bad.any():
         i = int(np.argmax(bad))
-        raise ProviderUnavailable(f"{what}: vector {i} has norm {float(norms[i]):.4g}, not 1 (an empty text, or a "
-                                  f"provider that does not normalise)")
+        raise ProviderUnavailable(
+            f"{what}: vector {i} has norm {float(norms[i]):.4g}, not 1 (an empty text, or a "
+            f"provider that does not normalise)"
+        )
     return mat

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 import orjson
+
 from memtree.store import uris
 
 # A bare identifier, dotted name, or one with an underscore or a capital:
@@ -36,17 +37,21 @@ from memtree.store import uris
 # reads as prose, not as a symbol lookup (semble draws the same line).
 _SYMBOL_QUERY = re.compile(
     r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
-    r"|_[A-Za-z0-9_]*|[A-Za-z][A-Za-z0-9]*[A-Z_][A-Za-z0-9_]*|[A-Z][A-Za-z0-9]*)$")
+    r"|_[A-Za-z0-9_]*|[A-Za-z][A-Za-z0-9]*[A-Z_][A-Za-z0-9_]*|[A-Z][A-Za-z0-9]*)$"
+)
 # Identifiers worth a (half) definition boost inside a prose query.
-_EMBEDDED_SYMBOL = re.compile(r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+"
-                              r"|[a-z][a-z0-9]*_[a-z0-9_]+)\b")
+_EMBEDDED_SYMBOL = re.compile(
+    r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+"
+    r"|[a-z][a-z0-9]*_[a-z0-9_]+)\b"
+)
 _IDENT = re.compile(r"[A-Za-z0-9_]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing|__tests__)/|(?:^|/)test_[^/]*$|_test\.py$|(?:^|/)conftest\.py$")
 STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how i if in is it its of on or that the this "
     "to was what when where which who why with into onto over under one another every each all any some "
-    "same so than then there these those they them their we you your our not no get gets".split())
+    "same so than then there these those they them their we you your our not no get gets".split()
+)
 
 # Question scaffolding: the words a question is framed in, not what it asks
 # about ("how does", "where is X handled", "what happens when", "which
@@ -58,7 +63,9 @@ _SCAFFOLD = re.compile(
     r"|(?:the\s+)?(?:code|function|method|logic|place)\s+(?:that|which|where|for)"
     r"|(?:is|are|gets?|get)\s+(?:handled|implemented|defined|done|computed|decided)"
     r"|responsible\s+for|in\s+(?:this|the)\s+(?:codebase|code|project|library|repo)"
-    r"|(?:show|tell)\s+me|find\s+(?:the|where)|look\s+up)\b", re.IGNORECASE)
+    r"|(?:show|tell)\s+me|find\s+(?:the|where)|look\s+up)\b",
+    re.IGNORECASE,
+)
 _SCAFFOLD_WORDS = frozenset("happens happen handled implemented implementation codebase logic located".split())
 _HOW_WORK = re.compile(r"^\s*how\s+(?:does|do|is|are)\s+(.+?)\s+work(?:s|ing)?\s*\??\s*$", re.IGNORECASE)
 
@@ -224,8 +231,11 @@ def candidate_terms(c: Candidate) -> set[str]:
 
 
 # The first definition line(s) of a chunk and the docstring under it.
-_HEAD = re.compile(r"^[ \t]*(?:async[ \t]+def|def|class)[ \t]+\w+[^\n]*(?:\n[ \t]*(?:[rRbBuU]{0,2}"
-                   r"(?:\"\"\"[\s\S]*?\"\"\"|\'\'\'[\s\S]*?\'\'\'|\"[^\n]*\"|'[^\n]*')))?", re.MULTILINE)
+_HEAD = re.compile(
+    r"^[ \t]*(?:async[ \t]+def|def|class)[ \t]+\w+[^\n]*(?:\n[ \t]*(?:[rRbBuU]{0,2}"
+    r"(?:\"\"\"[\s\S]*?\"\"\"|\'\'\'[\s\S]*?\'\'\'|\"[^\n]*\"|'[^\n]*')))?",
+    re.MULTILINE,
+)
 
 
 def head_terms(c: Candidate) -> set[str]:
@@ -287,7 +297,7 @@ def select(cands: list[Candidate], limit: int, group_files: bool = False) -> lis
         if group_files and key in firsts:
             firsts[key].also.append(c.node["id"])
             continue
-        c.score *= SATURATION_DECAY ** n
+        c.score *= SATURATION_DECAY**n
         firsts.setdefault(key, c)
         out.append(c)
     out.sort(key=lambda c: (-c.score, c.node["id"]))

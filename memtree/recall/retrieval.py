@@ -24,8 +24,8 @@ from memtree.recall.search import (
 )
 from memtree.store import reads
 from memtree.store.kinds import EDGE_KINDS, TREE_KINDS
-from memtree.text.chunking import split_lines
 from memtree.store.live import ANY_STATUS, STATUSES, check_statuses
+from memtree.text.chunking import split_lines
 from memtree.tools import call_repr
 
 _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
@@ -49,8 +49,9 @@ def require(conn, node_id: str, name: str = "node_id", statuses=None) -> dict:
     if status is None:
         raise NotFound(f"{name}: no node {node_id}")
     if status not in wanted:
-        raise NotFound(f"{name}: node {node_id} is {status}, not {'/'.join(wanted)}; "
-                       f"pass opts=\"status={status}\" to see it")
+        raise NotFound(
+            f'{name}: node {node_id} is {status}, not {"/".join(wanted)}; pass opts="status={status}" to see it'
+        )
     return reads.get_node(conn, node_id, wanted)
 
 
@@ -108,11 +109,14 @@ def _listing(title: str, rows, svc, query: str | None = None) -> str:
         safe = render_safe(node)
         exact = render.matching_lines(safe, query) if query else ""
         if exact:
-            more = snip[snip.index(" (+"):] if snip and " (+" in snip and snip.endswith("chunk(s) of this file)") else ""
+            more = (
+                snip[snip.index(" (+") :] if snip and " (+" in snip and snip.endswith("chunk(s) of this file)") else ""
+            )
             lines.append(render.header(safe, score, node["id"] in stale, root=root) + more + "\n" + exact)
         else:
-            lines.append(render.snippet_block(safe, snip and render.neutralise(snip), score, node["id"] in stale,
-                                              root=root))
+            lines.append(
+                render.snippet_block(safe, snip and render.neutralise(snip), score, node["id"] in stale, root=root)
+            )
     return "\n".join(lines)
 
 
@@ -130,8 +134,7 @@ def _recent(svc, since=None, kind=None, limit=None, status=None) -> str:
 
 def _search(svc, query, mode, limit, filters, vector, why, group_files=False) -> str:
     # One more than asked: the answer says when relevant hits were left out.
-    out = run(svc.db(), query, mode, filters, limit + 1, query_vector=vector, vector_note=why,
-              group_files=group_files)
+    out = run(svc.db(), query, mode, filters, limit + 1, query_vector=vector, vector_note=why, group_files=group_files)
     more = len(out.hits) > limit
     out.hits = out.hits[:limit]
     title = f"search {query!r} ({out.mode}): {len(out.hits)} result(s)"
@@ -139,16 +142,20 @@ def _search(svc, query, mode, limit, filters, vector, why, group_files=False) ->
         again = {"query": query, "limit": min(limit * 2, MAX_LIMIT)}
         if filters:
             again["filters"] = filters
-        title += (f"; more relevant hits beyond limit={limit}: " + call_repr("recall", **again)
-                  if limit < MAX_LIMIT else f"; more beyond the {MAX_LIMIT}-hit cap: narrow with filters")
+        title += (
+            f"; more relevant hits beyond limit={limit}: " + call_repr("recall", **again)
+            if limit < MAX_LIMIT
+            else f"; more beyond the {MAX_LIMIT}-hit cap: narrow with filters"
+        )
     if out.degraded:
         title += f"; {out.degraded}"
     if out.weak:  # the best there is, said plainly: an agent told "nothing" would explore again
         ev = out.evidence
-        title += (f"; weak match: the best hit holds {ev['coverage']:.0%} of the query's words"
-                  + (f", similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else ""))
+        title += f"; weak match: the best hit holds {ev['coverage']:.0%} of the query's words" + (
+            f", similarity {ev['similarity']:.2f}" if ev.get("similarity") is not None else ""
+        )
     elif not out.hits:
-        title += "; none live match. Other statuses only via opts=\"status=...\""
+        title += '; none live match. Other statuses only via opts="status=..."'
     return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc, query)
 
 
@@ -187,7 +194,9 @@ def _neighbors(svc, node_id, depth=None, edge_kinds=None, name="node_id") -> str
             if "child" in kinds:
                 near += [(c, "child") for c in reads.child_ids(conn, nid)]
             if edge_only:
-                near += [(o, f"{k}({'out' if way == 'out' else 'in'})") for o, k, way in reads.edges_of(conn, nid, edge_only)]
+                near += [
+                    (o, f"{k}({'out' if way == 'out' else 'in'})") for o, k, way in reads.edges_of(conn, nid, edge_only)
+                ]
             for other, rel in near:
                 if other not in seen:
                     if len(seen) > MAX_NEIGHBORS:
@@ -204,7 +213,9 @@ def _neighbors(svc, node_id, depth=None, edge_kinds=None, name="node_id") -> str
     rows = [(live[i], seen[i]) for i in seen if i in live]
     stale = freshness.check(svc, [n for n, _ in rows])
     cap = f"; stopped at {MAX_NEIGHBORS} nodes, lower depth or pass edge_kinds" if capped else ""
-    lines = [f"neighbors of {origin['id']} ({origin['kind']}, {origin['status']}) to depth {depth}: {len(rows)} live{cap}"]
+    lines = [
+        f"neighbors of {origin['id']} ({origin['kind']}, {origin['status']}) to depth {depth}: {len(rows)} live{cap}"
+    ]
     for n, (d, rel) in rows:
         lines.append(f"d={d} {rel}: " + render.snippet_block(render_safe(n), stale=n["id"] in stale))
     return "\n".join(lines)
@@ -245,8 +256,11 @@ async def note(svc, text, parent_id=None, names=("text", "parent_id")) -> str:
         raise BadRequest(f"{names[0]} is {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
     if parent_id is not None:
         await svc.run_sync(lambda: require(svc.db(), parent_id, names[1], statuses=["pending", "live"]))
-    res = await svc.call(protocol.AddNode(kind="note", content=text, parent_id=parent_id,
-                                          session_id=svc.session_id, metadata={"source": "mcp note"}))
+    res = await svc.call(
+        protocol.AddNode(
+            kind="note", content=text, parent_id=parent_id, session_id=svc.session_id, metadata={"source": "mcp note"}
+        )
+    )
     return f"{res['id']} note {res.get('status', 'pending')} (recallable once the filter makes it live)"
 
 
@@ -273,8 +287,10 @@ def forget_text(res: dict) -> str:
         text += f", with {others} more node(s) holding it (its subtree, duplicates, summaries)"
     if res.get("scrubbed"):
         text += f"; its lines were cut out of {len(res['scrubbed'])} other node(s)"
-    return text + (". A later capture of the same content, or of any of its lines, is left out and audited"
-                   " (lines under 12 characters are too common to match).")
+    return text + (
+        ". A later capture of the same content, or of any of its lines, is left out and audited"
+        " (lines under 12 characters are too common to match)."
+    )
 
 
 OPS = ("search", "files", "get", "recent", "compose", "neighbors", "path", "note", "forget")
@@ -309,8 +325,19 @@ def _only(op: str, args: dict, allowed: tuple[str, ...]) -> None:
         raise BadRequest(f"{extra[0]} does not apply to op={op}; it takes {', '.join(allowed) or 'no other arguments'}")
 
 
-async def recall(svc, query=None, ids=None, note=None, op=None, mode=None, limit=None, filters=None, depth=None,
-                 format=None, budget_tokens=None) -> str:
+async def recall(
+    svc,
+    query=None,
+    ids=None,
+    note=None,
+    op=None,
+    mode=None,
+    limit=None,
+    filters=None,
+    depth=None,
+    format=None,
+    budget_tokens=None,
+) -> str:
     """One tool for every way back in: query searches, ids shows nodes (one:
     in full; several, or with a query: composed within the budget), neither
     lists the newest; op names neighbors or path explicitly. It also writes:
@@ -319,8 +346,16 @@ async def recall(svc, query=None, ids=None, note=None, op=None, mode=None, limit
     if isinstance(ids, str) and len(ids.replace(",", " ").split()) > 1:  # the schema shows ids as one string
         ids = ids.replace(",", " ").split()
     op = _pick_op(op, query, ids, note)
-    args = {"query": query, "ids": ids, "note": note, "mode": mode, "limit": limit, "filters": filters,
-            "depth": depth, "format": format}
+    args = {
+        "query": query,
+        "ids": ids,
+        "note": note,
+        "mode": mode,
+        "limit": limit,
+        "filters": filters,
+        "depth": depth,
+        "format": format,
+    }
     if op in ("note", "forget"):
         return await _write_op(svc, op, args)
     if op in ("get", "neighbors", "path", "compose") and ids is None:
@@ -342,7 +377,9 @@ async def recall(svc, query=None, ids=None, note=None, op=None, mode=None, limit
     node_ids = _check_ids(ids)
     if op == "compose":
         _only(op, args, ("ids", "query", "depth", "format"))
-        return await _compose_tool(svc, node_ids, budget_tokens, format or "mixed", query, 2 if depth is None else depth)
+        return await _compose_tool(
+            svc, node_ids, budget_tokens, format or "mixed", query, 2 if depth is None else depth
+        )
     if len(node_ids) != 1:
         raise BadRequest(f"op={op} takes one id, got {len(node_ids)}")
     if op == "get":

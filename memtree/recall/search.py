@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from datetime import UTC
 
 from memtree.errors import BadRequest
 from memtree.recall import ranking
@@ -62,7 +63,7 @@ def parse_time(value, name: str, now_ms: int | None = None) -> int:
         m = _DURATION.match(value.strip())
         if m:
             return now_ms - int(m.group(1)) * _UNIT_MS[m.group(2)]
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         try:
             dt = datetime.fromisoformat(value.strip())
@@ -70,7 +71,7 @@ def parse_time(value, name: str, now_ms: int | None = None) -> int:
             pass
         else:
             if dt.tzinfo is None:
-                dt = dt.replace(tzinfo=timezone.utc)
+                dt = dt.replace(tzinfo=UTC)
             return int(dt.timestamp() * 1000)
     raise BadRequest(f"{name} must be epoch milliseconds, a duration like '2h', or an ISO-8601 time; got {value!r}")
 
@@ -163,8 +164,16 @@ class Outcome:
 
     __slots__ = ("hits", "mode", "requested", "degraded", "abstained", "evidence", "weak")
 
-    def __init__(self, hits, mode: str, requested: str, degraded: str | None = None, abstained: bool = False,
-                 evidence: dict | None = None, weak: bool = False):
+    def __init__(
+        self,
+        hits,
+        mode: str,
+        requested: str,
+        degraded: str | None = None,
+        abstained: bool = False,
+        evidence: dict | None = None,
+        weak: bool = False,
+    ):
         self.hits, self.mode, self.requested = hits, mode, requested
         self.degraded, self.abstained, self.evidence, self.weak = degraded, abstained, evidence or {}, weak
 
@@ -192,8 +201,9 @@ def keyword_candidates(conn, query: str, filters: dict, n: int = CANDIDATES) -> 
     names, _ = ranking.queried_symbols(query)
     if names:
         have = {r[0]["id"] for r in rows}
-        phrases = " OR ".join(f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class")
-                              if re.fullmatch(r"[A-Za-z0-9_]+", n_))
+        phrases = " OR ".join(
+            f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class") if re.fullmatch(r"[A-Za-z0-9_]+", n_)
+        )
         if phrases:
             rows += [r for r in reads.search_fts(conn, phrases, filters, 20) if r[0]["id"] not in have]
     return rows
@@ -282,9 +292,17 @@ def _usable(emb: dict) -> bool:
     return math.isfinite(norm2) and abs(norm2 - 1.0) <= 2e-3
 
 
-def run(conn, query: str, mode: str = "hybrid", filters: dict | None = None, limit: int = 10,
-        query_vector: dict | None = None, vector_note: str | None = None, group_files: bool = False,
-        abstain: bool = True) -> Outcome:
+def run(
+    conn,
+    query: str,
+    mode: str = "hybrid",
+    filters: dict | None = None,
+    limit: int = 10,
+    query_vector: dict | None = None,
+    vector_note: str | None = None,
+    group_files: bool = False,
+    abstain: bool = True,
+) -> Outcome:
     """Search in ``mode``. ``query_vector`` is the query's embedding
     (``{"model", "dim", "vector"}``, as the embed walker answers); None means
     none arrived in time (``vector_note`` says why): hybrid then degrades to

@@ -32,7 +32,7 @@ class ActorContext:
         self.hb_endpoint = hb_endpoint
 
     @classmethod
-    def from_env(cls, default_name: str) -> "ActorContext":
+    def from_env(cls, default_name: str) -> ActorContext:
         from memtree.runtime.pythonpath import restore_user_pythonpath
 
         restore_user_pythonpath()  # the supervisor cleaned ours; commands run for the user get theirs back
@@ -45,8 +45,12 @@ class ActorContext:
         """The environment variables that recreate this context in a child."""
         p = self.paths
         env = {
-            ENV_NAME: self.name, ENV_PROJECT_ROOT: p.project_root, ENV_PROJECT_HASH: p.project_hash,
-            ENV_STORE_DIR: p.store_dir, ENV_RUN_DIR: p.run_dir, ENV_CONFIG: self.config.to_json(),
+            ENV_NAME: self.name,
+            ENV_PROJECT_ROOT: p.project_root,
+            ENV_PROJECT_HASH: p.project_hash,
+            ENV_STORE_DIR: p.store_dir,
+            ENV_RUN_DIR: p.run_dir,
+            ENV_CONFIG: self.config.to_json(),
         }
         if self.hb_endpoint:
             env[ENV_SUP_HB] = self.hb_endpoint

@@ -14,7 +14,6 @@ import zmq
 from memtree import protocol
 from memtree.errors import CallTimeout, MemtreeError, Unavailable, from_code
 
-
 NOT_OURS = object()
 
 

@@ -55,6 +55,9 @@ def describe(ps) -> str | None:
         return None
     if io is None or int(io.ioclass) == getattr(psutil, "IOPRIO_CLASS_NONE", 0):
         return f"{nice}/-"
-    name = {getattr(psutil, "IOPRIO_CLASS_RT", 1): "rt", getattr(psutil, "IOPRIO_CLASS_BE", 2): "be",
-            getattr(psutil, "IOPRIO_CLASS_IDLE", 3): "idle"}.get(int(io.ioclass), "?")
+    name = {
+        getattr(psutil, "IOPRIO_CLASS_RT", 1): "rt",
+        getattr(psutil, "IOPRIO_CLASS_BE", 2): "be",
+        getattr(psutil, "IOPRIO_CLASS_IDLE", 3): "idle",
+    }.get(int(io.ioclass), "?")
     return f"{nice}/{name}{io.value if name != 'idle' else ''}"

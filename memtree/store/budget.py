@@ -53,16 +53,16 @@ def store_bytes(db) -> int:
 def captured_bytes(db) -> int:
     """Bytes of the tool output and file text the stored nodes were made from."""
     where, params = status_clause("n", ANY_STATUS)
-    return db.execute(f"SELECT COALESCE(SUM(n.original_bytes), 0) FROM nodes n WHERE {where}",
-                      params).fetchone()[0]
+    return db.execute(f"SELECT COALESCE(SUM(n.original_bytes), 0) FROM nodes n WHERE {where}", params).fetchone()[0]
 
 
 def bytes_per_content_byte(db) -> float:
     """Pages in use per byte of stored row (content + overhead): the FTS index
     and the other indexes make a row cost more than its text."""
     where, params = status_clause("n", ANY_STATUS)
-    stored = db.execute(f"SELECT COALESCE(SUM(length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD}), 0)"
-                        f" FROM nodes n WHERE {where}", params).fetchone()[0]
+    stored = db.execute(
+        f"SELECT COALESCE(SUM(length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD}), 0) FROM nodes n WHERE {where}", params
+    ).fetchone()[0]
     return max(1.0, store_bytes(db) / stored) if stored else 1.0
 
 
@@ -86,7 +86,8 @@ def victims(db, need_bytes: int, limit: int) -> list[tuple[str, str, int]]:
             f" AND COALESCE(json_extract(n.metadata, '$.pinned'), 0) = 0"
             f" AND NOT EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = n.id AND c.kind = 'note')"  # a kept note's context
             f" ORDER BY {order} LIMIT ?",
-            [*params, *CAPTURE_KINDS, *CAPTURE_KINDS, limit]).fetchall()
+            [*params, *CAPTURE_KINDS, *CAPTURE_KINDS, limit],
+        ).fetchall()
         for node_id, status, size in rows:
             group = [(node_id, status, size), *children(db, node_id)]
             out.extend(group)
@@ -98,9 +99,14 @@ def victims(db, need_bytes: int, limit: int) -> list[tuple[str, str, int]]:
 
 def children(db, node_id: str) -> list[tuple[str, str, int]]:
     where, params = status_clause("n", ANY_STATUS)
-    return [tuple(r) for r in db.execute(
-        f"SELECT n.id, n.status, length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD} FROM nodes n"
-        f" WHERE n.parent_id = ? AND {where}", [node_id, *params])]
+    return [
+        tuple(r)
+        for r in db.execute(
+            f"SELECT n.id, n.status, length(CAST(n.content AS BLOB)) + {ROW_OVERHEAD} FROM nodes n"
+            f" WHERE n.parent_id = ? AND {where}",
+            [node_id, *params],
+        )
+    ]
 
 
 RATIO_FROM_BYTES = 1048576  # captured bytes before the stored-per-captured ratio means something
@@ -110,16 +116,18 @@ def summary(db_path: str, max_bytes: int, db=None) -> str:
     """One line for ``memtree ctl status``: size, budget, bytes stored per byte captured."""
     files = file_bytes(db_path)
     if db is None:
-        return (f"store: {files / 1048576:.1f} MiB of files on disk (budget storage.maxBytes "
-                f"{max_bytes / 1048576:.0f} MiB)")
+        return (
+            f"store: {files / 1048576:.1f} MiB of files on disk (budget storage.maxBytes {max_bytes / 1048576:.0f} MiB)"
+        )
     size = store_bytes(db)
-    line = (f"store: {size / 1048576:.1f} MiB (budget storage.maxBytes {max_bytes / 1048576:.0f} MiB;"
-            f" files {files / 1048576:.1f} MiB with the WAL)")
+    line = (
+        f"store: {size / 1048576:.1f} MiB (budget storage.maxBytes {max_bytes / 1048576:.0f} MiB;"
+        f" files {files / 1048576:.1f} MiB with the WAL)"
+    )
     captured = captured_bytes(db)
     if captured >= RATIO_FROM_BYTES:
         line += f", {size / captured:.2f} bytes stored per byte captured"
     elif captured:  # a young store is mostly SQLite's fixed pages: a ratio would mislead
         amount = f"{captured / 1024:.0f} KiB" if captured >= 1024 else f"{captured} bytes"
-        line += (f", {amount} captured (bytes stored per byte captured shown from "
-                 f"{RATIO_FROM_BYTES // 1048576} MiB on)")
+        line += f", {amount} captured (bytes stored per byte captured shown from {RATIO_FROM_BYTES // 1048576} MiB on)"
     return line

@@ -15,7 +15,8 @@ def latest_summary(conn, session_id: str) -> tuple[str, str, int] | None:
     row = conn.execute(
         f"SELECT n.id, n.content, n.created_at FROM nodes n WHERE n.kind = 'observation' AND n.session_id = ?"
         f" AND n.source_uri = ? AND {where} ORDER BY n.created_at DESC LIMIT 1",
-        [session_id, f"compact:{session_id[:200]}", *params]).fetchone()
+        [session_id, f"compact:{session_id[:200]}", *params],
+    ).fetchone()
     return (row[0], row[1], int(row[2] or 0)) if row else None
 
 
@@ -26,7 +27,8 @@ def touched(conn, session_id: str, limit: int) -> list[dict]:
         f"SELECT n.id, n.kind, n.metadata, n.created_at FROM nodes n WHERE n.session_id = ?"
         f" AND n.kind IN ('file_chunk', 'tool_output') AND n.parent_id IN (SELECT p.id FROM nodes p"
         f" WHERE p.kind IN ('file', 'session')) AND {where} ORDER BY n.created_at DESC LIMIT ?",
-        [session_id, *params, limit]).fetchall()
+        [session_id, *params, limit],
+    ).fetchall()
     out = []
     for nid, kind, meta, at in rows:
         try:

@@ -14,6 +14,7 @@ def captured(conn, tool_use_id: str) -> bool:
     """Whether a capture of this tool call is in the store (any outcome the writer recorded)."""
     prefix = tool_use_id[:200] + ":"
     # ';' follows ':' in ASCII: the range is every key with this prefix, on the primary key.
-    row = conn.execute("SELECT 1 FROM capture_keys WHERE key >= ? AND key < ? LIMIT 1",
-                       (prefix, prefix[:-1] + ";")).fetchone()
+    row = conn.execute(
+        "SELECT 1 FROM capture_keys WHERE key >= ? AND key < ? LIMIT 1", (prefix, prefix[:-1] + ";")
+    ).fetchone()
     return row is not None

@@ -13,8 +13,21 @@ import orjson
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
 from memtree.store.live import ANY_STATUS, LIVE, status_clause
 
-COLS = ("id", "parent_id", "kind", "source_uri", "content", "status", "mtime", "created_at",
-        "updated_at", "truncated", "original_bytes", "metadata", "session_id")
+COLS = (
+    "id",
+    "parent_id",
+    "kind",
+    "source_uri",
+    "content",
+    "status",
+    "mtime",
+    "created_at",
+    "updated_at",
+    "truncated",
+    "original_bytes",
+    "metadata",
+    "session_id",
+)
 _SELECT = ", ".join(f"n.{c}" for c in COLS)
 # One query's bound parameters stay well under SQLite's limit.
 BATCH = 500  # ids per IN (...): under SQLite's bound-parameter limit
@@ -44,7 +57,7 @@ def batches(ids):
     """``ids`` in lists of at most BATCH, one per ``IN (...)`` query."""
     ids = list(ids)
     for i in range(0, len(ids), BATCH):
-        yield ids[i:i + BATCH]
+        yield ids[i : i + BATCH]
 
 
 def node_status(conn, node_id: str) -> str | None:
@@ -73,8 +86,7 @@ def get_nodes(conn, ids, statuses=None) -> dict[str, Node]:
     out: dict[str, Node] = {}
     for part in batches(dict.fromkeys(ids)):
         marks = ",".join("?" * len(part))
-        for row in conn.execute(f"SELECT {_SELECT} FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                [*part, *params]):
+        for row in conn.execute(f"SELECT {_SELECT} FROM nodes n WHERE n.id IN ({marks}) AND {where}", [*part, *params]):
             node = _node(row)
             out[node["id"]] = node
     return out
@@ -85,7 +97,8 @@ def children(conn, parent_id: str, statuses=None, limit: int = 50) -> list[Node]
     where, params = status_clause("n", statuses)
     rows = conn.execute(
         f"SELECT {_SELECT} FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?",
-        [parent_id, *params, limit])
+        [parent_id, *params, limit],
+    )
     return [_node(r) for r in rows]
 
 
@@ -94,7 +107,9 @@ def file_chunks(conn, root_id: str, statuses=None, limit: int = 20_000) -> list[
     where, params = status_clause("n", statuses)
     rows = conn.execute(
         f"SELECT {_SELECT} FROM nodes n WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}"
-        f" ORDER BY n.created_at, n.id LIMIT ?", [root_id, *params, limit])
+        f" ORDER BY n.created_at, n.id LIMIT ?",
+        [root_id, *params, limit],
+    )
     return [_node(r) for r in rows]
 
 
@@ -103,7 +118,8 @@ def child_ids(conn, parent_id: str, statuses=None, limit: int = 50) -> list[str]
     where, params = status_clause("n", statuses)
     rows = conn.execute(
         f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?",
-        [parent_id, *params, limit])
+        [parent_id, *params, limit],
+    )
     return [r[0] for r in rows]
 
 
@@ -121,7 +137,8 @@ def edges_of(conn, node_id: str, kinds=None, statuses=None, limit: int = 200) ->
         f"UNION ALL "
         f"SELECT e.src_id, e.kind, 'in' FROM edges e JOIN nodes n ON n.id = e.src_id "
         f"WHERE e.dst_id = ? AND {where}{kind_sql} LIMIT ?",
-        [node_id, *params, *kind_params, node_id, *params, *kind_params, limit])
+        [node_id, *params, *kind_params, node_id, *params, *kind_params, limit],
+    )
     return [tuple(r) for r in out]
 
 
@@ -132,7 +149,9 @@ def summary_of(conn, node_id: str) -> Node | None:
     row = conn.execute(
         f"SELECT {_SELECT} FROM nodes n WHERE n.kind = 'summary' AND {where} AND ("
         f"n.parent_id = ? OR n.id IN (SELECT e.src_id FROM edges e WHERE e.dst_id = ? AND e.kind = 'summarizes')) "
-        f"ORDER BY n.created_at DESC LIMIT 1", [*params, node_id, node_id]).fetchone()
+        f"ORDER BY n.created_at DESC LIMIT 1",
+        [*params, node_id, node_id],
+    ).fetchone()
     return _node(row) if row else None
 
 
@@ -157,8 +176,8 @@ def _filters_sql(f: dict) -> tuple[str, list]:
 def recent(conn, filters: dict, limit: int) -> list[Node]:
     where, params = _filters_sql(filters)
     rows = conn.execute(
-        f"SELECT {_SELECT} FROM nodes n WHERE {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?",
-        [*params, limit])
+        f"SELECT {_SELECT} FROM nodes n WHERE {where} ORDER BY n.created_at DESC, n.id DESC LIMIT ?", [*params, limit]
+    )
     return [_node(r) for r in rows]
 
 
@@ -171,20 +190,23 @@ def search_fts(conn, match: str, filters: dict, limit: int) -> list[tuple[Node, 
     where, params = _filters_sql(filters)
     top = conn.execute(
         f"SELECT nodes_fts.rowid, bm25(nodes_fts) AS score FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
-        f"WHERE nodes_fts MATCH ? AND {where} ORDER BY score LIMIT ?", [match, *params, limit]).fetchall()
+        f"WHERE nodes_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
+        [match, *params, limit],
+    ).fetchall()
     if not top:
         return []
     rows = conn.execute(
         f"SELECT nodes_fts.rowid, {_SELECT}, snippet(nodes_fts, 0, '', '', ' … ', 24) "
         f"FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
         f"WHERE nodes_fts MATCH ? AND nodes_fts.rowid IN (SELECT value FROM json_each(?)) AND {where}",
-        [match, json.dumps([r for r, _ in top]), *params])
+        [match, json.dumps([r for r, _ in top]), *params],
+    )
     found = {r[0]: r[1:] for r in rows}
     out = []
     for rowid, score in top:
         r = found.get(rowid)
         if r is not None:  # the same snapshot unless a write landed between the two reads
-            out.append((_node(r[:len(COLS)]), -float(score), r[len(COLS)]))  # bm25: lower is better
+            out.append((_node(r[: len(COLS)]), -float(score), r[len(COLS)]))  # bm25: lower is better
     return out
 
 
@@ -198,7 +220,8 @@ def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
         f" UNION ALL SELECT p.parent_id, up.depth + 1 FROM up JOIN nodes p ON p.id = up.id"
         f" WHERE p.parent_id IS NOT NULL AND up.depth < ?)"
         f" SELECT {_SELECT} FROM up JOIN nodes n ON n.id = up.id WHERE {where} ORDER BY up.depth",
-        [node_id, max_depth, *params])
+        [node_id, max_depth, *params],
+    )
     return [_node(r) for r in rows]
 
 
@@ -218,5 +241,7 @@ def chunk_ids_by_start(conn, file_id: str) -> dict[int, str]:
     where, params = status_clause("n", LIVE)
     rows = conn.execute(
         f"SELECT json_extract(n.metadata, '$.start'), n.id FROM nodes n"
-        f" WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}", [file_id, *params]).fetchall()
+        f" WHERE n.parent_id = ? AND n.kind = 'file_chunk' AND {where}",
+        [file_id, *params],
+    ).fetchall()
     return {r[0]: r[1] for r in rows}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from memtree.store.live import status_clause
 from memtree.store import uris
+from memtree.store.live import status_clause
 
 
 def _meta(text) -> dict:
@@ -23,32 +23,43 @@ def _meta(text) -> dict:
 def totals(conn) -> tuple[int, int, int]:
     """(live captures, sessions they came from, newest created_at)."""
     where, params = status_clause("n")
-    row = conn.execute(f"SELECT count(*), count(DISTINCT n.session_id), max(n.created_at) FROM nodes n"
-                       f" WHERE {where} AND n.kind NOT IN ('session', 'file')", params).fetchone()
+    row = conn.execute(
+        f"SELECT count(*), count(DISTINCT n.session_id), max(n.created_at) FROM nodes n"
+        f" WHERE {where} AND n.kind NOT IN ('session', 'file')",
+        params,
+    ).fetchone()
     return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
 
 def notes(conn, limit: int) -> list[dict]:
     where, params = status_clause("n")
-    rows = conn.execute(f"SELECT n.id, n.kind, n.content, n.created_at, n.session_id FROM nodes n"
-                        f" WHERE n.kind IN ('note', 'observation') AND {where}"
-                        f" ORDER BY n.created_at DESC LIMIT ?", [*params, limit]).fetchall()
+    rows = conn.execute(
+        f"SELECT n.id, n.kind, n.content, n.created_at, n.session_id FROM nodes n"
+        f" WHERE n.kind IN ('note', 'observation') AND {where}"
+        f" ORDER BY n.created_at DESC LIMIT ?",
+        [*params, limit],
+    ).fetchall()
     return [dict(zip(("id", "kind", "content", "created_at", "session_id"), r)) for r in rows]
 
 
 def files(conn, limit: int) -> list[dict]:
     """Files read, newest first: path, the line ranges seen, the newest chunk's id."""
     where, params = status_clause("n")
-    rows = conn.execute(f"SELECT n.id, n.metadata, n.created_at, n.session_id, p.source_uri FROM nodes n"
-                        f" JOIN nodes p ON p.id = n.parent_id"
-                        f" WHERE n.kind = 'file_chunk' AND p.kind = 'file' AND {where}"
-                        f" ORDER BY n.created_at DESC LIMIT 400", params).fetchall()
+    rows = conn.execute(
+        f"SELECT n.id, n.metadata, n.created_at, n.session_id, p.source_uri FROM nodes n"
+        f" JOIN nodes p ON p.id = n.parent_id"
+        f" WHERE n.kind = 'file_chunk' AND p.kind = 'file' AND {where}"
+        f" ORDER BY n.created_at DESC LIMIT 400",
+        params,
+    ).fetchall()
     out: dict[str, dict] = {}
     for nid, meta, at, sid, uri in rows:
         path = uris.file_path(uri) or ""
         m = _meta(meta)
-        f = out.setdefault(path, {"path": path, "id": nid, "created_at": at, "session_id": sid, "ranges": [],
-                                  "total": m.get("total_lines")})
+        f = out.setdefault(
+            path,
+            {"path": path, "id": nid, "created_at": at, "session_id": sid, "ranges": [], "total": m.get("total_lines")},
+        )
         if isinstance(m.get("start"), int) and isinstance(m.get("end"), int):
             f["ranges"].append((m["start"], m["end"], m.get("symbol")))
         if len(out) > limit:
@@ -60,9 +71,12 @@ def files(conn, limit: int) -> list[dict]:
 def tool_outputs(conn, limit: int) -> list[dict]:
     """Commands and searches, newest first, with their metadata."""
     where, params = status_clause("n")
-    rows = conn.execute(f"SELECT n.id, n.metadata, n.created_at, n.session_id FROM nodes n"
-                        f" WHERE n.kind = 'tool_output' AND {where}"
-                        f" ORDER BY n.created_at DESC LIMIT ?", [*params, limit]).fetchall()
+    rows = conn.execute(
+        f"SELECT n.id, n.metadata, n.created_at, n.session_id FROM nodes n"
+        f" WHERE n.kind = 'tool_output' AND {where}"
+        f" ORDER BY n.created_at DESC LIMIT ?",
+        [*params, limit],
+    ).fetchall()
     return [{"id": r[0], "meta": _meta(r[1]), "created_at": r[2], "session_id": r[3]} for r in rows]
 
 

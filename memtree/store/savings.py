@@ -10,8 +10,9 @@ def captured_text(conn, tool_use_id: str) -> str:
     """The stored text of a hook capture, by the call's ``tool_use_id`` (its ``capture_keys``
     row names the nodes; the first is the file chunk or tool output holding the output)."""
     prefix = tool_use_id[:200] + ":"
-    row = conn.execute("SELECT result FROM capture_keys WHERE key >= ? AND key < ? LIMIT 1",
-                       (prefix, prefix[:-1] + ";")).fetchone()
+    row = conn.execute(
+        "SELECT result FROM capture_keys WHERE key >= ? AND key < ? LIMIT 1", (prefix, prefix[:-1] + ";")
+    ).fetchone()
     try:
         result = json.loads(row[0]) if row else {}
     except ValueError:
@@ -33,8 +34,9 @@ def _node(conn, node_id: str) -> tuple[str | None, str]:
     from memtree.store.live import NOT_FORGOTTEN, status_clause
 
     where, params = status_clause("n", NOT_FORGOTTEN)
-    row = conn.execute(f"SELECT n.kind, n.content FROM nodes n WHERE n.id = ? AND {where}",
-                       [node_id, *params]).fetchone()
+    row = conn.execute(
+        f"SELECT n.kind, n.content FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]
+    ).fetchone()
     return (row[0], row[1] or "") if row else (None, "")
 
 
@@ -47,9 +49,14 @@ def stored_text(conn, node_id: str) -> str:
     if kind != "file":
         return text
     live, lparams = status_clause("c")
-    return "".join(r[0] or "" for r in conn.execute(
-        f"SELECT c.content FROM nodes c WHERE c.parent_id = ? AND c.kind = 'file_chunk' AND {live}"
-        f" ORDER BY json_extract(c.metadata, '$.start')", [node_id, *lparams]))
+    return "".join(
+        r[0] or ""
+        for r in conn.execute(
+            f"SELECT c.content FROM nodes c WHERE c.parent_id = ? AND c.kind = 'file_chunk' AND {live}"
+            f" ORDER BY json_extract(c.metadata, '$.start')",
+            [node_id, *lparams],
+        )
+    )
 
 
 def captured_sessions(conn) -> set[str]:
@@ -57,5 +64,9 @@ def captured_sessions(conn) -> set[str]:
     from memtree.store.live import ANY_STATUS, status_clause
 
     where, params = status_clause("n", ANY_STATUS)
-    return {r[0] for r in conn.execute(f"SELECT DISTINCT n.session_id FROM nodes n WHERE n.session_id IS NOT NULL"
-                                       f" AND {where}", params)}
+    return {
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT n.session_id FROM nodes n WHERE n.session_id IS NOT NULL AND {where}", params
+        )
+    }

@@ -3,7 +3,7 @@ transaction together with its bookkeeping row (sqlite-utils / llm style)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from memtree.ids import now_ms
 from memtree.store.live import INDEXED, sql_list
@@ -123,8 +123,10 @@ def m002_nodes_vec_model(db) -> None:
 def m003_capture_keys(db) -> None:
     # One capture stored once: a hook payload's key (tool_use_id + hash of its
     # stored content) and the reply it got, honoured on the direct and the spool path.
-    db.execute("CREATE TABLE IF NOT EXISTS capture_keys(key TEXT PRIMARY KEY, result TEXT NOT NULL,"
-               " at INTEGER NOT NULL) WITHOUT ROWID")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS capture_keys(key TEXT PRIMARY KEY, result TEXT NOT NULL,"
+        " at INTEGER NOT NULL) WITHOUT ROWID"
+    )
 
 
 @migration
@@ -134,10 +136,11 @@ def m004_bookkeeping_retention(db) -> None:
     # (``file`` names it), and audit rows past their share of the budget are
     # compacted into per-month counts.
     db.execute("ALTER TABLE spool_applied ADD COLUMN file TEXT")
-    db.execute("CREATE TABLE IF NOT EXISTS audit_rollup(month TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,"
-               " n INTEGER NOT NULL, first_at INTEGER NOT NULL, last_at INTEGER NOT NULL,"
-               " PRIMARY KEY (month, actor, action)) WITHOUT ROWID")
-
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS audit_rollup(month TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,"
+        " n INTEGER NOT NULL, first_at INTEGER NOT NULL, last_at INTEGER NOT NULL,"
+        " PRIMARY KEY (month, actor, action)) WITHOUT ROWID"
+    )
 
 
 @migration

@@ -18,7 +18,9 @@ def oversized(db, threshold: int, limit: int) -> list[tuple[str, int, int]]:
     rows = db.execute(
         f"SELECT c.parent_id, count(*), max(c.created_at) FROM nodes c JOIN nodes p ON p.id = c.parent_id "
         f"WHERE {cw} AND {pw} AND c.kind != 'summary' GROUP BY c.parent_id HAVING count(*) > ? "
-        f"ORDER BY count(*) DESC, c.parent_id LIMIT ?", [*cp, *pp, threshold, limit])
+        f"ORDER BY count(*) DESC, c.parent_id LIMIT ?",
+        [*cp, *pp, threshold, limit],
+    )
     return [tuple(r) for r in rows]
 
 
@@ -27,7 +29,9 @@ def children(db, parent_id: str, limit: int) -> list[dict]:
     where, params = status_clause("c")
     rows = db.execute(
         f"SELECT {_SELECT} FROM nodes c WHERE c.parent_id = ? AND {where} AND c.kind != 'summary' "
-        f"ORDER BY c.created_at, c.id LIMIT ?", [parent_id, *params, limit])
+        f"ORDER BY c.created_at, c.id LIMIT ?",
+        [parent_id, *params, limit],
+    )
     return [_node(r) for r in rows]
 
 
@@ -35,4 +39,6 @@ def api_summaries_since(db, since_ms: int, provider: str) -> int:
     where, params = status_clause("n", ANY_STATUS)  # a forgotten summary still spent the quota
     return db.execute(
         f"SELECT count(*) FROM nodes n WHERE n.kind = 'summary' AND n.created_at >= ? AND {where} "
-        f"AND json_extract(n.metadata, '$.provider') = ?", [since_ms, *params, provider]).fetchone()[0]
+        f"AND json_extract(n.metadata, '$.provider') = ?",
+        [since_ms, *params, provider],
+    ).fetchone()[0]

@@ -10,8 +10,7 @@ class Pending:
     __slots__ = ("id", "parent_id", "kind", "content_hash", "size", "parent_kind", "parent_status")
 
     def __init__(self, row):
-        (self.id, self.parent_id, self.kind, self.content_hash, self.size,
-         self.parent_kind, self.parent_status) = row
+        (self.id, self.parent_id, self.kind, self.content_hash, self.size, self.parent_kind, self.parent_status) = row
 
 
 def pending_batch(db, limit: int) -> list[Pending]:

@@ -29,7 +29,7 @@ def file_path(uri: str | None) -> str | None:
     """The path a ``file://`` uri names (without its line range), else None."""
     if not uri or not uri.startswith(FILE):
         return None
-    path = uri[len(FILE):]
+    path = uri[len(FILE) :]
     return (path.rsplit("#L", 1)[0] if "#L" in path else path) or None
 
 
@@ -41,9 +41,9 @@ def shown(uri: str, root: str | None = None) -> str:
     """The source as the agent needs it: a file path relative to the project
     (no scheme, line range kept), a tool without its dedup hash (``tool:Bash``)."""
     if uri.startswith(FILE):
-        path = uri[len(FILE):]
+        path = uri[len(FILE) :]
         if root and path.startswith(root.rstrip("/") + "/"):
-            path = path[len(root.rstrip("/")) + 1:]
+            path = path[len(root.rstrip("/")) + 1 :]
         return path
     if uri.startswith(TOOL) and "#" in uri:
         return uri.split("#", 1)[0]

@@ -43,8 +43,11 @@ def code_of(vector) -> bytes:
     if optional.missing("numpy") is None:
         import numpy as np
 
-        v = np.frombuffer(vector, dtype="<f4") if isinstance(vector, (bytes, bytearray, memoryview)) \
+        v = (
+            np.frombuffer(vector, dtype="<f4")
+            if isinstance(vector, (bytes, bytearray, memoryview))
             else np.asarray(vector, dtype=np.float32)
+        )
         bits = np.packbits(v > 0)
         pad = -len(bits) % 8
         return bits.tobytes() + b"\0" * pad
@@ -87,11 +90,11 @@ class _Codes:
         np = self.np
         out = np.full(len(rowids), -1, np.int64)
         if self.sorted_n:
-            pos = np.searchsorted(self.rowids[:self.sorted_n], rowids)
+            pos = np.searchsorted(self.rowids[: self.sorted_n], rowids)
             pos_c = np.minimum(pos, self.sorted_n - 1)
             hit = self.rowids[pos_c] == rowids
             out[hit] = pos_c[hit]
-        tail = self.rowids[self.sorted_n:]
+        tail = self.rowids[self.sorted_n :]
         if len(tail):
             for i in np.nonzero(out < 0)[0]:
                 j = np.nonzero(tail == rowids[i])[0]
@@ -127,11 +130,13 @@ class _Codes:
     def _arrays(self, rows) -> tuple:
         np = self.np
         n = len(rows)
-        return (np.fromiter((r[0] for r in rows), np.int64, n),
-                np.frombuffer(b"".join(r[1] for r in rows), np.uint64).reshape(n, self.words).T,
-                np.fromiter((self._code(self.status_codes, r[2]) for r in rows), np.uint8, n),
-                np.fromiter((self._code(self.kind_codes, r[3]) for r in rows), np.uint8, n),
-                np.fromiter((r[4] for r in rows), np.int64, n))
+        return (
+            np.fromiter((r[0] for r in rows), np.int64, n),
+            np.frombuffer(b"".join(r[1] for r in rows), np.uint64).reshape(n, self.words).T,
+            np.fromiter((self._code(self.status_codes, r[2]) for r in rows), np.uint8, n),
+            np.fromiter((self._code(self.kind_codes, r[3]) for r in rows), np.uint8, n),
+            np.fromiter((r[4] for r in rows), np.int64, n),
+        )
 
     def _append(self, rows) -> None:
         self._extend([self._arrays(rows)])
@@ -141,8 +146,11 @@ class _Codes:
         np = self.np
         rowids = np.concatenate([p[0] for p in parts])
         in_order = bool(np.all(rowids[1:] > rowids[:-1]))
-        was_sorted = self.sorted_n == len(self.rowids) and in_order and (
-            not len(self.rowids) or not len(rowids) or rowids[0] > self.rowids[-1])
+        was_sorted = (
+            self.sorted_n == len(self.rowids)
+            and in_order
+            and (not len(self.rowids) or not len(rowids) or rowids[0] > self.rowids[-1])
+        )
         self.rowids = np.concatenate([self.rowids, rowids])
         self.codes = np.concatenate([self.codes, *[p[1] for p in parts]], axis=1)
         for i, name in enumerate(("status", "kind", "created"), 2):
@@ -213,7 +221,9 @@ def _load(db, idx: _Codes, model: str, dim: int) -> None:
     idx.seq = db.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
     cur = db.execute(
         "SELECT v.rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, n.created_at "
-        "FROM nodes_vec v JOIN nodes n ON n.id = v.node_id WHERE v.model = ? AND v.dim = ?", (model, dim))
+        "FROM nodes_vec v JOIN nodes n ON n.id = v.node_id WHERE v.model = ? AND v.dim = ?",
+        (model, dim),
+    )
     parts = []
     while True:
         got = _rows_from(itertools.islice(cur, 65536), np)
@@ -242,7 +252,8 @@ def _sync(db, idx: _Codes, model: str, dim: int) -> None:
         "SELECT l.seq, l.vec_rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, "
         "n.created_at FROM vec_log l LEFT JOIN nodes_vec v ON v.rowid = l.vec_rowid AND v.model = ? AND v.dim = ? "
         "LEFT JOIN nodes n ON n.id = v.node_id WHERE l.seq > ? ORDER BY l.seq",
-        (model, dim, idx.seq)).fetchall()
+        (model, dim, idx.seq),
+    ).fetchall()
     if not rows:
         return
     idx.seq = rows[-1][0]
@@ -296,7 +307,7 @@ def nearest(idx: _Codes, q, mask, n: int):
     cum = np.cumsum(np.bincount(dist, minlength=int(far) + 1))
     cut = int(np.searchsorted(cum, n))  # the first distance at which n codes are reached
     under = np.flatnonzero(dist < cut)
-    at = np.flatnonzero(dist == cut)[:n - len(under)]
+    at = np.flatnonzero(dist == cut)[: n - len(under)]
     return np.concatenate([under, at])
 
 

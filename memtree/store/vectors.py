@@ -44,12 +44,12 @@ def other_model_count(db, model: str, dim: int) -> int:
 
 def check_model(db, model: str, dim: int) -> None:
     """Refuse semantic search over a store holding vectors of another model or dimension."""
-    other = db.execute("SELECT model, dim FROM nodes_vec WHERE model != ? OR dim != ? LIMIT 1",
-                       (model, dim)).fetchone()
+    other = db.execute("SELECT model, dim FROM nodes_vec WHERE model != ? OR dim != ? LIMIT 1", (model, dim)).fetchone()
     if other is not None:
         raise ModelMismatch(
             f"semantic search refused: the store holds vectors of model {other[0]!r} ({other[1]} dims) but the "
-            f"configured model is {model!r} ({dim} dims); run `memtree reembed` to rebuild them")
+            f"configured model is {model!r} ({dim} dims); run `memtree reembed` to rebuild them"
+        )
 
 
 def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None = None) -> list[tuple[str, float]]:
@@ -67,13 +67,16 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
         from memtree.store import vector_index
 
         # Never fewer first-pass candidates than ten times the hits asked for.
-        rowids = vector_index.candidates(db, model, len(blob) // 4, blob, filters,
-                                         max(vector_index.RERANK, 10 * int(k)))
+        rowids = vector_index.candidates(
+            db, model, len(blob) // 4, blob, filters, max(vector_index.RERANK, 10 * int(k))
+        )
     if rowids is not None:
         return _rerank(db, blob, rowids, filters, model, int(k))
     where, params = _filters_sql(filters)
-    sql = [f"SELECT v.node_id, vec_distance_cosine(v.embedding, ?) AS d FROM nodes_vec v "
-           f"JOIN nodes n ON n.id = v.node_id WHERE {where}"]
+    sql = [
+        f"SELECT v.node_id, vec_distance_cosine(v.embedding, ?) AS d FROM nodes_vec v "
+        f"JOIN nodes n ON n.id = v.node_id WHERE {where}"
+    ]
     if model is not None:
         sql.append("AND v.model = ?")
         params.append(model)
@@ -86,24 +89,31 @@ def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: in
     nodes never read), then the live predicate and filters on the nearest,
     ``2k`` at a time, until ``k`` pass: what a read returns is decided here."""
     where, params = _filters_sql(filters)
-    scored = db.execute("SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
-                        "CROSS JOIN nodes_vec v ON v.rowid = j.value WHERE v.model = ? AND v.dim = ? ORDER BY d",
-                        (blob, json.dumps(rowids), model, len(blob) // 4)).fetchall()
+    scored = db.execute(
+        "SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
+        "CROSS JOIN nodes_vec v ON v.rowid = j.value WHERE v.model = ? AND v.dim = ? ORDER BY d",
+        (blob, json.dumps(rowids), model, len(blob) // 4),
+    ).fetchall()
     out: list[tuple[str, float]] = []
     step = max(2 * k, 32)
     for i in range(0, len(scored), step):
-        part = scored[i:i + step]
-        ok = dict(db.execute(
-            f"SELECT v.rowid, v.node_id FROM json_each(?) j CROSS JOIN nodes_vec v ON v.rowid = j.value "
-            f"CROSS JOIN nodes n ON n.id = v.node_id WHERE {where}", [json.dumps([r for r, _ in part]), *params]))
+        part = scored[i : i + step]
+        ok = dict(
+            db.execute(
+                f"SELECT v.rowid, v.node_id FROM json_each(?) j CROSS JOIN nodes_vec v ON v.rowid = j.value "
+                f"CROSS JOIN nodes n ON n.id = v.node_id WHERE {where}",
+                [json.dumps([r for r, _ in part]), *params],
+            )
+        )
         out += [(ok[r], float(d)) for r, d in part if r in ok]
         if len(out) >= k:
             break
     return out[:k]
 
 
-def backlog(db, model: str, limit: int, kinds: tuple[str, ...] = EMBED_KINDS,
-            after: tuple[int, str] = (0, "")) -> list[tuple[str, str, str, int]]:
+def backlog(
+    db, model: str, limit: int, kinds: tuple[str, ...] = EMBED_KINDS, after: tuple[int, str] = (0, "")
+) -> list[tuple[str, str, str, int]]:
     """(id, content_hash, content, created_at) of live nodes of ``kinds`` with no
     vector of ``model``, in creation order after ``after`` = (created_at, id):
     a caller walking a long backlog passes its last row, so each batch starts
@@ -113,7 +123,9 @@ def backlog(db, model: str, limit: int, kinds: tuple[str, ...] = EMBED_KINDS,
         f"SELECT n.id, n.content_hash, n.content, n.created_at FROM nodes n LEFT JOIN nodes_vec v "
         f"ON v.node_id = n.id AND v.model = ? WHERE {where} AND v.node_id IS NULL "
         f"AND n.kind IN ({','.join('?' * len(kinds))}) AND (n.created_at, n.id) > (?, ?) "
-        f"ORDER BY n.created_at, n.id LIMIT ?", [model, *params, *kinds, after[0], after[1], limit])
+        f"ORDER BY n.created_at, n.id LIMIT ?",
+        [model, *params, *kinds, after[0], after[1], limit],
+    )
     return [tuple(r) for r in rows]
 
 
@@ -122,7 +134,8 @@ def backlog_count(db, model: str, kinds: tuple[str, ...] = EMBED_KINDS) -> int:
     return db.execute(
         f"SELECT count(*) FROM nodes n LEFT JOIN nodes_vec v ON v.node_id = n.id AND v.model = ? "
         f"WHERE {where} AND v.node_id IS NULL AND n.kind IN ({','.join('?' * len(kinds))})",
-        [model, *params, *kinds]).fetchone()[0]
+        [model, *params, *kinds],
+    ).fetchone()[0]
 
 
 def embedded_hashes(db, hashes: list[str], model: str) -> dict[str, bytes]:
@@ -133,7 +146,8 @@ def embedded_hashes(db, hashes: list[str], model: str) -> dict[str, bytes]:
     rows = db.execute(
         f"SELECT n.content_hash, v.embedding FROM nodes n JOIN nodes_vec v ON v.node_id = n.id "
         f"WHERE v.model = ? AND {where} AND n.content_hash IN ({','.join('?' * len(hashes))})",
-        [model, *params, *hashes])
+        [model, *params, *hashes],
+    )
     return {r[0]: r[1] for r in rows}
 
 
@@ -142,7 +156,9 @@ def other_model_nodes(db, model: str, dim: int, limit: int) -> list[tuple[str, s
     where, params = status_clause("n", INDEXED)
     rows = db.execute(
         f"SELECT n.id, n.content_hash, n.content FROM nodes_vec v JOIN nodes n ON n.id = v.node_id "
-        f"WHERE (v.model != ? OR v.dim != ?) AND {where} LIMIT ?", [model, dim, *params, limit])
+        f"WHERE (v.model != ? OR v.dim != ?) AND {where} LIMIT ?",
+        [model, dim, *params, limit],
+    )
     return [tuple(r) for r in rows]
 
 
@@ -154,7 +170,9 @@ def embedded_since(db, model: str, after: tuple[int, str], limit: int) -> list[t
         f"SELECT v.node_id, v.embedded_at, v.embedding, n.kind, n.parent_id, n.created_at FROM nodes_vec v "
         f"JOIN nodes n ON n.id = v.node_id WHERE v.model = ? AND {where} "
         f"AND (v.embedded_at > ? OR (v.embedded_at = ? AND v.node_id > ?)) "
-        f"ORDER BY v.embedded_at, v.node_id LIMIT ?", [model, *params, after[0], after[0], after[1], limit])
+        f"ORDER BY v.embedded_at, v.node_id LIMIT ?",
+        [model, *params, after[0], after[0], after[1], limit],
+    )
     return [tuple(r) for r in rows]
 
 
@@ -166,7 +184,9 @@ def live_vectors(db, model: str, kind: str, chunk: int = 8192):
     where, params = status_clause("n")
     rows = db.execute(
         f"SELECT v.node_id, n.parent_id, n.created_at, v.embedding FROM nodes_vec v JOIN nodes n ON n.id = v.node_id "
-        f"WHERE v.model = ? AND n.kind = ? AND {where}", [model, kind, *params])
+        f"WHERE v.model = ? AND n.kind = ? AND {where}",
+        [model, kind, *params],
+    )
     while True:
         part = list(itertools.islice(rows, chunk))
         if not part:

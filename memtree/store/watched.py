@@ -14,8 +14,9 @@ def live_files(conn, root: str, limit: int) -> list[str]:
         f"SELECT p.source_uri, max(n.created_at) AS at FROM nodes n JOIN nodes p ON p.id = n.parent_id"
         f" WHERE n.kind = 'file_chunk' AND p.kind = 'file' AND {where}"
         f" AND substr(p.source_uri, 1, ?) = ? GROUP BY p.source_uri ORDER BY at DESC LIMIT ?",
-        [*params, len(prefix), prefix, limit]).fetchall()
-    return [r[0][len("file://"):] for r in rows]
+        [*params, len(prefix), prefix, limit],
+    ).fetchall()
+    return [r[0][len("file://") :] for r in rows]
 
 
 def live_chunks(conn, path: str) -> list[tuple[str, int, int]]:
@@ -27,5 +28,6 @@ def live_chunks(conn, path: str) -> list[tuple[str, int, int]]:
         f"SELECT n.id, n.mtime, n.created_at FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id"
         f" WHERE n.kind = 'file_chunk' AND {where}"
         f" AND ((p.kind = 'file' AND p.source_uri = ?) OR substr(n.source_uri, 1, ?) = ?)",
-        [*params, uri, len(uri) + 2, uri + "#L"]).fetchall()
+        [*params, uri, len(uri) + 2, uri + "#L"],
+    ).fetchall()
     return [(r[0], int(r[1] or 0), int(r[2] or 0)) for r in rows]

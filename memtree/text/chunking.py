@@ -40,8 +40,9 @@ class Chunked:
 
     __slots__ = ("language", "chunks", "symbols", "line_count", "parse_error")
 
-    def __init__(self, language: str, chunks: list[dict], symbols: list[Symbol], line_count: int,
-                 parse_error: str | None = None):
+    def __init__(
+        self, language: str, chunks: list[dict], symbols: list[Symbol], line_count: int, parse_error: str | None = None
+    ):
         self.language = language
         self.chunks = chunks
         self.symbols = symbols
@@ -64,7 +65,7 @@ def split_lines(text: str) -> list[str]:
 
 
 def _chunk(lines: list[str], start: int, end: int, symbol: str | None, kind: str) -> dict:
-    return {"start": start, "end": end, "symbol": symbol, "kind": kind, "content": "".join(lines[start - 1:end])}
+    return {"start": start, "end": end, "symbol": symbol, "kind": kind, "content": "".join(lines[start - 1 : end])}
 
 
 def _windowed(lines: list[str], start: int, end: int, symbol: str | None, kind: str) -> list[dict]:
@@ -88,8 +89,9 @@ def _first_line(node: ast.AST) -> int:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _units(body: list[ast.stmt], lo: int, hi: int, prefix: str, gap_symbol: str | None,
-           gap_kind: str) -> list[tuple[int, int, str | None, str, ast.stmt | None]]:
+def _units(
+    body: list[ast.stmt], lo: int, hi: int, prefix: str, gap_symbol: str | None, gap_kind: str
+) -> list[tuple[int, int, str | None, str, ast.stmt | None]]:
     """Cut lines lo..hi into (start, end, symbol, kind, node) units: one per
     def (or class at top level), one per run of other statements."""
     units: list[list] = []
@@ -124,7 +126,9 @@ def chunk_python(text: str, lines: list[str] | None = None) -> Chunked:
     except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes in source
         line = getattr(e, "lineno", None)
         where = f" at line {line}" if line else ""
-        return Chunked("text", chunk_windows(lines), [], len(lines), f"{type(e).__name__}{where}: {e.args[0] if e.args else e}")
+        return Chunked(
+            "text", chunk_windows(lines), [], len(lines), f"{type(e).__name__}{where}: {e.args[0] if e.args else e}"
+        )
     except (RecursionError, MemoryError):  # a deeply nested expression overflows the parser's stack
         return Chunked("text", chunk_windows(lines), [], len(lines), "nested too deeply for the Python parser")
     n = len(lines)
@@ -157,7 +161,9 @@ def _class_chunks(cls: ast.ClassDef, lines: list[str], start: int, end: int, sym
     else:  # the header may span lines (bases, keywords); it ends above the first method
         last_header = max(cls.lineno, header_end)
     out.extend(_windowed(lines, start, last_header, cls.name, "class"))
-    for u_start, u_end, symbol, kind, node in _units(body_stmts, last_header + 1, end, cls.name + ".", cls.name, "class"):
+    for u_start, u_end, symbol, kind, node in _units(
+        body_stmts, last_header + 1, end, cls.name + ".", cls.name, "class"
+    ):
         if node is not None:
             symbols.append(Symbol(symbol, kind, _first_line(node), node.end_lineno))
         out.extend(_windowed(lines, u_start, u_end, symbol, kind))
@@ -196,7 +202,7 @@ def chunk_read(path: str, content: str, start: int = 1, whole: str | None = None
     base, shift = None, start - 1
     if whole is not None:
         whole_lines = split_lines(whole)
-        if len(whole_lines) >= end and _same_lines(whole_lines[start - 1:end], lines):
+        if len(whole_lines) >= end and _same_lines(whole_lines[start - 1 : end], lines):
             base, shift = chunk_text(path, whole, whole_lines).chunks, 0
     if base is None:
         base = chunk_text(path, content, lines).chunks
@@ -204,8 +210,15 @@ def chunk_read(path: str, content: str, start: int = 1, whole: str | None = None
     for c in base:
         s, e = max(c["start"] + shift, start), min(c["end"] + shift, end)
         if s <= e:
-            out.append({"start": s, "end": e, "symbol": c["symbol"], "kind": c["kind"],
-                        "content": "".join(lines[s - start:e - start + 1])})
+            out.append(
+                {
+                    "start": s,
+                    "end": e,
+                    "symbol": c["symbol"],
+                    "kind": c["kind"],
+                    "content": "".join(lines[s - start : e - start + 1]),
+                }
+            )
     return merge_small(out, min_bytes) if min_bytes > 0 else out
 
 
@@ -229,5 +242,10 @@ def merge_small(chunks: list[dict], min_bytes: int) -> list[dict]:
 
 def _join(a: dict, b: dict) -> dict:
     named = a if len(a["content"]) > len(b["content"]) else b
-    return {"start": a["start"], "end": b["end"], "symbol": named["symbol"], "kind": named["kind"],
-            "content": a["content"] + b["content"]}
+    return {
+        "start": a["start"],
+        "end": b["end"],
+        "symbol": named["symbol"],
+        "kind": named["kind"],
+        "content": a["content"] + b["content"],
+    }

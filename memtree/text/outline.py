@@ -16,14 +16,40 @@ from memtree.text.fit import clip_line
 # Definition keywords by how a line starts (after indentation). Order matters:
 # longer prefixes first.
 _DEF_PREFIXES = (
-    "async def ", "def ", "class ",  # Python
-    "export default function ", "export async function ", "export function ", "async function ", "function ",
-    "export default class ", "export abstract class ", "export class ", "abstract class ",
-    "export interface ", "interface ", "export type ", "export enum ", "enum ",  # JS / TS
+    "async def ",
+    "def ",
+    "class ",  # Python
+    "export default function ",
+    "export async function ",
+    "export function ",
+    "async function ",
+    "function ",
+    "export default class ",
+    "export abstract class ",
+    "export class ",
+    "abstract class ",
+    "export interface ",
+    "interface ",
+    "export type ",
+    "export enum ",
+    "enum ",  # JS / TS
     "func ",  # Go
-    "pub(crate) fn ", "pub async fn ", "pub fn ", "async fn ", "fn ", "pub struct ", "struct ", "pub enum ",
-    "pub trait ", "trait ", "impl ", "pub mod ", "mod ",  # Rust
-    "module ", "defmodule ", "defp ",  # Ruby / Elixir
+    "pub(crate) fn ",
+    "pub async fn ",
+    "pub fn ",
+    "async fn ",
+    "fn ",
+    "pub struct ",
+    "struct ",
+    "pub enum ",
+    "pub trait ",
+    "trait ",
+    "impl ",
+    "pub mod ",
+    "mod ",  # Rust
+    "module ",
+    "defmodule ",
+    "defp ",  # Ruby / Elixir
 )
 _FIRST_WORDS = frozenset(p.split(" ", 1)[0] for p in _DEF_PREFIXES)  # cheap test before the prefixes
 _UNDERLINES = frozenset("=-~^\"'`#*+:._")
@@ -43,7 +69,8 @@ def _declares(after: str) -> bool:
     if after[:1] in ("(", ":", "<", "[", "{", ""):
         return True
     return after[:1] == " " and after.lstrip().startswith(
-        ("{", "(", "extends", "implements", "=", "where", "for ", "struct", "interface", "do"))
+        ("{", "(", "extends", "implements", "=", "where", "for ", "struct", "interface", "do")
+    )
 
 
 def outline(lines: list[str]) -> list[tuple[int, str, int, int]]:
@@ -60,9 +87,9 @@ def outline(lines: list[str]) -> list[tuple[int, str, int, int]]:
             continue
         for prefix in _DEF_PREFIXES:
             if stripped.startswith(prefix):
-                rest = stripped[len(prefix):].lstrip()
+                rest = stripped[len(prefix) :].lstrip()
                 name = _name(rest)
-                if name and _declares(rest[len(name):]):
+                if name and _declares(rest[len(name) :]):
                     found.append((len(line) - len(stripped), clip_line(stripped.rstrip("{: "), 90), i))
                 break
     out = []
@@ -86,8 +113,15 @@ def _underlined(lines: list[str]) -> list[tuple[int, str, int]]:
     found = []
     for i in range(1, len(lines)):
         u, title = lines[i].rstrip(), lines[i - 1].strip()
-        if (title and u and u[0] in _UNDERLINES and u == u[0] * len(u) and len(u) >= max(3, len(title))
-                and not lines[i - 1][:1].isspace() and title[0] not in _UNDERLINES):
+        if (
+            title
+            and u
+            and u[0] in _UNDERLINES
+            and u == u[0] * len(u)
+            and len(u) >= max(3, len(title))
+            and not lines[i - 1][:1].isspace()
+            and title[0] not in _UNDERLINES
+        ):
             if u[0] not in marks:
                 marks.append(u[0])
             found.append((marks.index(u[0]) + 1, title, i - 1))
@@ -120,7 +154,7 @@ def headings(lines: list[str]) -> list[tuple[int, str, int, int]]:
     found = _atx(lines) or _underlined(lines)
     out = []
     for k, (level, label, start) in enumerate(found):
-        end = next((f[2] - 1 for f in found[k + 1:] if f[0] <= level), len(lines) - 1)
+        end = next((f[2] - 1 for f in found[k + 1 :] if f[0] <= level), len(lines) - 1)
         out.append(((level - 1) * 2, clip_line(label, 80), start + 1, end + 1))
     return out
 

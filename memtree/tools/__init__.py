@@ -8,13 +8,12 @@ argument; the front turns it into a clear tool error.
 
 from __future__ import annotations
 
-import json
 import os
 
 from memtree import gate, tokens
-from memtree.text import budget
 from memtree.errors import BadRequest, Refused
 from memtree.front.opts import call_repr  # noqa: F401  (the tools' import point)
+from memtree.text import budget
 
 
 def check_budget(value) -> int:
@@ -39,8 +38,10 @@ def resolve_path(svc, path, what: str = "path") -> tuple[str, str]:
         raise Refused(f"{path}: refused, {reason} (secret files are never read or stored by memtree)")
     full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
     if gate.refused_outside(full, root, getattr(svc.config.path, "allowOutside", None)):
-        raise Refused(f"{path}: refused, it is outside the project {root} (after resolving symlinks); "
-                      f"to allow it, add a glob matching {full} to path.allowOutside in .memtree/config.json")
+        raise Refused(
+            f"{path}: refused, it is outside the project {root} (after resolving symlinks); "
+            f"to allow it, add a glob matching {full} to path.allowOutside in .memtree/config.json"
+        )
     return full, display_path(root, full)
 
 
@@ -61,5 +62,4 @@ def finish(text: str, budget_tokens: int) -> str:
     return tokens.fit(text, budget_tokens)
 
 
-__all__ = ["check_budget", "call_repr", "resolve_path", "display_path", "finish",
-           "BadRequest", "Refused"]
+__all__ = ["check_budget", "call_repr", "resolve_path", "display_path", "finish", "BadRequest", "Refused"]

@@ -22,8 +22,8 @@ import time
 
 from memtree import gate, protocol
 from memtree.errors import BadRequest
-from memtree.tools import call_repr, check_budget, count, finish
 from memtree.text.fit import clip_line, fit_rows
+from memtree.tools import call_repr, check_budget, count, finish
 
 MAX_TIMEOUT_S = 600
 KILL_GRACE_S = 2.0  # after SIGTERM to the group, before SIGKILL
@@ -43,7 +43,7 @@ class Captured:
     async def drain(self, stream) -> None:
         while chunk := await stream.read(65536):
             room = self.cap - len(self.data)
-            self.data += chunk[:max(0, room)]
+            self.data += chunk[: max(0, room)]
             self.dropped += max(0, len(chunk) - max(0, room))
 
     def text(self) -> str:
@@ -58,7 +58,9 @@ def _check_args(command, timeout_s, default_timeout) -> float:
     if timeout_s is None:
         return float(default_timeout)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= MAX_TIMEOUT_S:
-        raise BadRequest(f"timeout_s must be a number of seconds above 0 and at most {MAX_TIMEOUT_S}, got {timeout_s!r}")
+        raise BadRequest(
+            f"timeout_s must be a number of seconds above 0 and at most {MAX_TIMEOUT_S}, got {timeout_s!r}"
+        )
     return float(timeout_s)
 
 
@@ -99,8 +101,12 @@ class _Shell:
     def __init__(self, command: str, cwd: str):
         self.loop = asyncio.get_running_loop()
         self.proc = subprocess.Popen(
-            ["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
+            ["bash", "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         self.pgid = self.proc.pid
         _RUNNING.add(self.pgid)
@@ -116,7 +122,7 @@ class _Shell:
             pass
 
     async def reader(self, pipe) -> asyncio.StreamReader:
-        stream = asyncio.StreamReader(limit=2 ** 16, loop=self.loop)
+        stream = asyncio.StreamReader(limit=2**16, loop=self.loop)
         transport, _ = await self.loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
         self.pipes.append(transport)
         return stream
@@ -131,7 +137,7 @@ class _Shell:
 async def _exit_within(exited, wait_s: float) -> bool:
     try:
         await asyncio.wait_for(asyncio.shield(exited), wait_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     return True
 
@@ -160,8 +166,10 @@ async def run_command(command: str, cwd: str, timeout_s: float, cap: int) -> dic
     readers: list = []
     timed_out, leftover = False, None
     try:
-        readers = [asyncio.ensure_future(out.drain(await shell.reader(shell.proc.stdout))),
-                   asyncio.ensure_future(err.drain(await shell.reader(shell.proc.stderr)))]
+        readers = [
+            asyncio.ensure_future(out.drain(await shell.reader(shell.proc.stdout))),
+            asyncio.ensure_future(err.drain(await shell.reader(shell.proc.stderr))),
+        ]
         if not await _exit_within(exited, timeout_s):
             timed_out = True
             _signal_group(pgid, signal.SIGTERM)
@@ -185,8 +193,14 @@ async def run_command(command: str, cwd: str, timeout_s: float, cap: int) -> dic
         shell.close()  # the pipes, also when a detached child still holds them
         await asyncio.gather(*readers, return_exceptions=True)
     proc = shell.proc
-    return {"exit": proc.returncode, "stdout": out, "stderr": err, "timed_out": timed_out,
-            "leftover": leftover, "duration_ms": int((time.monotonic() - started) * 1000)}
+    return {
+        "exit": proc.returncode,
+        "stdout": out,
+        "stderr": err,
+        "timed_out": timed_out,
+        "leftover": leftover,
+        "duration_ms": int((time.monotonic() - started) * 1000),
+    }
 
 
 LEFTOVER = {
@@ -231,14 +245,25 @@ async def bash(svc, command, timeout_s=None, budget_tokens=None) -> str:
     if denied:
         where, fetch = f"not stored: {denied}", "not stored"
     else:
-        meta = {"tool": "bash", "command": command, "exit": res["exit"], "timed_out": res["timed_out"],
-                "stdout_bytes": len(res["stdout"].data) + res["stdout"].dropped,
-                "stderr_bytes": len(res["stderr"].data) + res["stderr"].dropped,
-                "truncated": bool(res["stdout"].dropped or res["stderr"].dropped),
-                "duration_ms": res["duration_ms"], "cwd": svc.project_root}
-        reply = await svc.call(protocol.PutToolOutput(
-            tool="bash", content=stored_text(command, res, status), metadata=meta, session_id=svc.session_id,
-        ))
+        meta = {
+            "tool": "bash",
+            "command": command,
+            "exit": res["exit"],
+            "timed_out": res["timed_out"],
+            "stdout_bytes": len(res["stdout"].data) + res["stdout"].dropped,
+            "stderr_bytes": len(res["stderr"].data) + res["stderr"].dropped,
+            "truncated": bool(res["stdout"].dropped or res["stderr"].dropped),
+            "duration_ms": res["duration_ms"],
+            "cwd": svc.project_root,
+        }
+        reply = await svc.call(
+            protocol.PutToolOutput(
+                tool="bash",
+                content=stored_text(command, res, status),
+                metadata=meta,
+                session_id=svc.session_id,
+            )
+        )
         node_id = reply.get("id")
         where = f"memtree {node_id}"
         fetch = call_repr("recall", ids=node_id)
@@ -260,9 +285,9 @@ def _head_tail(text: str, room: int, name: str, dropped: int, where: str) -> lis
     # Sized for the most that could be left out: the real line can only be shorter.
     room -= count(_elision(name, len(lines), len(text.encode()), dropped, where) + "\n")
     head, used = fit_rows(lines, room * 2 // 3)
-    tail_rev, _ = fit_rows(list(reversed(lines[len(head):])), room - used)
+    tail_rev, _ = fit_rows(list(reversed(lines[len(head) :])), room - used)
     tail = list(reversed(tail_rev))
-    skipped = lines[len(head):len(lines) - len(tail)]
+    skipped = lines[len(head) : len(lines) - len(tail)]
     if not skipped and not dropped:
         return head + tail
     return head + [_elision(name, len(skipped), len("\n".join(skipped).encode()), dropped, where)] + tail
@@ -289,8 +314,9 @@ def preview(command: str, res: dict, status: str, where: str, fetch: str, budget
         text = "\n".join(whole + [f"[{status}; {where}]"])
         if count(text) <= budget:
             return text
-    footer = [f"[{status}; {len(out.data) + out.dropped} bytes stdout, {len(err.data) + err.dropped} bytes stderr; "
-              f"{where}]"]
+    footer = [
+        f"[{status}; {len(out.data) + out.dropped} bytes stdout, {len(err.data) + err.dropped} bytes stderr; {where}]"
+    ]
     room = budget - count("\n".join(footer) + "\n")
     text = "\n".join(footer)
     for _ in range(8):  # the elision lines' sizes are estimates: shrink until it fits

@@ -18,11 +18,11 @@ import orjson
 
 from memtree import gate, protocol
 from memtree.errors import BadRequest, MemtreeError
-from memtree.tools import call_repr, check_budget, count, display_path, finish, resolve_path
-from memtree.text import outline
-from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
 from memtree.store import uris
+from memtree.text import outline
 from memtree.text.fit import clip_line, fit_rows
+from memtree.tools import call_repr, check_budget, count, display_path, finish, resolve_path
+from memtree.tools.read import load_file  # its cache: a file grepped then read is parsed once
 
 TIMEOUT_S = 30.0
 MAX_HITS = 1000  # ripgrep is stopped after this many matches
@@ -31,14 +31,22 @@ MAX_LINE_BYTES = 1024 * 1024  # one JSON event (a hit's whole line); longer ones
 MAX_CONTEXT = 10
 SYMBOL = "symbol"  # context=symbol: each hit shown inside the definition around it (memtree.text.outline)
 SYMBOL_MAX_LINES = 80  # a longer definition shows only the hit line, with the definition's name and range
-CASES = {None: "--smart-case", "smart": "--smart-case", "sensitive": "--case-sensitive",
-         "insensitive": "--ignore-case", True: "--case-sensitive", False: "--ignore-case"}
+CASES = {
+    None: "--smart-case",
+    "smart": "--smart-case",
+    "sensitive": "--case-sensitive",
+    "insensitive": "--ignore-case",
+    True: "--case-sensitive",
+    False: "--ignore-case",
+}
 
 
 def rg_binary() -> str:
     found = shutil.which("rg", path=os.path.dirname(sys.executable)) or shutil.which("rg")
     if not found:
-        raise MemtreeError("ripgrep (rg) is not installed next to the interpreter or on PATH; pip install ripgrep==14.1.0")
+        raise MemtreeError(
+            "ripgrep (rg) is not installed next to the interpreter or on PATH; pip install ripgrep==14.1.0"
+        )
     return found
 
 
@@ -62,8 +70,10 @@ def _args(pattern, glob, case, context) -> tuple[list[str], list[str], int | str
     if context == SYMBOL:
         return _flags(case, glob, 0) + (SYMBOL,)
     if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
-        raise BadRequest(f'context must be an integer from 0 to {MAX_CONTEXT} (lines around each hit) or "symbol" '
-                         f"(the definition around each hit)")
+        raise BadRequest(
+            f'context must be an integer from 0 to {MAX_CONTEXT} (lines around each hit) or "symbol" '
+            f"(the definition around each hit)"
+        )
     return _flags(case, glob, context) + (context,)
 
 
@@ -85,7 +95,7 @@ async def _json_lines(stream, max_line: int):
         start = 0
         while (nl := chunk.find(b"\n", start)) >= 0:
             if not skipping:
-                buf += chunk[start:nl + 1]
+                buf += chunk[start : nl + 1]
             yield None if skipping or len(buf) > max_line else bytes(buf)
             buf.clear()
             skipping, start = False, nl + 1
@@ -99,8 +109,12 @@ async def _json_lines(stream, max_line: int):
 async def _run_rg(argv: list[str], cwd: str) -> tuple[list[dict], str, int, bool, int]:
     """(JSON events, stderr, exit code, stopped early, lines too long to show) for one ripgrep run."""
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        *argv,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )
     events, matches, size, stopped, too_long = [], 0, 0, False, 0
 
@@ -124,7 +138,7 @@ async def _run_rg(argv: list[str], cwd: str) -> tuple[list[dict], str, int, bool
     stderr_task = asyncio.ensure_future(_drain(proc.stderr, 64 * 1024))
     try:
         await asyncio.wait_for(read_events(), TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         stopped = True
     finally:
         if stopped or proc.returncode is None:
@@ -190,7 +204,9 @@ def collect(events: list[dict], root: str, extra_deny, context: int = 0) -> tupl
 
 def _hit_text(rel: str, line_no: int, text: str, ctx: list) -> str:
     rows = sorted(ctx + [(line_no, text)])
-    return "".join(f"{rel}:{n}{':' if n == line_no else '-'}{t if t.endswith(chr(10)) else t + chr(10)}" for n, t in rows)
+    return "".join(
+        f"{rel}:{n}{':' if n == line_no else '-'}{t if t.endswith(chr(10)) else t + chr(10)}" for n, t in rows
+    )
 
 
 async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budget_tokens=None) -> str:
@@ -201,8 +217,18 @@ async def grep(svc, pattern, path=None, glob=None, case=None, context=None, budg
     target, shown_target = (root, ".") if path is None else resolve_path(svc, path)
     if path is not None and not os.path.exists(target):
         raise BadRequest(f"path {path!r} does not exist")
-    argv = [rg_binary(), "--json", "--no-config", "--no-messages", *flags, *deny_globs(extra),
-            "--regexp", pattern, "--", target]
+    argv = [
+        rg_binary(),
+        "--json",
+        "--no-config",
+        "--no-messages",
+        *flags,
+        *deny_globs(extra),
+        "--regexp",
+        pattern,
+        "--",
+        target,
+    ]
     events, err, code, stopped, too_long = await _run_rg(argv, root)
     if code == 2 and not any(e.get("type") == "match" for e in events):
         msg = " ".join(line.strip() for line in err.splitlines() if line.strip()) or "ripgrep failed"
@@ -230,14 +256,34 @@ async def _store(svc, query, files, root, notes, pattern, target, globs, case, c
         for line_no, text, ctx in hits:
             body = _hit_text(rel, line_no, text, ctx)
             lines.append(body.rstrip("\n"))
-            children.append({"content": body, "source_uri": uris.file_uri(full, line_no, line_no),
-                             "metadata": {"path": full, "line": line_no}})
+            children.append(
+                {
+                    "content": body,
+                    "source_uri": uris.file_uri(full, line_no, line_no),
+                    "metadata": {"path": full, "line": line_no},
+                }
+            )
     lines += notes
-    meta = {"tool": "grep", "pattern": pattern, "path": target, "glob": globs, "case": case, "context": ctx_lines,
-            "hits": len(children), "files": len(files), "truncated": stopped}
-    reply = await svc.call(protocol.PutToolOutput(
-        tool="grep", content="\n".join(lines) + "\n", metadata=meta, children=children, session_id=svc.session_id,
-    ))
+    meta = {
+        "tool": "grep",
+        "pattern": pattern,
+        "path": target,
+        "glob": globs,
+        "case": case,
+        "context": ctx_lines,
+        "hits": len(children),
+        "files": len(files),
+        "truncated": stopped,
+    }
+    reply = await svc.call(
+        protocol.PutToolOutput(
+            tool="grep",
+            content="\n".join(lines) + "\n",
+            metadata=meta,
+            children=children,
+            session_id=svc.session_id,
+        )
+    )
     return reply.get("id")
 
 
@@ -289,8 +335,10 @@ def _preview(files, root, hits, node_id, query, notes, budget, by_symbol: bool =
     out and the call for it all (which names the id)."""
     extra = "".join(f"; {n}" for n in notes)
     everything = call_repr("recall", ids=node_id)
-    cut_max = (f"[not shown: {hits} of {hits} hits in {len(files)} of {len(files)} files; all of them: "
-               f"{everything} or grep with a narrower path={extra}]")
+    cut_max = (
+        f"[not shown: {hits} of {hits} hits in {len(files)} of {len(files)} files; all of them: "
+        f"{everything} or grep with a narrower path={extra}]"
+    )
     room = budget - count(cut_max) - 1
     body, shown_hits, shown_files = [], 0, 0
     for full, file_hits in files.items():
@@ -299,7 +347,7 @@ def _preview(files, root, hits, node_id, query, notes, budget, by_symbol: bool =
         kept, used = fit_rows(block, room)
         if not kept:
             break
-        taken = sum(is_hit[:len(kept)])
+        taken = sum(is_hit[: len(kept)])
         body += kept
         room -= used
         shown_hits += taken
@@ -307,9 +355,11 @@ def _preview(files, root, hits, node_id, query, notes, budget, by_symbol: bool =
         if taken < len(file_hits):
             break
     if shown_hits < hits:
-        body.append(f"[not shown: {hits - shown_hits} of {hits} hits in {len(files) - shown_files} of {len(files)} files"
-                    f" (partly shown files count as shown); all of them: {everything} or grep with a narrower path="
-                    f"{extra}]")
+        body.append(
+            f"[not shown: {hits - shown_hits} of {hits} hits in {len(files) - shown_files} of {len(files)} files"
+            f" (partly shown files count as shown); all of them: {everything} or grep with a narrower path="
+            f"{extra}]"
+        )
     else:
         body.append(f"[{extra[2:]}; memtree {node_id}]" if extra else f"[memtree {node_id}]")
     return finish("\n".join(body), budget)

@@ -20,11 +20,11 @@ from collections import OrderedDict
 import anyio
 
 from memtree import protocol
-from memtree.text.chunking import Chunked, chunk_text, split_lines
 from memtree.errors import BadRequest, NotFound
 from memtree.store import reads
-from memtree.tools import call_repr, check_budget, count, finish, resolve_path
+from memtree.text.chunking import Chunked, chunk_text, split_lines
 from memtree.text.fit import clip_line, fit_rows
+from memtree.tools import call_repr, check_budget, count, finish, resolve_path
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_LINE_CHARS = 1000  # one display line; a minified file must not eat the whole budget
@@ -34,15 +34,17 @@ _SYMBOL = re.compile(r"[A-Za-z_][\w.]*")  # lines="Class.method" names a symbol 
 
 
 def parse_lines(lines) -> tuple[int, int] | None:
-    """"START-END" (1-based, inclusive) or "N" -> (start, end); None -> None."""
+    """ "START-END" (1-based, inclusive) or "N" -> (start, end); None -> None."""
     if lines is None:
         return None
     if isinstance(lines, int) and not isinstance(lines, bool):
         lines = str(lines)
     m = _LINES.fullmatch(lines) if isinstance(lines, str) else None
     if not m:
-        raise BadRequest(f'lines must look like "START-END" (1-based, inclusive, e.g. "10-42") or name a '
-                         f'symbol ("Class.method"), got {lines!r}')
+        raise BadRequest(
+            f'lines must look like "START-END" (1-based, inclusive, e.g. "10-42") or name a '
+            f'symbol ("Class.method"), got {lines!r}'
+        )
     start = int(m.group(1))
     end = int(m.group(2)) if m.group(2) is not None else start
     if start < 1:
@@ -116,8 +118,10 @@ def _load(full: str, shown: str) -> Loaded:
         if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block the read (or never end)
             raise BadRequest(f"{shown} is not a regular file (a FIFO, socket or device); read takes a file")
         if st.st_size > MAX_FILE_BYTES:
-            raise BadRequest(f"{shown} is {st.st_size} bytes, over read's {MAX_FILE_BYTES} byte limit; "
-                             f"use grep or bash (e.g. head/sed -n) on it")
+            raise BadRequest(
+                f"{shown} is {st.st_size} bytes, over read's {MAX_FILE_BYTES} byte limit; "
+                f"use grep or bash (e.g. head/sed -n) on it"
+            )
         try:
             with open(full, "rb") as f:
                 data = f.read(MAX_FILE_BYTES + 1)
@@ -166,6 +170,7 @@ def _symbols_in(chunked: Chunked, lo: int, hi: int, limit: int = 8) -> str:
 
 def _compose(header: list[str], body: list[str], footer_for, budget: int, fallback: str) -> str:
     """header + as many body lines as fit + footer_for(kept), within budget."""
+
     def build(k: int) -> str:
         return "\n".join(header + body[:k] + footer_for(k))
 
@@ -199,8 +204,12 @@ async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=
     chunked = loaded.chunked
     if symbol is not None:
         if chunked.language != "python":
-            why = f"it does not parse ({chunked.parse_error})" if chunked.parse_error else "symbols are found in Python files only"
-            raise BadRequest(f"{shown}: no symbols, {why}; use lines=\"START-END\"")
+            why = (
+                f"it does not parse ({chunked.parse_error})"
+                if chunked.parse_error
+                else "symbols are found in Python files only"
+            )
+            raise BadRequest(f'{shown}: no symbols, {why}; use lines="START-END"')
         sym = chunked.find_symbol(symbol.strip())
         if sym is None:
             names = [s.name for s in chunked.symbols]
@@ -209,9 +218,15 @@ async def read(svc, path, lines=None, symbol=None, with_ids=None, budget_tokens=
         rng, asked, symbol = (sym.start, sym.end), symbol.strip(), sym.name
     if not chunked.chunks:
         return finish(f"{shown}: empty file (0 bytes of text); nothing stored", budget)
-    reply = await svc.call(protocol.PutFile(
-        path=full, mtime=loaded.mtime_ns, size=loaded.size, chunks=chunked.chunks, session_id=svc.session_id,
-    ))
+    reply = await svc.call(
+        protocol.PutFile(
+            path=full,
+            mtime=loaded.mtime_ns,
+            size=loaded.size,
+            chunks=chunked.chunks,
+            session_id=svc.session_id,
+        )
+    )
     ids = [i or "(forgotten)" for i in reply.get("chunk_ids") or []]
     if len(ids) != len(chunked.chunks):  # reused chunks come back by start line; map them so
         ids = await svc.run_sync(_ids_by_start, svc, reply.get("root_id"), chunked.chunks, ids)
@@ -235,18 +250,29 @@ class View:
         self.changed = bool(old and reply.get("changed"))
         state = "unchanged, chunks reused" if reply.get("reused") else "chunks stored"
         if old:
-            state = (f"changed since the last read, {old} old chunks superseded" if self.changed
-                     else f"{old} earlier capture(s) of this version superseded by these chunks")
+            state = (
+                f"changed since the last read, {old} old chunks superseded"
+                if self.changed
+                else f"{old} earlier capture(s) of this version superseded by these chunks"
+            )
         parse = f" (does not parse: {self.chunked.parse_error})" if self.chunked.parse_error else ""
-        self.head = (f"{shown}: {self.n} lines, {loaded.size} bytes, {self.chunked.language}{parse}; "
-                     f"file node {self.root}; {state}")
+        self.head = (
+            f"{shown}: {self.n} lines, {loaded.size} bytes, {self.chunked.language}{parse}; "
+            f"file node {self.root}; {state}"
+        )
 
     def trailer(self, what: str = "") -> str:
         """Only what the model cannot see in the numbered lines: the node id,
         and ``what`` (a resolved symbol name, where the file ends) when it says more."""
-        notes = [w for w in (what, "changed since the last read" if self.changed else "",
-                             f"does not parse ({self.chunked.parse_error}), no symbols"
-                             if self.chunked.parse_error else "") if w]
+        notes = [
+            w
+            for w in (
+                what,
+                "changed since the last read" if self.changed else "",
+                f"does not parse ({self.chunked.parse_error}), no symbols" if self.chunked.parse_error else "",
+            )
+            if w
+        ]
         return f"[{'; '.join(notes + [f'memtree {self.root}'])}]"
 
 
@@ -267,8 +293,10 @@ def _slice(v: View, rng: tuple[int, int], symbol, resolved: str = "") -> str:
         if k >= len(body):
             return [v.trailer(note)]
         a = lo + k
-        return [f"[left out for budget_tokens={v.budget}: lines {a}-{hi}{_symbols_in(v.chunked, a, hi)}; "
-                f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{hi}')}]"]
+        return [
+            f"[left out for budget_tokens={v.budget}: lines {a}-{hi}{_symbols_in(v.chunked, a, hi)}; "
+            f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{hi}')}]"
+        ]
 
     fallback = f"[budget_tokens={v.budget} too small to show {v.shown} lines {lo}-{hi}; {call_repr('read', path=v.shown, lines=f'{lo}-{hi}', budget_tokens=2000)}]"
     return _compose(header, body, footer, v.budget, fallback)
@@ -298,17 +326,21 @@ def _outline(v: View, body: list[str]) -> str:
     share = int((v.budget - fixed) * OUTLINE_SHARE)
     shown_entries, _ = fit_rows(entries, max(0, share))
     if len(shown_entries) < len(entries):
-        rest = chunked.chunks[len(shown_entries):]
-        shown_entries.append(f"[outline cut: {len(entries) - len(shown_entries)} more chunks, lines "
-                             f"{rest[0]['start']}-{n}{_symbols_in(chunked, rest[0]['start'], n, 4)}]")
+        rest = chunked.chunks[len(shown_entries) :]
+        shown_entries.append(
+            f"[outline cut: {len(entries) - len(shown_entries)} more chunks, lines "
+            f"{rest[0]['start']}-{n}{_symbols_in(chunked, rest[0]['start'], n, 4)}]"
+        )
     header = header + shown_entries
 
     def footer(k: int) -> list[str]:
         if k >= len(body):
             return []
         a = k + 1
-        return [f"[left out for budget_tokens={v.budget}: lines {a}-{n}{_symbols_in(chunked, a, n, 4)}; "
-                f"get them with {call_repr('read', path=v.shown, lines=f'{a}-{n}')} or read(path=..., lines=\"<symbol>\")]"]
+        return [
+            f"[left out for budget_tokens={v.budget}: lines {a}-{n}{_symbols_in(chunked, a, n, 4)}; "
+            f'get them with {call_repr("read", path=v.shown, lines=f"{a}-{n}")} or read(path=..., lines="<symbol>")]'
+        ]
 
     fallback = f"[budget_tokens={v.budget} too small for the outline of {v.shown}; {call_repr('read', path=v.shown, budget_tokens=2000)}]"
     return _compose(header, body, footer, v.budget, fallback)

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from memtree.config.defaults import defaults
 from memtree.config.loader import Config, validate
@@ -77,14 +77,13 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-
-
 class WaitTimeout(AssertionError):
     pass
 
 
-def wait_until(pred: Callable[[], object], timeout: float | None = None, interval: float = 0.02,
-               what: str = "condition"):
+def wait_until(
+    pred: Callable[[], object], timeout: float | None = None, interval: float = 0.02, what: str = "condition"
+):
     """Poll ``pred`` until truthy; fail with the last value seen. ``timeout``
     is a deadline already (default: deadline(10))."""
     timeout = deadline(10.0) if timeout is None else timeout
@@ -106,9 +105,14 @@ def wait_until(pred: Callable[[], object], timeout: float | None = None, interva
 def test_config(overrides: dict | None = None) -> Config:
     """Defaults with fast cadences for tests, plus ``overrides`` (sections merge)."""
     fast = {
-        "supervisor": {"heartbeatMs": 200, "missedHeartbeats": beats(5), "backoffInitialMs": 50,
-                       "backoffMaxMs": 500, "shutdownTimeoutS": math.ceil(deadline(5)),
-                       "startTimeoutS": math.ceil(deadline(30))},
+        "supervisor": {
+            "heartbeatMs": 200,
+            "missedHeartbeats": beats(5),
+            "backoffInitialMs": 50,
+            "backoffMaxMs": 500,
+            "shutdownTimeoutS": math.ceil(deadline(5)),
+            "startTimeoutS": math.ceil(deadline(30)),
+        },
         "walkers": {"filterIntervalMs": 500},
     }
     data = validate(fast, "<tests>", defaults())

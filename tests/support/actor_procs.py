@@ -82,12 +82,14 @@ class HeartbeatSink:
 
     def wait_state(self, name: str, state: str = "running", timeout: float = COLD_START_S):
         """The first heartbeat of ``name`` in ``state`` (base sends `running` after on_start)."""
+
         def seen():
             while self.sock.poll(100):
                 body = protocol.decode(self.sock.recv()).body
                 if body.name == name and body.state == state:
                     return body
             return None
+
         return wait_until(seen, timeout=timeout, what=f"{name} heartbeat {state}")
 
     def close(self):

@@ -24,7 +24,13 @@ class AnthropicStandIn(JsonStandIn):
             return 401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
         if path != "/v1/messages" or not headers.get("anthropic-version"):
             return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "bad request"}}
-        return 200, {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
-                     "model": body["model"], "content": [{"type": "text", "text": self.reply}],
-                     "stop_reason": "end_turn", "stop_sequence": None,
-                     "usage": {"input_tokens": 100, "output_tokens": 20}}
+        return 200, {
+            "id": f"msg_{len(self.requests):04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": self.reply}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }

@@ -15,8 +15,8 @@ from anyio.from_thread import start_blocking_portal
 from memtree import protocol
 from memtree.actors.base import ActorContext
 from memtree.runtime.client import Caller
-from tests.support.actor_procs import rows, start_writer
 from tests.support import COLD_START_S, PYTHON, deadline_ms, make_paths, reap, test_config
+from tests.support.actor_procs import rows, start_writer
 
 
 class Front:
@@ -98,10 +98,12 @@ class Front:
 
     def snapshot(self) -> tuple:
         """Everything a bad call must leave unchanged."""
-        return (self.rows("SELECT id, status, content, parent_id FROM nodes ORDER BY id"),
-                self.rows("SELECT count(*) FROM audit")[0][0],
-                self.rows("SELECT count(*) FROM edges")[0][0],
-                self.rows("SELECT count(*) FROM tombstones")[0][0])
+        return (
+            self.rows("SELECT id, status, content, parent_id FROM nodes ORDER BY id"),
+            self.rows("SELECT count(*) FROM audit")[0][0],
+            self.rows("SELECT count(*) FROM edges")[0][0],
+            self.rows("SELECT count(*) FROM tombstones")[0][0],
+        )
 
 
 _ULID = re.compile(r"(?<![0-9A-Z])[0-9A-HJKMNP-TV-Z]{26}(?![0-9A-Z])")

@@ -7,8 +7,8 @@ import os
 import subprocess
 
 from memtree.ops.install import hook_argv
-from tests.support.actor_procs import rows
 from tests.support import PAYLOAD_DIR, deadline
+from tests.support.actor_procs import rows
 
 RECORDED_PROJECT = "/tmp/claude-code-harness/proj"
 
@@ -25,8 +25,14 @@ def run_hook(system, data: bytes | dict, **extra_env) -> subprocess.CompletedPro
     nothing or a replacement of a large output (tests/unit/capture/test_hook_rewrite.py checks those)."""
     if isinstance(data, dict):
         data = json.dumps(data).encode()
-    done = subprocess.run(hook_argv(), input=data, cwd=system.project, env=hook_env(system, **extra_env),
-                          capture_output=True, timeout=deadline(120))
+    done = subprocess.run(
+        hook_argv(),
+        input=data,
+        cwd=system.project,
+        env=hook_env(system, **extra_env),
+        capture_output=True,
+        timeout=deadline(120),
+    )
     assert done.returncode == 0, (done.returncode, done.stderr[-500:])
     if done.stdout:
         out = json.loads(done.stdout)["hookSpecificOutput"]
@@ -35,8 +41,15 @@ def run_hook(system, data: bytes | dict, **extra_env) -> subprocess.CompletedPro
 
 
 def start_hook(system, **extra_env) -> subprocess.Popen:
-    return subprocess.Popen(hook_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=system.project, env=hook_env(system, **extra_env), start_new_session=True)
+    return subprocess.Popen(
+        hook_argv(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=system.project,
+        env=hook_env(system, **extra_env),
+        start_new_session=True,
+    )
 
 
 def real_payloads(project: str) -> list[dict]:
@@ -58,17 +71,26 @@ def real_payloads(project: str) -> list[dict]:
 
 def bash_payload(system, i: int, session: str = "sess-hook-test", extra: str = "") -> dict:
     stdout = f"capture number {i} {extra}".strip() + " -- padding so the filter keeps it"
-    return {"session_id": session, "transcript_path": "/dev/null", "cwd": system.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Bash",
-            "tool_input": {"command": f"echo capture-{i}", "description": "test capture"},
-            "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False},
-            "tool_use_id": f"toolu_{i}"}
+    return {
+        "session_id": session,
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"echo capture-{i}", "description": "test capture"},
+        "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False},
+        "tool_use_id": f"toolu_{i}",
+    }
 
 
 def contents(system, like: str) -> dict[str, int]:
     """content -> how many nodes hold it, for content LIKE ``like``."""
-    return {r[0]: r[1] for r in rows(system.paths, "SELECT content, count(*) FROM nodes WHERE content LIKE ?"
-                                                   " GROUP BY content", (like,))}
+    return {
+        r[0]: r[1]
+        for r in rows(
+            system.paths, "SELECT content, count(*) FROM nodes WHERE content LIKE ? GROUP BY content", (like,)
+        )
+    }
 
 
 def counter(system, name: str) -> int:

@@ -21,11 +21,16 @@ def encodings(secret: str) -> list[bytes]:
     base64 at each of the three byte alignments (edge characters that depend on
     neighbouring bytes left out)."""
     raw = secret.encode("utf-8")
-    out = [raw, raw.hex().encode(), raw.hex().upper().encode(), "".join(f"\\x{b:02x}" for b in raw).encode(),
-           "".join(f"\\u{b:04x}" for b in raw).encode()]
+    out = [
+        raw,
+        raw.hex().encode(),
+        raw.hex().upper().encode(),
+        "".join(f"\\x{b:02x}" for b in raw).encode(),
+        "".join(f"\\u{b:04x}" for b in raw).encode(),
+    ]
     for k in range(3):
         enc = base64.b64encode(b"\0" * k + raw)
-        core = enc[4 if k else 0: len(enc) - 4]
+        core = enc[4 if k else 0 : len(enc) - 4]
         if len(core) >= 8:
             out.append(core)
     return out
@@ -86,7 +91,9 @@ def leaks_in_fts(db_path: str, secrets) -> set[str]:
 def stored_text(db_path: str) -> str:
     conn = store_db.open_read(db_path)
     try:
-        return "\n".join(f"{r[0]}\n{r[1]}\n{r[2]}" for r in conn.execute("SELECT content, metadata, source_uri FROM nodes"))
+        return "\n".join(
+            f"{r[0]}\n{r[1]}\n{r[2]}" for r in conn.execute("SELECT content, metadata, source_uri FROM nodes")
+        )
     finally:
         conn.close()
 

@@ -22,9 +22,35 @@ import random
 
 CASES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "leaky", "cases.jsonl")
 # Programs the wrapped-bash pass replaces with a shim printing the case's output.
-SHIMMED = ("kubectl", "vault", "terraform", "heroku", "curl", "psql", "mysql", "gh", "aws", "gcloud", "az", "op",
-           "security", "docker", "git", "redis-cli", "sshpass", "npm", "node", "deploy", "http", "helm", "pg_dump",
-           "mysqldump", "mariadb", "ps", "redis-server")
+SHIMMED = (
+    "kubectl",
+    "vault",
+    "terraform",
+    "heroku",
+    "curl",
+    "psql",
+    "mysql",
+    "gh",
+    "aws",
+    "gcloud",
+    "az",
+    "op",
+    "security",
+    "docker",
+    "git",
+    "redis-cli",
+    "sshpass",
+    "npm",
+    "node",
+    "deploy",
+    "http",
+    "helm",
+    "pg_dump",
+    "mysqldump",
+    "mariadb",
+    "ps",
+    "redis-server",
+)
 
 _R = random.Random(8)
 _AN = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -34,8 +60,9 @@ _B64 = _AN + "+/"
 def _s(n: int, alphabet: str = _AN) -> str:
     while True:  # a digit and (where the alphabet has them) both cases, like real credentials
         out = "".join(_R.choice(alphabet) for _ in range(n))
-        if any(c.isdigit() for c in out) and all(any(f(c) for c in out) for f in (str.isupper, str.islower)
-                                                  if any(f(a) for a in alphabet)):
+        if any(c.isdigit() for c in out) and all(
+            any(f(c) for c in out) for f in (str.isupper, str.islower) if any(f(a) for a in alphabet)
+        ):
             return out
 
 
@@ -63,34 +90,67 @@ def b64(s: str) -> str:
 
 # -- payload builders ------------------------------------------------------------------
 
+
 def _base(name: str, tool: str) -> dict:
-    return {"session_id": f"leak-{name}", "transcript_path": "/dev/null", "cwd": "${PROJECT}",
-            "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_name": tool,
-            "tool_use_id": f"toolu_{name}"}
+    return {
+        "session_id": f"leak-{name}",
+        "transcript_path": "/dev/null",
+        "cwd": "${PROJECT}",
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_use_id": f"toolu_{name}",
+    }
 
 
 def bash(name, cls, command, stdout, secrets, keep=(), expect="stored", stderr="", shim_out=None, files=None):
     p = _base(name, "Bash")
     p["tool_input"] = {"command": command, "description": f"fixture {name}"}
-    p["tool_response"] = {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False,
-                          "noOutputExpected": False}
-    return {"name": name, "cls": cls, "expect": expect, "secrets": list(secrets), "keep": list(keep), "payload": p,
-            "files": files or {}, "wrapped": {"tool": "bash", "command": command,
-                                              "shim_out": stdout if shim_out is None else shim_out,
-                                              "shim_err": stderr}}
+    p["tool_response"] = {
+        "stdout": stdout,
+        "stderr": stderr,
+        "interrupted": False,
+        "isImage": False,
+        "noOutputExpected": False,
+    }
+    return {
+        "name": name,
+        "cls": cls,
+        "expect": expect,
+        "secrets": list(secrets),
+        "keep": list(keep),
+        "payload": p,
+        "files": files or {},
+        "wrapped": {
+            "tool": "bash",
+            "command": command,
+            "shim_out": stdout if shim_out is None else shim_out,
+            "shim_err": stderr,
+        },
+    }
 
 
 def read(name, cls, rel, text, secrets, keep=(), expect="stored", start=1, count=None):
     lines = text.split("\n")
     count = len(lines) - start + 1 if count is None else count
-    part = "\n".join(lines[start - 1:start - 1 + count])
+    part = "\n".join(lines[start - 1 : start - 1 + count])
     full = "${PROJECT}/" + rel
     p = _base(name, "Read")
     p["tool_input"] = {"file_path": full, **({"offset": start, "limit": count} if start > 1 else {})}
-    p["tool_response"] = {"type": "text", "file": {"filePath": full, "content": part, "numLines": count,
-                                                   "startLine": start, "totalLines": len(lines)}}
-    return {"name": name, "cls": cls, "expect": expect, "secrets": list(secrets), "keep": list(keep), "payload": p,
-            "files": {rel: text}, "wrapped": {"tool": "read", "path": rel}}
+    p["tool_response"] = {
+        "type": "text",
+        "file": {"filePath": full, "content": part, "numLines": count, "startLine": start, "totalLines": len(lines)},
+    }
+    return {
+        "name": name,
+        "cls": cls,
+        "expect": expect,
+        "secrets": list(secrets),
+        "keep": list(keep),
+        "payload": p,
+        "files": {rel: text},
+        "wrapped": {"tool": "read", "path": rel},
+    }
 
 
 def _context_lines(files: dict, needle: str, numbers: bool, before: int, after: int) -> list[str]:
@@ -114,8 +174,21 @@ def _context_lines(files: dict, needle: str, numbers: bool, before: int, after: 
     return out
 
 
-def grep(name, cls, files: dict, pattern, secrets, keep=(), numbers=True, expect="stored", regex=None,
-         multiline_block=None, before=0, after=0, path=None):
+def grep(
+    name,
+    cls,
+    files: dict,
+    pattern,
+    secrets,
+    keep=(),
+    numbers=True,
+    expect="stored",
+    regex=None,
+    multiline_block=None,
+    before=0,
+    after=0,
+    path=None,
+):
     """Content-mode Grep over ``files`` (hits found here with ``regex``, default the pattern as text),
     with ``before``/``after`` context lines (-B/-A) as ripgrep prints them."""
     out = []
@@ -123,40 +196,93 @@ def grep(name, cls, files: dict, pattern, secrets, keep=(), numbers=True, expect
         out = _context_lines(files, regex or pattern, numbers, before, after)
     for rel, text in files.items() if not out else ():
         for i, line in enumerate(text.split("\n"), 1):
-            if (regex or pattern) in line or (multiline_block and rel == multiline_block[0]
-                                              and multiline_block[1] <= i <= multiline_block[2]):
+            if (regex or pattern) in line or (
+                multiline_block and rel == multiline_block[0] and multiline_block[1] <= i <= multiline_block[2]
+            ):
                 out.append(f"{rel}:{i}:{line}" if numbers else f"{rel}:{line}")
     p = _base(name, "Grep")
-    p["tool_input"] = {"pattern": pattern, "output_mode": "content", "-n": numbers,
-                       **({"multiline": True} if multiline_block else {}),
-                       **({"-B": before} if before else {}), **({"-A": after} if after else {}),
-                       **({"path": path} if path else {})}
-    p["tool_response"] = {"mode": "content", "numFiles": 0, "filenames": [], "content": "\n".join(out),
-                          "numLines": len(out)}
-    wrapped = {"tool": "grep", "pattern": pattern, **({"context": max(before, after)} if before or after else {}),
-               **({"path": path} if path else {})}
-    return {"name": name, "cls": cls, "expect": expect, "secrets": list(secrets), "keep": list(keep), "payload": p,
-            "files": dict(files), "wrapped": wrapped}
+    p["tool_input"] = {
+        "pattern": pattern,
+        "output_mode": "content",
+        "-n": numbers,
+        **({"multiline": True} if multiline_block else {}),
+        **({"-B": before} if before else {}),
+        **({"-A": after} if after else {}),
+        **({"path": path} if path else {}),
+    }
+    p["tool_response"] = {
+        "mode": "content",
+        "numFiles": 0,
+        "filenames": [],
+        "content": "\n".join(out),
+        "numLines": len(out),
+    }
+    wrapped = {
+        "tool": "grep",
+        "pattern": pattern,
+        **({"context": max(before, after)} if before or after else {}),
+        **({"path": path} if path else {}),
+    }
+    return {
+        "name": name,
+        "cls": cls,
+        "expect": expect,
+        "secrets": list(secrets),
+        "keep": list(keep),
+        "payload": p,
+        "files": dict(files),
+        "wrapped": wrapped,
+    }
 
 
 # -- the cases, by class ---------------------------------------------------------------
+
 
 def _class1() -> list[dict]:
     """Metadata of wrapped tools: the command, the pattern, the path."""
     t, p1, a, s2 = ghp(), pw(), akia(), "sk_live_" + _s(24)
     hook = "https://hooks.slack.com/services/T" + _s(8) + "/B" + _s(8) + "/" + _s(24)
     return [
-        bash("meta_curl_bearer_pgpassword", 1,
-             f"curl -s -H 'Authorization: Bearer {t}' https://api.github.com/user && PGPASSWORD={p1} psql -h db -c 'select 1'",
-             '{"login": "octocat", "id": 1}\n ?column? \n----------\n        1\n', [t, p1], keep=['"login": "octocat"']),
-        grep("meta_grep_aws_key_id", 1, {"cases/meta1/deploy.sh": f"#!/bin/sh\naws configure set aws_access_key_id {a}\necho deployed ok\n"},
-             a, [a], keep=["aws configure set aws_access_key_id"]),
-        grep("meta_grep_stripe_key", 1, {"cases/meta2/billing.rb": f"Stripe.api_key = ENV.fetch('STRIPE', '{s2}')\nputs 'billing ready'\n"},
-             s2, [s2], keep=["Stripe.api_key = ENV.fetch("]),
-        bash("meta_description_and_url", 1, f"curl -s -X POST {hook} -d '{{\"text\":\"deploy done\"}}'", "ok\n",
-             [hook[-24:]], keep=[]),
-        bash("meta_git_push_url_password", 1, f"git push https://deploy:{p1}x@git.example.com/acme/app.git main",
-             "Everything up-to-date\n", [p1 + "x"], keep=["Everything up-to-date"]),
+        bash(
+            "meta_curl_bearer_pgpassword",
+            1,
+            f"curl -s -H 'Authorization: Bearer {t}' https://api.github.com/user && PGPASSWORD={p1} psql -h db -c 'select 1'",
+            '{"login": "octocat", "id": 1}\n ?column? \n----------\n        1\n',
+            [t, p1],
+            keep=['"login": "octocat"'],
+        ),
+        grep(
+            "meta_grep_aws_key_id",
+            1,
+            {"cases/meta1/deploy.sh": f"#!/bin/sh\naws configure set aws_access_key_id {a}\necho deployed ok\n"},
+            a,
+            [a],
+            keep=["aws configure set aws_access_key_id"],
+        ),
+        grep(
+            "meta_grep_stripe_key",
+            1,
+            {"cases/meta2/billing.rb": f"Stripe.api_key = ENV.fetch('STRIPE', '{s2}')\nputs 'billing ready'\n"},
+            s2,
+            [s2],
+            keep=["Stripe.api_key = ENV.fetch("],
+        ),
+        bash(
+            "meta_description_and_url",
+            1,
+            f'curl -s -X POST {hook} -d \'{{"text":"deploy done"}}\'',
+            "ok\n",
+            [hook[-24:]],
+            keep=[],
+        ),
+        bash(
+            "meta_git_push_url_password",
+            1,
+            f"git push https://deploy:{p1}x@git.example.com/acme/app.git main",
+            "Everything up-to-date\n",
+            [p1 + "x"],
+            keep=["Everything up-to-date"],
+        ),
     ]
 
 
@@ -166,27 +292,70 @@ def _class2() -> list[dict]:
     key, body = pem()
     lines = [f"line {i}: nothing secret here, just filler for the window" for i in range(1, 195)]
     text = "\n".join(lines) + "\n" + key + "\n" + "\n".join(f"tail {i} of the notes file" for i in range(60)) + "\n"
-    out.append(read("edge_key_across_window", 2, "cases/edge1/notes.txt", text, body,
-                    keep=["line 3: nothing secret here, just filler for the window", "tail 7 of the notes file"]))
+    out.append(
+        read(
+            "edge_key_across_window",
+            2,
+            "cases/edge1/notes.txt",
+            text,
+            body,
+            keep=["line 3: nothing secret here, just filler for the window", "tail 7 of the notes file"],
+        )
+    )
     key2, body2 = pem()
     t2 = "config:\n  name: edge\n  tls: |\n" + "\n".join("    " + l for l in key2.split("\n")) + "\n  port: 8443\n"
-    out.append(read("edge_read_offset_inside_key", 2, "cases/edge2/app.yaml", t2, body2[3:], start=8, keep=["port: 8443"]))
+    out.append(
+        read("edge_read_offset_inside_key", 2, "cases/edge2/app.yaml", t2, body2[3:], start=8, keep=["port: 8443"])
+    )
     key3, body3 = pem("EC ", lines=6)
     t3 = "cert bundle follows\n" + key3 + "\nend of bundle\n"
     out.append(read("edge_read_body_only", 2, "cases/edge3/bundle.txt", t3, body3[1:5], start=4, count=4))
     key4, body4 = pem("OPENSSH ", lines=8, width=70)
     t4 = "# deploy key for CI (do not commit)\nDEPLOY_KEY_TEXT = '''\n" + key4 + "\n'''\nprint('loaded')\n"
-    out.append(grep("edge_grep_key_body_lines", 2, {"cases/edge4/ci_keys.py": t4}, "[A-Za-z0-9+/]{60}", body4[:8],
-                    regex="", multiline_block=("cases/edge4/ci_keys.py", 4, 11), keep=[]))
+    out.append(
+        grep(
+            "edge_grep_key_body_lines",
+            2,
+            {"cases/edge4/ci_keys.py": t4},
+            "[A-Za-z0-9+/]{60}",
+            body4[:8],
+            regex="",
+            multiline_block=("cases/edge4/ci_keys.py", 4, 11),
+            keep=[],
+        )
+    )
     key5, body5 = pem()
     t5 = "# service settings\n" + key5 + "\nTIMEOUT = 30\n"
-    out.append(grep("edge_grep_multiline_pem", 2, {"cases/edge5/settings.py": t5}, "BEGIN RSA PRIVATE KEY", body5,
-                    regex="-----BEGIN", multiline_block=("cases/edge5/settings.py", 2, 15)))
+    out.append(
+        grep(
+            "edge_grep_multiline_pem",
+            2,
+            {"cases/edge5/settings.py": t5},
+            "BEGIN RSA PRIVATE KEY",
+            body5,
+            regex="-----BEGIN",
+            multiline_block=("cases/edge5/settings.py", 2, 15),
+        )
+    )
     key6, body6 = pem("", lines=30)
-    big = "\n".join(f"filler row {i} of the generated fixture" for i in range(180)) + "\n" + key6 + "\n" + \
-        "\n".join(f"after row {i}" for i in range(200)) + "\n"
-    out.append(read("edge_key_straddles_window_pkcs8", 2, "cases/edge6/dump.txt", big, body6,
-                    keep=["filler row 12 of the generated fixture"]))
+    big = (
+        "\n".join(f"filler row {i} of the generated fixture" for i in range(180))
+        + "\n"
+        + key6
+        + "\n"
+        + "\n".join(f"after row {i}" for i in range(200))
+        + "\n"
+    )
+    out.append(
+        read(
+            "edge_key_straddles_window_pkcs8",
+            2,
+            "cases/edge6/dump.txt",
+            big,
+            body6,
+            keep=["filler row 12 of the generated fixture"],
+        )
+    )
     return out
 
 
@@ -194,43 +363,84 @@ def _class3() -> list[dict]:
     """Commands whose output is a credential."""
     out = []
     p1, p2, u1 = pw(16), pw(18), "svc" + _s(6)
-    yaml = (f"apiVersion: v1\ndata:\n  password: {b64(p1)}\n  username: {b64(u1)}\n  DATABASE_URL: "
-            f"{b64('postgres://app:' + p2 + '@db:5432/app')}\nkind: Secret\nmetadata:\n  name: db-creds\n"
-            f"  namespace: prod\ntype: Opaque\n")
-    out.append(bash("cred_kubectl_secret_yaml", 3, "kubectl get secret db-creds -n prod -o yaml", yaml,
-                    [b64(p1), b64(u1), b64("postgres://app:" + p2 + "@db:5432/app"), p1, p2], expect="skipped"))
+    yaml = (
+        f"apiVersion: v1\ndata:\n  password: {b64(p1)}\n  username: {b64(u1)}\n  DATABASE_URL: "
+        f"{b64('postgres://app:' + p2 + '@db:5432/app')}\nkind: Secret\nmetadata:\n  name: db-creds\n"
+        f"  namespace: prod\ntype: Opaque\n"
+    )
+    out.append(
+        bash(
+            "cred_kubectl_secret_yaml",
+            3,
+            "kubectl get secret db-creds -n prod -o yaml",
+            yaml,
+            [b64(p1), b64(u1), b64("postgres://app:" + p2 + "@db:5432/app"), p1, p2],
+            expect="skipped",
+        )
+    )
     p3 = pw(20)
-    out.append(bash("cred_kubectl_jsonpath_base64", 3,
-                    "kubectl get secret db-creds -o jsonpath='{.data.password}' | base64 -d", p3 + "\n", [p3],
-                    expect="skipped", shim_out=b64(p3)))
+    out.append(
+        bash(
+            "cred_kubectl_jsonpath_base64",
+            3,
+            "kubectl get secret db-creds -o jsonpath='{.data.password}' | base64 -d",
+            p3 + "\n",
+            [p3],
+            expect="skipped",
+            shim_out=b64(p3),
+        )
+    )
     p4 = pw(15)
-    js = json.dumps({"apiVersion": "v1", "data": {"api-token": b64(p4)}, "kind": "Secret",
-                     "metadata": {"name": "api"}}, indent=4) + "\n"
+    js = (
+        json.dumps(
+            {"apiVersion": "v1", "data": {"api-token": b64(p4)}, "kind": "Secret", "metadata": {"name": "api"}},
+            indent=4,
+        )
+        + "\n"
+    )
     out.append(bash("cred_kubectl_secret_json", 3, "kubectl get secrets api -o json", js, [b64(p4)], expect="skipped"))
     p5, p6 = pw(), pw(22)
-    vault = ("====== Secret Path ======\nsecret/data/app\n\n======= Metadata =======\nKey              Value\n---"
-             f"              -----\nversion          3\n\n====== Data ======\nKey         Value\n---         -----\n"
-             f"db_pass     {p5}\napi_key     {p6}\n")
+    vault = (
+        "====== Secret Path ======\nsecret/data/app\n\n======= Metadata =======\nKey              Value\n---"
+        f"              -----\nversion          3\n\n====== Data ======\nKey         Value\n---         -----\n"
+        f"db_pass     {p5}\napi_key     {p6}\n"
+    )
     out.append(bash("cred_vault_kv_get", 3, "vault kv get secret/app", vault, [p5, p6], expect="skipped"))
     p7, u7 = pw(20), "v-token-app-" + _s(10)
-    vr = (f"Key                Value\n---                -----\nlease_id           database/creds/app/{_s(24)}\n"
-          f"lease_duration     1h\nlease_renewable    true\npassword           {p7}\nusername           {u7}\n")
+    vr = (
+        f"Key                Value\n---                -----\nlease_id           database/creds/app/{_s(24)}\n"
+        f"lease_duration     1h\nlease_renewable    true\npassword           {p7}\nusername           {u7}\n"
+    )
     out.append(bash("cred_vault_read", 3, "vault read database/creds/app", vr, [p7], expect="skipped"))
     p8, t8 = pw(17), pw(30)
-    tf = json.dumps({"db_password": {"sensitive": True, "type": "string", "value": p8},
-                     "api_token": {"sensitive": True, "type": "string", "value": t8},
-                     "endpoint": {"sensitive": False, "type": "string", "value": "db.example.com"}}, indent=2) + "\n"
+    tf = (
+        json.dumps(
+            {
+                "db_password": {"sensitive": True, "type": "string", "value": p8},
+                "api_token": {"sensitive": True, "type": "string", "value": t8},
+                "endpoint": {"sensitive": False, "type": "string", "value": "db.example.com"},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     out.append(bash("cred_terraform_output_json", 3, "terraform output -json", tf, [p8, t8], expect="skipped"))
     p9 = pw(19)
     out.append(bash("cred_terraform_output_raw", 3, "terraform output -raw db_password", p9, [p9], expect="skipped"))
     p10, k10 = pw(16), _s(64, "0123456789abcdef")
-    hc = (f"=== acme-prod Config Vars\nDATABASE_URL:    postgres://u{_s(5)}:{p10}@ec2-1-2-3-4.compute.amazonaws.com:5432/d1\n"
-          f"SECRET_KEY_BASE: {k10}\nWEB_CONCURRENCY: 2\n")
+    hc = (
+        f"=== acme-prod Config Vars\nDATABASE_URL:    postgres://u{_s(5)}:{p10}@ec2-1-2-3-4.compute.amazonaws.com:5432/d1\n"
+        f"SECRET_KEY_BASE: {k10}\nWEB_CONCURRENCY: 2\n"
+    )
     out.append(bash("cred_heroku_config", 3, "heroku config -a acme-prod", hc, [p10, k10], expect="skipped"))
     p11, k11 = pw(16), pw(40)
-    hca = (f"\x1b[1m=== acme-prod Config Vars\x1b[22m\n\x1b[32mDATABASE_URL:\x1b[39m    postgres://u:{p11}@h:5432/d\n"
-           f"\x1b[32mRAILS_MASTER_KEY:\x1b[39m {k11}\n")
-    out.append(bash("cred_heroku_config_ansi", 3, "heroku config --app acme-prod | cat", hca, [p11, k11], expect="skipped"))
+    hca = (
+        f"\x1b[1m=== acme-prod Config Vars\x1b[22m\n\x1b[32mDATABASE_URL:\x1b[39m    postgres://u:{p11}@h:5432/d\n"
+        f"\x1b[32mRAILS_MASTER_KEY:\x1b[39m {k11}\n"
+    )
+    out.append(
+        bash("cred_heroku_config_ansi", 3, "heroku config --app acme-prod | cat", hca, [p11, k11], expect="skipped")
+    )
     t12 = "HRKU-" + _s(36)
     out.append(bash("cred_heroku_auth_token", 3, "heroku auth:token", t12 + "\n", [t12], expect="skipped"))
     envdump = f"HOME=/home/dev\nDEPLOY_SECRET={pw(12)}\nSHELL=/bin/bash\n"
@@ -242,42 +452,112 @@ def _class3() -> list[dict]:
     t13 = "gho_" + _s(36)
     out.append(bash("cred_gh_auth_token", 3, "gh auth token", t13 + "\n", [t13], expect="skipped"))
     p14 = pw(40)
-    out.append(bash("cred_aws_configure_get", 3, "aws configure get aws_secret_access_key", p14 + "\n", [p14],
-                    expect="skipped"))
+    out.append(
+        bash(
+            "cred_aws_configure_get", 3, "aws configure get aws_secret_access_key", p14 + "\n", [p14], expect="skipped"
+        )
+    )
     p15 = "eyJ" + _s(40) + "." + _s(60)
-    out.append(bash("cred_aws_ecr_login_password", 3, "aws ecr get-login-password --region eu-west-1",
-                    p15 + "\n", [p15], expect="skipped"))
+    out.append(
+        bash(
+            "cred_aws_ecr_login_password",
+            3,
+            "aws ecr get-login-password --region eu-west-1",
+            p15 + "\n",
+            [p15],
+            expect="skipped",
+        )
+    )
     p16 = pw(24)
     out.append(bash("cred_op_read", 3, "op read op://Private/db/password", p16 + "\n", [p16], expect="skipped"))
     p17 = pw(13)
-    out.append(bash("cred_security_find_password", 3, "security find-generic-password -s deploy -w",
-                    p17 + "\n", [p17], expect="skipped"))
+    out.append(
+        bash(
+            "cred_security_find_password",
+            3,
+            "security find-generic-password -s deploy -w",
+            p17 + "\n",
+            [p17],
+            expect="skipped",
+        )
+    )
     s18, t18 = pw(40), _s(200, _B64)
-    sts = json.dumps({"Credentials": {"AccessKeyId": "ASIA" + _s(16).upper(), "SecretAccessKey": s18,
-                                      "SessionToken": t18, "Expiration": "2026-12-01T12:00:00Z"}}, indent=4) + "\n"
-    out.append(bash("cred_aws_sts_session", 3, "aws sts get-session-token --duration-seconds 900", sts, [s18, t18],
-                    keep=['"Expiration": "2026-12-01T12:00:00Z"']))
+    sts = (
+        json.dumps(
+            {
+                "Credentials": {
+                    "AccessKeyId": "ASIA" + _s(16).upper(),
+                    "SecretAccessKey": s18,
+                    "SessionToken": t18,
+                    "Expiration": "2026-12-01T12:00:00Z",
+                }
+            },
+            indent=4,
+        )
+        + "\n"
+    )
+    out.append(
+        bash(
+            "cred_aws_sts_session",
+            3,
+            "aws sts get-session-token --duration-seconds 900",
+            sts,
+            [s18, t18],
+            keep=['"Expiration": "2026-12-01T12:00:00Z"'],
+        )
+    )
     p19, p19b = pw(9), pw(11)
-    compose = (f"services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {p19}\n      POSTGRES_USER: app\n"
-               f"      REDIS_PASS: {p19b}\n    image: postgres:16\n")
-    out.append(bash("cred_docker_compose_config_short", 3, "docker compose config", compose, [p19, p19b],
-                    keep=["POSTGRES_USER: app", "image: postgres:16"]))
+    compose = (
+        f"services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {p19}\n      POSTGRES_USER: app\n"
+        f"      REDIS_PASS: {p19b}\n    image: postgres:16\n"
+    )
+    out.append(
+        bash(
+            "cred_docker_compose_config_short",
+            3,
+            "docker compose config",
+            compose,
+            [p19, p19b],
+            keep=["POSTGRES_USER: app", "image: postgres:16"],
+        )
+    )
     p20 = pw(12)
-    out.append(bash("cred_yaml_base64_under_plain_key", 3, "helm get values api -o yaml",
-                    f"image:\n  tag: v1.2.3\nconfig: {b64('DB_PASSWORD=' + p20 + chr(10) + 'MODE=prod')}\n",
-                    [b64("DB_PASSWORD=" + p20 + "\nMODE=prod"), p20], keep=["tag: v1.2.3"]))
+    out.append(
+        bash(
+            "cred_yaml_base64_under_plain_key",
+            3,
+            "helm get values api -o yaml",
+            f"image:\n  tag: v1.2.3\nconfig: {b64('DB_PASSWORD=' + p20 + chr(10) + 'MODE=prod')}\n",
+            [b64("DB_PASSWORD=" + p20 + "\nMODE=prod"), p20],
+            keep=["tag: v1.2.3"],
+        )
+    )
     p21 = pw(10)
-    hcl = f'resource "aws_db_instance" "main" {{\n  engine   = "postgres"\n  password = "{p21}"\n  username = "app"\n}}\n'
-    out.append(bash("cred_hcl_password", 3, "cat cases/cred21/main.tf", hcl, [p21], keep=['engine   = "postgres"'],
-                    files={"cases/cred21/main.tf": hcl}))
+    hcl = (
+        f'resource "aws_db_instance" "main" {{\n  engine   = "postgres"\n  password = "{p21}"\n  username = "app"\n}}\n'
+    )
+    out.append(
+        bash(
+            "cred_hcl_password",
+            3,
+            "cat cases/cred21/main.tf",
+            hcl,
+            [p21],
+            keep=['engine   = "postgres"'],
+            files={"cases/cred21/main.tf": hcl},
+        )
+    )
     p22 = pw(40)
-    out.append(bash("cred_gcloud_token", 3, "gcloud auth print-access-token", "ya29." + p22 + "\n", [p22],
-                    expect="skipped"))
+    out.append(
+        bash("cred_gcloud_token", 3, "gcloud auth print-access-token", "ya29." + p22 + "\n", [p22], expect="skipped")
+    )
     p23 = pw(12)
     out.append(bash("cred_env_pipe_grep", 3, "env | grep -i pass", f"DB_PASS={p23}\n", [p23], expect="skipped"))
     k24, ck24 = pw(40), b64(pw(60))
-    kc = ("apiVersion: v1\nclusters:\n- cluster:\n    server: https://k8s.example.com\n  name: prod\nusers:\n- name: admin\n"
-          f"  user:\n    client-key-data: {ck24}\n    token: {k24}\n")
+    kc = (
+        "apiVersion: v1\nclusters:\n- cluster:\n    server: https://k8s.example.com\n  name: prod\nusers:\n- name: admin\n"
+        f"  user:\n    client-key-data: {ck24}\n    token: {k24}\n"
+    )
     out.append(bash("cred_kubectl_config_view_raw", 3, "kubectl config view --raw", kc, [k24, ck24], expect="skipped"))
     return out
 
@@ -286,28 +566,83 @@ def _class4() -> list[dict]:
     """Secrets on the command line, and in output that echoes the command."""
     out = []
     p1 = pw(12)
-    out.append(bash("cli_mysql_p", 4, f"mysql -h db -u root -p{p1} -e 'show databases'",
-                    "Database\ninformation_schema\nshop\n", [p1], keep=["information_schema"]))
+    out.append(
+        bash(
+            "cli_mysql_p",
+            4,
+            f"mysql -h db -u root -p{p1} -e 'show databases'",
+            "Database\ninformation_schema\nshop\n",
+            [p1],
+            keep=["information_schema"],
+        )
+    )
     p2 = pw(11)
-    out.append(bash("cli_export_token_and", 4, f"export DEPLOY_TOKEN={p2} && deploy --env prod",
-                    "deploying 3 services\ndone\n", [p2], keep=["deploying 3 services"]))
+    out.append(
+        bash(
+            "cli_export_token_and",
+            4,
+            f"export DEPLOY_TOKEN={p2} && deploy --env prod",
+            "deploying 3 services\ndone\n",
+            [p2],
+            keep=["deploying 3 services"],
+        )
+    )
     p3 = pw(9)
-    out.append(bash("cli_curl_u", 4, f"curl -su admin:{p3} https://jenkins.example.com/api/json",
-                    '{"jobs": []}\n', [p3], keep=['{"jobs": []}']))
+    out.append(
+        bash(
+            "cli_curl_u",
+            4,
+            f"curl -su admin:{p3} https://jenkins.example.com/api/json",
+            '{"jobs": []}\n',
+            [p3],
+            keep=['{"jobs": []}'],
+        )
+    )
     p4 = pw(10)
-    out.append(bash("cli_pgpassword", 4, f"PGPASSWORD='{p4}' psql -h db -U app -c '\\dt'",
-                    "         List of relations\n Schema | Name  | Type  \n--------+-------+-------\n public | users | table\n",
-                    [p4], keep=["public | users | table"]))
+    out.append(
+        bash(
+            "cli_pgpassword",
+            4,
+            f"PGPASSWORD='{p4}' psql -h db -U app -c '\\dt'",
+            "         List of relations\n Schema | Name  | Type  \n--------+-------+-------\n public | users | table\n",
+            [p4],
+            keep=["public | users | table"],
+        )
+    )
     p5 = pw(13)
-    out.append(bash("cli_url_password_echoed", 4, f"git clone https://builder:{p5}@git.example.com/acme/tools.git",
-                    "", [p5], stderr=f"Cloning into 'tools'...\nfatal: could not read from https://builder:{p5}@git.example.com/acme/tools.git\n"))
+    out.append(
+        bash(
+            "cli_url_password_echoed",
+            4,
+            f"git clone https://builder:{p5}@git.example.com/acme/tools.git",
+            "",
+            [p5],
+            stderr=f"Cloning into 'tools'...\nfatal: could not read from https://builder:{p5}@git.example.com/acme/tools.git\n",
+        )
+    )
     p6 = pw(10)
-    out.append(bash("cli_set_x_trace", 4, "bash -x ./release.sh", "released\n", [p6],
-                    stderr=f"+ export RELEASE_PASSWORD={p6}\n+ curl -s https://release.example.com\n",
-                    files={"release.sh": "#!/bin/sh\necho released\n"}))
+    out.append(
+        bash(
+            "cli_set_x_trace",
+            4,
+            "bash -x ./release.sh",
+            "released\n",
+            [p6],
+            stderr=f"+ export RELEASE_PASSWORD={p6}\n+ curl -s https://release.example.com\n",
+            files={"release.sh": "#!/bin/sh\necho released\n"},
+        )
+    )
     p7 = pw(8)
-    out.append(bash("cli_docker_run_e", 4, f"docker run -d -e POSTGRES_PASSWORD={p7} -e POSTGRES_DB=app postgres:16",
-                    _s(64, "0123456789abcdef") + "\n", [p7], keep=["POSTGRES_DB=app"]))
+    out.append(
+        bash(
+            "cli_docker_run_e",
+            4,
+            f"docker run -d -e POSTGRES_PASSWORD={p7} -e POSTGRES_DB=app postgres:16",
+            _s(64, "0123456789abcdef") + "\n",
+            [p7],
+            keep=["POSTGRES_DB=app"],
+        )
+    )
     p8 = pw(10)
     out.append(bash("cli_sshpass", 4, f"sshpass -p '{p8}' ssh deploy@host uptime", " 10:00:00 up 3 days\n", [p8]))
     p9 = pw(12)
@@ -317,14 +652,37 @@ def _class4() -> list[dict]:
     p11 = pw(14)
     out.append(bash("cli_mysql_password_eq", 4, f"mysql --user=app --password={p11} shop < dump.sql", "", [p11]))
     p12 = pw(12)
-    out.append(bash("cli_env_prefix_secret", 4, f"API_SECRET={p12} node server.js --port 3000",
-                    "listening on 3000\n", [p12], keep=["listening on 3000"]))
+    out.append(
+        bash(
+            "cli_env_prefix_secret",
+            4,
+            f"API_SECRET={p12} node server.js --port 3000",
+            "listening on 3000\n",
+            [p12],
+            keep=["listening on 3000"],
+        )
+    )
     p13 = pw(12)
-    out.append(bash("cli_http_basic_in_url_arg", 4, f"http -a ops:{p13} GET https://status.example.com",
-                    "HTTP/1.1 200 OK\n", [p13]))
+    out.append(
+        bash(
+            "cli_http_basic_in_url_arg",
+            4,
+            f"http -a ops:{p13} GET https://status.example.com",
+            "HTTP/1.1 200 OK\n",
+            [p13],
+        )
+    )
     p14 = pw(15)
-    out.append(bash("cli_pg_dump_dsn", 4, f"pg_dump 'host=db user=app password={p14} dbname=shop' -s",
-                    "CREATE TABLE users (id int);\n", [p14], keep=["CREATE TABLE users (id int);"]))
+    out.append(
+        bash(
+            "cli_pg_dump_dsn",
+            4,
+            f"pg_dump 'host=db user=app password={p14} dbname=shop' -s",
+            "CREATE TABLE users (id int);\n",
+            [p14],
+            keep=["CREATE TABLE users (id int);"],
+        )
+    )
     return out
 
 
@@ -332,33 +690,65 @@ def _class5() -> list[dict]:
     """Secret-bearing files read whole."""
     out = []
     ck, tok = b64(pw(90)), pw(40)
-    kube = ("apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: LS0tLS1CRUdJTg==\n"
-            "    server: https://10.0.0.1:6443\n  name: prod\ncontexts:\n- context:\n    cluster: prod\n    user: admin\n"
-            f"  name: prod\nusers:\n- name: admin\n  user:\n    client-key-data: {ck}\n    token: {tok}\n")
-    out.append(read("file_kubeconfig", 5, "deploy/kubeconfig.yaml", kube, [ck, tok],
-                    keep=["server: https://10.0.0.1:6443"]))
+    kube = (
+        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: LS0tLS1CRUdJTg==\n"
+        "    server: https://10.0.0.1:6443\n  name: prod\ncontexts:\n- context:\n    cluster: prod\n    user: admin\n"
+        f"  name: prod\nusers:\n- name: admin\n  user:\n    client-key-data: {ck}\n    token: {tok}\n"
+    )
+    out.append(
+        read("file_kubeconfig", 5, "deploy/kubeconfig.yaml", kube, [ck, tok], keep=["server: https://10.0.0.1:6443"])
+    )
     p2 = pw(16)
-    state = json.dumps({"version": 4, "terraform_version": "1.6.0", "resources": [
-        {"type": "aws_db_instance", "instances": [{"attributes": {"password": p2, "address": "db.example.com"}}]}]},
-        indent=2)
+    state = json.dumps(
+        {
+            "version": 4,
+            "terraform_version": "1.6.0",
+            "resources": [
+                {
+                    "type": "aws_db_instance",
+                    "instances": [{"attributes": {"password": p2, "address": "db.example.com"}}],
+                }
+            ],
+        },
+        indent=2,
+    )
     out.append(read("file_tfstate", 5, "infra/terraform.tfstate", state, [p2], expect="skipped"))
     out.append(read("file_tfstate_backup", 5, "infra/terraform.tfstate.backup", state, [p2], expect="skipped"))
     p3 = pw(12)
     salts = [_s(64, _AN + "!@#$%^&*()-_[]{}<>~`+=,.;:/?|") for _ in range(3)]
-    wp = ("<?php\n/** The name of the database for WordPress */\ndefine( 'DB_NAME', 'wordpress' );\n"
-          f"define( 'DB_USER', 'wp' );\ndefine( 'DB_PASSWORD', '{p3}' );\ndefine( 'DB_HOST', 'localhost' );\n"
-          f"define( 'AUTH_KEY',         '{salts[0]}' );\ndefine( 'SECURE_AUTH_SALT', '{salts[1]}' );\n"
-          f"define( 'NONCE_SALT',       '{salts[2]}' );\n$table_prefix = 'wp_';\n")
-    out.append(read("file_wp_config", 5, "site/wp-config.php", wp, [p3] + salts,
-                    keep=["define( 'DB_NAME', 'wordpress' );", "$table_prefix = 'wp_';"]))
+    wp = (
+        "<?php\n/** The name of the database for WordPress */\ndefine( 'DB_NAME', 'wordpress' );\n"
+        f"define( 'DB_USER', 'wp' );\ndefine( 'DB_PASSWORD', '{p3}' );\ndefine( 'DB_HOST', 'localhost' );\n"
+        f"define( 'AUTH_KEY',         '{salts[0]}' );\ndefine( 'SECURE_AUTH_SALT', '{salts[1]}' );\n"
+        f"define( 'NONCE_SALT',       '{salts[2]}' );\n$table_prefix = 'wp_';\n"
+    )
+    out.append(
+        read(
+            "file_wp_config",
+            5,
+            "site/wp-config.php",
+            wp,
+            [p3] + salts,
+            keep=["define( 'DB_NAME', 'wordpress' );", "$table_prefix = 'wp_';"],
+        )
+    )
     p4 = pw(12)
-    js = ("const db = {\n  host: process.env.DB_HOST || 'localhost',\n"
-          f"  password: process.env.DB_PASSWORD || '{p4}',\n}};\nmodule.exports = db;\n")
-    out.append(read("file_js_default_literal", 5, "src/db.js", js, [p4],
-                    keep=["host: process.env.DB_HOST || 'localhost',", "module.exports = db;"]))
+    js = (
+        "const db = {\n  host: process.env.DB_HOST || 'localhost',\n"
+        f"  password: process.env.DB_PASSWORD || '{p4}',\n}};\nmodule.exports = db;\n"
+    )
+    out.append(
+        read(
+            "file_js_default_literal",
+            5,
+            "src/db.js",
+            js,
+            [p4],
+            keep=["host: process.env.DB_HOST || 'localhost',", "module.exports = db;"],
+        )
+    )
     p5 = pw(14)
-    py = ("import os\n\n\ndef connect():\n"
-          f"    password = os.environ.get(\"DB_PASSWORD\", \"{p5}\")\n    return password\n")
+    py = f'import os\n\n\ndef connect():\n    password = os.environ.get("DB_PASSWORD", "{p5}")\n    return password\n'
     out.append(read("file_py_getenv_default", 5, "app/dbconn.py", py, [p5], keep=["def connect():"]))
     p6 = pw(10)
     sh = f'#!/bin/sh\n: "${{ADMIN_PASSWORD:={p6}}}"\necho "starting"\n'
@@ -370,18 +760,29 @@ def _class5() -> list[dict]:
     dj = json.dumps({"auths": {"registry.example.com": {"auth": auth}}}, indent=2)
     out.append(read("file_docker_config_json", 5, "ci/.docker/config.json", dj, [auth], expect="skipped"))
     p9 = pw(12)
-    sec = (f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\nstringData:\n  SMTP_PASSWORD: {p9}\n"
-           "  SMTP_HOST: mail.example.com\n")
+    sec = (
+        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\nstringData:\n  SMTP_PASSWORD: {p9}\n"
+        "  SMTP_HOST: mail.example.com\n"
+    )
     out.append(read("file_k8s_stringdata", 5, "k8s/app-secret.yaml", sec, [p9], keep=["SMTP_HOST: mail.example.com"]))
     p10 = pw(11)
     props = f"spring.datasource.url=jdbc:postgresql://db/app\nspring.datasource.password={p10}\nserver.port=8080\n"
-    out.append(read("file_spring_properties", 5, "src/main/resources/application.properties", props, [p10],
-                    keep=["server.port=8080"]))
+    out.append(
+        read(
+            "file_spring_properties",
+            5,
+            "src/main/resources/application.properties",
+            props,
+            [p10],
+            keep=["server.port=8080"],
+        )
+    )
     p11 = pw(10)
     tfvars = f'region      = "eu-west-1"\ndb_password = "{p11}"\n'
     out.append(read("file_tfvars", 5, "infra/prod.tfvars", tfvars, [p11], keep=['region      = "eu-west-1"']))
-    out.append(read("file_htpasswd", 5, "web/.htpasswd", "admin:$apr1$" + _s(8) + "$" + _s(22) + "\n", [],
-                    expect="skipped"))
+    out.append(
+        read("file_htpasswd", 5, "web/.htpasswd", "admin:$apr1$" + _s(8) + "$" + _s(22) + "\n", [], expect="skipped")
+    )
     p13 = pw(16)
     ini = f"[client]\nuser = backup\npassword = {p13}\nhost = db.internal\n"
     out.append(read("file_my_cnf", 5, "ops/backup.my.cnf", ini, [p13], keep=["host = db.internal"]))
@@ -392,28 +793,78 @@ def _class6() -> list[dict]:
     """Grep content: manifests, assignment greps, path:text lines of secret files."""
     out = []
     p1, p2 = b64(pw(12)), b64(pw(14))
-    m = {"cases/g1/db.yaml": f"kind: Secret\ndata:\n  password: {p1}\n", "cases/g1/api.yaml": f"kind: Secret\ndata:\n  password: {p2}\n"}
+    m = {
+        "cases/g1/db.yaml": f"kind: Secret\ndata:\n  password: {p1}\n",
+        "cases/g1/api.yaml": f"kind: Secret\ndata:\n  password: {p2}\n",
+    }
     out.append(grep("grep_k8s_password_fields", 6, m, "password:", [p1, p2]))
     s3, s4 = pw(18), pw(20)
-    out.append(bash("grep_assignment_bash", 6, "grep -rn SECRET= cases/g2",
-                    f"cases/g2/prod.sh:3:export APP_SECRET={s3}\ncases/g2/ci.sh:1:JWT_SECRET={s4}\n", [s3, s4],
-                    files={"cases/g2/prod.sh": f"#!/bin/sh\nset -e\nexport APP_SECRET={s3}\n",
-                           "cases/g2/ci.sh": f"JWT_SECRET={s4}\n"}))
+    out.append(
+        bash(
+            "grep_assignment_bash",
+            6,
+            "grep -rn SECRET= cases/g2",
+            f"cases/g2/prod.sh:3:export APP_SECRET={s3}\ncases/g2/ci.sh:1:JWT_SECRET={s4}\n",
+            [s3, s4],
+            files={
+                "cases/g2/prod.sh": f"#!/bin/sh\nset -e\nexport APP_SECRET={s3}\n",
+                "cases/g2/ci.sh": f"JWT_SECRET={s4}\n",
+            },
+        )
+    )
     k5 = pw(16)
-    out.append(grep("grep_dotenv_no_line_numbers", 6,
-                    {".env": f"API_KEY={k5}\nDEBUG=1\n", "src/conf.py": "API_KEY = load('API_KEY')\n"}, "API_KEY", [k5],
-                    numbers=False, keep=["src/conf.py:API_KEY = load('API_KEY')"]))
+    out.append(
+        grep(
+            "grep_dotenv_no_line_numbers",
+            6,
+            {".env": f"API_KEY={k5}\nDEBUG=1\n", "src/conf.py": "API_KEY = load('API_KEY')\n"},
+            "API_KEY",
+            [k5],
+            numbers=False,
+            keep=["src/conf.py:API_KEY = load('API_KEY')"],
+        )
+    )
     k6 = pw(13)
-    out.append(grep("grep_nested_env_no_numbers", 6,
-                    {"services/api/.env.production": f"STRIPE_WEBHOOK={k6}\n", "services/api/app.rb": "STRIPE_WEBHOOK_NAME = 'hooks'\n"},
-                    "STRIPE_WEBHOOK", [k6], numbers=False, keep=["STRIPE_WEBHOOK_NAME = 'hooks'"]))
+    out.append(
+        grep(
+            "grep_nested_env_no_numbers",
+            6,
+            {
+                "services/api/.env.production": f"STRIPE_WEBHOOK={k6}\n",
+                "services/api/app.rb": "STRIPE_WEBHOOK_NAME = 'hooks'\n",
+            },
+            "STRIPE_WEBHOOK",
+            [k6],
+            numbers=False,
+            keep=["STRIPE_WEBHOOK_NAME = 'hooks'"],
+        )
+    )
     k7 = pw(12)
-    out.append(grep("grep_tfstate_hits", 6, {"infra/old.tfstate": f'"password": "{k7}",\n', "infra/main.tf": 'password = var.db_password\n'},
-                    "password", [k7], keep=["password = var.db_password"]))
+    out.append(
+        grep(
+            "grep_tfstate_hits",
+            6,
+            {"infra/old.tfstate": f'"password": "{k7}",\n', "infra/main.tf": "password = var.db_password\n"},
+            "password",
+            [k7],
+            keep=["password = var.db_password"],
+        )
+    )
     k8 = pw(12)
-    out.append(grep("grep_netrc_no_numbers", 6, {"home/.netrc": f"machine api.example.com login bot password {k8}\n",
-                                                 "docs/setup.md": "Put your password in ~/.netrc (machine, login, password).\n"},
-                    "password", [k8], numbers=False, keep=["Put your password in ~/.netrc"]))
+    out.append(
+        grep(
+            "grep_netrc_no_numbers",
+            6,
+            {
+                "home/.netrc": f"machine api.example.com login bot password {k8}\n",
+                "docs/setup.md": "Put your password in ~/.netrc (machine, login, password).\n",
+            },
+            "password",
+            [k8],
+            numbers=False,
+            keep=["Put your password in ~/.netrc"],
+        )
+    )
     return out
 
 
@@ -421,44 +872,143 @@ def _class7() -> list[dict]:
     """Benign look-alikes: must be stored, and their text kept verbatim."""
     out = []
     node = "const { API_KEY, DB_HOST } = process.env;\nconsole.log(Boolean(API_KEY), DB_HOST);"
-    out.append(bash("benign_node_env_destructure", 7, f"node -e '{node}'", "true db.internal\n", [],
-                    keep=["const { API_KEY, DB_HOST } = process.env;", "true db.internal"]))
-    py = ('import os\n\nAPI_KEY = os.environ["OPENAI_API_KEY"]\ntoken = os.getenv("GITHUB_TOKEN")\n'
-          'password = getpass.getpass("Password: ")\nif token is None:\n    raise SystemExit("set GITHUB_TOKEN")\n')
-    out.append(read("benign_py_env_lookup", 7, "app/keys.py", py, [],
-                    keep=['API_KEY = os.environ["OPENAI_API_KEY"]', 'token = os.getenv("GITHUB_TOKEN")',
-                          'password = getpass.getpass("Password: ")']))
-    yml = ("spec:\n  containers:\n  - env:\n    - name: DB_PASSWORD\n      valueFrom:\n        secretKeyRef:\n"
-           "          name: db-creds\n          key: password\n  volumes:\n  - secret:\n      secretName: tls-cert\n"
-           "    passwordFile: /run/secrets/db_password\n    password: ${DB_PASSWORD}\n")
-    out.append(read("benign_k8s_refs", 7, "k8s/deploy.yaml", yml, [],
-                    keep=["key: password", "secretName: tls-cert", "passwordFile: /run/secrets/db_password",
-                          "password: ${DB_PASSWORD}", "name: DB_PASSWORD"]))
-    out.append(bash("benign_grep_process_env", 7, "grep -rn \"process.env\" cases/b4",
-                    "cases/b4/cfg.js:1:const port = process.env.PORT || 3000;\n", [],
-                    keep=["const port = process.env.PORT || 3000;"],
-                    files={"cases/b4/cfg.js": "const port = process.env.PORT || 3000;\n"}))
-    out.append(bash("benign_docker_login_stdin", 7, "docker login -u ci --password-stdin registry.example.com",
-                    "Login Succeeded\n", [], keep=["--password-stdin", "Login Succeeded"]))
+    out.append(
+        bash(
+            "benign_node_env_destructure",
+            7,
+            f"node -e '{node}'",
+            "true db.internal\n",
+            [],
+            keep=["const { API_KEY, DB_HOST } = process.env;", "true db.internal"],
+        )
+    )
+    py = (
+        'import os\n\nAPI_KEY = os.environ["OPENAI_API_KEY"]\ntoken = os.getenv("GITHUB_TOKEN")\n'
+        'password = getpass.getpass("Password: ")\nif token is None:\n    raise SystemExit("set GITHUB_TOKEN")\n'
+    )
+    out.append(
+        read(
+            "benign_py_env_lookup",
+            7,
+            "app/keys.py",
+            py,
+            [],
+            keep=[
+                'API_KEY = os.environ["OPENAI_API_KEY"]',
+                'token = os.getenv("GITHUB_TOKEN")',
+                'password = getpass.getpass("Password: ")',
+            ],
+        )
+    )
+    yml = (
+        "spec:\n  containers:\n  - env:\n    - name: DB_PASSWORD\n      valueFrom:\n        secretKeyRef:\n"
+        "          name: db-creds\n          key: password\n  volumes:\n  - secret:\n      secretName: tls-cert\n"
+        "    passwordFile: /run/secrets/db_password\n    password: ${DB_PASSWORD}\n"
+    )
+    out.append(
+        read(
+            "benign_k8s_refs",
+            7,
+            "k8s/deploy.yaml",
+            yml,
+            [],
+            keep=[
+                "key: password",
+                "secretName: tls-cert",
+                "passwordFile: /run/secrets/db_password",
+                "password: ${DB_PASSWORD}",
+                "name: DB_PASSWORD",
+            ],
+        )
+    )
+    out.append(
+        bash(
+            "benign_grep_process_env",
+            7,
+            'grep -rn "process.env" cases/b4',
+            "cases/b4/cfg.js:1:const port = process.env.PORT || 3000;\n",
+            [],
+            keep=["const port = process.env.PORT || 3000;"],
+            files={"cases/b4/cfg.js": "const port = process.env.PORT || 3000;\n"},
+        )
+    )
+    out.append(
+        bash(
+            "benign_docker_login_stdin",
+            7,
+            "docker login -u ci --password-stdin registry.example.com",
+            "Login Succeeded\n",
+            [],
+            keep=["--password-stdin", "Login Succeeded"],
+        )
+    )
     sha = _s(64, "0123456789abcdef")
-    out.append(bash("benign_digests_and_sorting_keys", 7, "cat cases/b6/build.env",
-                    f"SORT_KEY=created_at\nPRIMARY_KEY=id\nIMAGE_DIGEST=sha256:{sha}\nTOKEN_LIMIT=4096\n", [],
-                    keep=["SORT_KEY=created_at", "PRIMARY_KEY=id", f"IMAGE_DIGEST=sha256:{sha}", "TOKEN_LIMIT=4096"],
-                    files={"cases/b6/build.env": f"SORT_KEY=created_at\nPRIMARY_KEY=id\nIMAGE_DIGEST=sha256:{sha}\nTOKEN_LIMIT=4096\n"}))
-    prose = ("Password policy\n\nEnter your password: the field must be at least 12 characters.\n"
-             "token_count = len(tokens)\nSet GITHUB_TOKEN in your shell before running the release script.\n")
-    out.append(read("benign_prose_and_counters", 7, "docs/auth.md", prose, [],
-                    keep=["Enter your password: the field must be at least 12 characters.", "token_count = len(tokens)",
-                          "Set GITHUB_TOKEN in your shell before running the release script."]))
-    code = ("def check(password: str, hashed: bytes) -> bool:\n    return bcrypt.checkpw(password.encode(), hashed)\n\n\n"
-            "def rotate(secret_name):\n    client.rotate_secret(SecretId=secret_name)\n")
-    out.append(read("benign_auth_functions", 7, "app/auth/check.py", code, [],
-                    keep=["return bcrypt.checkpw(password.encode(), hashed)", "client.rotate_secret(SecretId=secret_name)"]))
-    out.append(bash("benign_printenv_in_grep_pattern", 7, "grep -rn printenv cases/b9",
-                    "cases/b9/README.md:3:Never run printenv in CI logs.\n", [], keep=["Never run printenv in CI logs."],
-                    files={"cases/b9/README.md": "# ops\n\nNever run printenv in CI logs.\n"}))
-    out.append(bash("benign_env_var_echo_name", 7, "echo \"API_KEY is ${API_KEY:+set}\"", "API_KEY is set\n", [],
-                    keep=["API_KEY is set"]))
+    out.append(
+        bash(
+            "benign_digests_and_sorting_keys",
+            7,
+            "cat cases/b6/build.env",
+            f"SORT_KEY=created_at\nPRIMARY_KEY=id\nIMAGE_DIGEST=sha256:{sha}\nTOKEN_LIMIT=4096\n",
+            [],
+            keep=["SORT_KEY=created_at", "PRIMARY_KEY=id", f"IMAGE_DIGEST=sha256:{sha}", "TOKEN_LIMIT=4096"],
+            files={
+                "cases/b6/build.env": f"SORT_KEY=created_at\nPRIMARY_KEY=id\nIMAGE_DIGEST=sha256:{sha}\nTOKEN_LIMIT=4096\n"
+            },
+        )
+    )
+    prose = (
+        "Password policy\n\nEnter your password: the field must be at least 12 characters.\n"
+        "token_count = len(tokens)\nSet GITHUB_TOKEN in your shell before running the release script.\n"
+    )
+    out.append(
+        read(
+            "benign_prose_and_counters",
+            7,
+            "docs/auth.md",
+            prose,
+            [],
+            keep=[
+                "Enter your password: the field must be at least 12 characters.",
+                "token_count = len(tokens)",
+                "Set GITHUB_TOKEN in your shell before running the release script.",
+            ],
+        )
+    )
+    code = (
+        "def check(password: str, hashed: bytes) -> bool:\n    return bcrypt.checkpw(password.encode(), hashed)\n\n\n"
+        "def rotate(secret_name):\n    client.rotate_secret(SecretId=secret_name)\n"
+    )
+    out.append(
+        read(
+            "benign_auth_functions",
+            7,
+            "app/auth/check.py",
+            code,
+            [],
+            keep=["return bcrypt.checkpw(password.encode(), hashed)", "client.rotate_secret(SecretId=secret_name)"],
+        )
+    )
+    out.append(
+        bash(
+            "benign_printenv_in_grep_pattern",
+            7,
+            "grep -rn printenv cases/b9",
+            "cases/b9/README.md:3:Never run printenv in CI logs.\n",
+            [],
+            keep=["Never run printenv in CI logs."],
+            files={"cases/b9/README.md": "# ops\n\nNever run printenv in CI logs.\n"},
+        )
+    )
+    out.append(
+        bash(
+            "benign_env_var_echo_name",
+            7,
+            'echo "API_KEY is ${API_KEY:+set}"',
+            "API_KEY is set\n",
+            [],
+            keep=["API_KEY is set"],
+        )
+    )
     return out
 
 

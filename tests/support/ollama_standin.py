@@ -36,5 +36,10 @@ class OllamaStandIn(JsonStandIn):
             return 404, {"error": f'model "{body.get("model")}" not found, try pulling it first'}
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         time.sleep(self.delay_s)  # a big model on a CPU: slower than the supervisor's heartbeat window
-        return 200, {"model": body["model"], "embeddings": [letter_vector(t) for t in inputs],
-                     "total_duration": 1000, "load_duration": 10, "prompt_eval_count": len(inputs)}
+        return 200, {
+            "model": body["model"],
+            "embeddings": [letter_vector(t) for t in inputs],
+            "total_duration": 1000,
+            "load_duration": 10,
+            "prompt_eval_count": len(inputs),
+        }

@@ -8,8 +8,8 @@ import os
 import re
 
 from memtree.front.services import Services
-from tests.support.actor_procs import rows, start_writer
 from tests.support import make_paths, reap, test_config
+from tests.support.actor_procs import rows, start_writer
 
 
 class Harness:
@@ -24,6 +24,7 @@ class Harness:
 
     def run(self, tool, *args, **kwargs):
         """Run one tool call on a fresh event loop with its own Services."""
+
         async def main():
             svc = Services(self.config, self.paths, session_id="test-session", src="test")
             try:
@@ -31,6 +32,7 @@ class Harness:
             finally:
                 svc.close()
                 svc.zctx.destroy(linger=0)
+
         return asyncio.run(main())
 
     def write(self, rel: str, text: str) -> str:

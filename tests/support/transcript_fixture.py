@@ -46,7 +46,7 @@ def place(project: str, config_dir: str, copies: int = 1) -> str:
         src = os.path.join(EXTENDED, name)
         if not name.endswith(".jsonl"):
             continue
-        sid = name[:-len(".jsonl")]
+        sid = name[: -len(".jsonl")]
         with open(src, encoding="utf-8") as f:
             text = f.read().replace(PLACEHOLDER, real)
         for k in range(copies):
@@ -63,8 +63,14 @@ def place(project: str, config_dir: str, copies: int = 1) -> str:
 
 
 def run_import(project: str, env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "memtree.cli", "import", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=deadline(300))
+    return subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "import", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=deadline(300),
+    )
 
 
 def transcript_calls(folder: str) -> dict[str, dict]:
@@ -84,6 +90,10 @@ def transcript_calls(folder: str) -> dict[str, dict]:
                     if isinstance(b, dict) and b.get("type") == "tool_use" and b["name"] in ("Read", "Grep", "Bash"):
                         uses[b["id"]] = b["name"]
                     elif isinstance(b, dict) and b.get("type") == "tool_result" and b["tool_use_id"] in uses:
-                        out[b["tool_use_id"]] = {"session": e["sessionId"], "ts": e["timestamp"],
-                                                 "tool": uses[b["tool_use_id"]], "error": bool(b.get("is_error"))}
+                        out[b["tool_use_id"]] = {
+                            "session": e["sessionId"],
+                            "ts": e["timestamp"],
+                            "tool": uses[b["tool_use_id"]],
+                            "error": bool(b.get("is_error")),
+                        }
     return out

@@ -21,9 +21,8 @@ import pytest
 
 from memtree.capture import heartbeat
 from memtree.paths import compute_project, store_paths
+from tests.support import PYTHON, REPO, deadline
 from tests.support.claude_code import cli
-from tests.support import PYTHON, deadline
-from tests.support import REPO
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
 REPO = REPO
@@ -31,30 +30,29 @@ WORD = "zebrafinch"  # in the README only: found by recall only if the Read was 
 README_LINE = f"A tiny project for driving Claude Code; it mentions the {WORD} once."
 
 
-@pytest.fixture(scope="module")
-def claude_bin():
-    try:
-        return cli.ensure_cli()
-    except cli.RegistryUnreachable as e:
-        pytest.skip(f"REAL CLAUDE CODE TEST NOT RUN: the npm registry is unreachable ({e})")
-
-
 def _script(search_tool: str) -> dict:
-    return {"side_text": "ok", "turns": [
-        {"text": "Reading the README.", "tool_use": {"name": "Read", "input": {"file_path": "${PROJ}/README.md"}}},
-        {"tool_use": {"name": "Grep", "input": {"pattern": "def greet", "path": "${PROJ}", "output_mode": "content",
-                                                 "-n": True}}},
-        {"tool_use": {"name": "Bash", "input": {"command": "echo hello-from-bash; ls", "description": "list"}}},
-        {"tool_use": {"name": search_tool, "input": {"query": WORD}}},
-        {"text": "All done."}]}
+    return {
+        "side_text": "ok",
+        "turns": [
+            {"text": "Reading the README.", "tool_use": {"name": "Read", "input": {"file_path": "${PROJ}/README.md"}}},
+            {
+                "tool_use": {
+                    "name": "Grep",
+                    "input": {"pattern": "def greet", "path": "${PROJ}", "output_mode": "content", "-n": True},
+                }
+            },
+            {"tool_use": {"name": "Bash", "input": {"command": "echo hello-from-bash; ls", "description": "list"}}},
+            {"tool_use": {"name": search_tool, "input": {"query": WORD}}},
+            {"text": "All done."},
+        ],
+    }
 
 
 def _project(tmp_path) -> str:
     proj = str(tmp_path / "proj")
     os.makedirs(os.path.join(proj, "src"))
     with open(os.path.join(proj, "README.md"), "w") as f:
-        f.write(f"# demo project\n{README_LINE}\n"
-                "Line three mentions greet() so grep has something to find.\n")
+        f.write(f"# demo project\n{README_LINE}\nLine three mentions greet() so grep has something to find.\n")
     with open(os.path.join(proj, "src", "app.py"), "w") as f:
         f.write('def greet(name):\n    return f"hello {name}"\n\n\ndef main():\n    print(greet("world"))\n')
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "i"]):
@@ -69,8 +67,14 @@ def _installed(tmp_path) -> tuple[str, str, dict]:
     proj, home = _project(tmp_path), str(tmp_path / "home")
     memtree_home = os.path.join(home, ".memtree")
     env = cli.base_env(home, {"MEMTREE_HOME": memtree_home})
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=proj, capture_output=True, text=True,
-                          timeout=deadline(60), env=env)
+    done = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "install"],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     return proj, memtree_home, env
 
@@ -87,8 +91,10 @@ def _captures(store_dir: str, session: str) -> dict[str, list[str]]:
     db = apsw.Connection(os.path.join(store_dir, "store.db"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         out: dict[str, list[str]] = {}
-        for meta, content in db.execute("SELECT metadata, content FROM nodes WHERE session_id = ? AND kind IN"
-                                        " ('file_chunk', 'tool_output')", (session,)):
+        for meta, content in db.execute(
+            "SELECT metadata, content FROM nodes WHERE session_id = ? AND kind IN ('file_chunk', 'tool_output')",
+            (session,),
+        ):
             out.setdefault(json.loads(meta).get("tool"), []).append(content)
         return out
     finally:
@@ -100,8 +106,10 @@ def _first_capture_ms(store_dir: str, session: str) -> int:
 
     db = apsw.Connection(os.path.join(store_dir, "store.db"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return db.execute("SELECT min(created_at) FROM nodes WHERE session_id = ? AND kind IN"
-                          " ('file_chunk', 'tool_output')", (session,)).fetchone()[0]
+        return db.execute(
+            "SELECT min(created_at) FROM nodes WHERE session_id = ? AND kind IN ('file_chunk', 'tool_output')",
+            (session,),
+        ).fetchone()[0]
     finally:
         db.close()
 
@@ -109,8 +117,13 @@ def _first_capture_ms(store_dir: str, session: str) -> int:
 def _session(claude_bin, tmp_path, proj, env, allowed, search_tool) -> tuple[dict, dict[str, str]]:
     api = cli.FakeApi(_script(search_tool), str(tmp_path / "out"), proj)
     try:
-        result = cli.run_session(claude_bin, {**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
-                                 proj, allowed, str(tmp_path / "out"))
+        result = cli.run_session(
+            claude_bin,
+            {**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
+            proj,
+            allowed,
+            str(tmp_path / "out"),
+        )
         shown = cli.tool_results(api.requests())
     finally:
         api.close()
@@ -135,13 +148,20 @@ def _assert_captured_found_and_no_gap(store_dir, result, shown, search_tool):
 
 def _doctor_healthy(memtree_cmd: list[str], proj: str, env: dict) -> dict:
     """`memtree doctor --json` after the session, in the CLI's environment: every check passes."""
-    done = subprocess.run([*memtree_cmd, "doctor", "--json"], cwd=proj, env=env, capture_output=True, text=True,
-                          timeout=deadline(300))
+    done = subprocess.run(
+        [*memtree_cmd, "doctor", "--json"], cwd=proj, env=env, capture_output=True, text=True, timeout=deadline(300)
+    )
     report = json.loads(done.stdout)
     checks = {r["check"]: r for r in report["checks"]}
     assert done.returncode == 0 and report["healthy"], checks
     assert {c for c, r in checks.items() if r["status"] == "ok"} >= {
-        "hook.PostToolUse", "hook.PostToolUseFailure", "hook.Stop", "mcp", "store", "capture"}, checks
+        "hook.PostToolUse",
+        "hook.PostToolUseFailure",
+        "hook.Stop",
+        "mcp",
+        "store",
+        "capture",
+    }, checks
     return checks
 
 
@@ -176,8 +196,13 @@ def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
 def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude_bin, tmp_path):
     proj, home = _project(tmp_path), str(tmp_path / "home")
     market = str(tmp_path / "market")
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for rel in files:  # the repository as a clone would have it (no .venv)
         if os.path.isfile(os.path.join(REPO, rel)):
             os.makedirs(os.path.dirname(os.path.join(market, rel)), exist_ok=True)
@@ -192,15 +217,26 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
 
     # First session, Claude Code's default MCP wait: the SessionStart hook starts the install in the
     # background and says so; the session runs on without waiting for it.
-    first_env = {k: v for k, v in env.items() if k not in ("MCP_CONNECTION_NONBLOCKING", "MCP_CONNECT_TIMEOUT_MS",
-                                                           "MCP_TIMEOUT")}
-    api = cli.FakeApi({"side_text": "ok", "turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo first"}}},
-                                                     {"text": "done"}]}, str(tmp_path / "first"), proj)
+    first_env = {
+        k: v for k, v in env.items() if k not in ("MCP_CONNECTION_NONBLOCKING", "MCP_CONNECT_TIMEOUT_MS", "MCP_TIMEOUT")
+    }
+    api = cli.FakeApi(
+        {
+            "side_text": "ok",
+            "turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo first"}}}, {"text": "done"}],
+        },
+        str(tmp_path / "first"),
+        proj,
+    )
     try:
         t0 = time.monotonic()
-        first_sid = cli.run_session(claude_bin, {**first_env, "ANTHROPIC_BASE_URL": api.url,
-                                                 "ANTHROPIC_API_KEY": "sk-dummy"}, proj, "Bash",
-                                    str(tmp_path / "first"))["session_id"]
+        first_sid = cli.run_session(
+            claude_bin,
+            {**first_env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
+            proj,
+            "Bash",
+            str(tmp_path / "first"),
+        )["session_id"]
         first_s = time.monotonic() - t0
     finally:
         api.close()
@@ -209,8 +245,12 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
     stamp = os.path.join(data, "installed.manifest")
     from tests.support import wait_until
 
-    wait_until(lambda: os.path.exists(stamp) or os.path.exists(os.path.join(data, "install.failed")),
-               timeout=deadline(cli.RUN_TIMEOUT_S), interval=0.5, what="the plugin's background install")  # pip, cold
+    wait_until(
+        lambda: os.path.exists(stamp) or os.path.exists(os.path.join(data, "install.failed")),
+        timeout=deadline(cli.RUN_TIMEOUT_S),
+        interval=0.5,
+        what="the plugin's background install",
+    )  # pip, cold
     ready_s = time.time() - t_install
     with open(os.path.join(data, "install.log")) as f:
         log = f.read()
@@ -230,6 +270,8 @@ def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude
     # The same result as `memtree install`, by the same doctor (the plugin's own copy of it).
     checks = _doctor_healthy([os.path.join(data, "venv", "bin", "memtree")], proj, env)
     assert checks["hook.PostToolUse"]["message"].startswith("registered in plugin memtree@memtree"), checks
-    print(f"\nFIGURE plugin: first session {first_s:.1f} s (did not wait for the install); "
-          f"plugin install -> environment ready {ready_s:.1f} s; plugin install -> first captured tool call "
-          f"{first:.1f} s")
+    print(
+        f"\nFIGURE plugin: first session {first_s:.1f} s (did not wait for the install); "
+        f"plugin install -> environment ready {ready_s:.1f} s; plugin install -> first captured tool call "
+        f"{first:.1f} s"
+    )

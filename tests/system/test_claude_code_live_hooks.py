@@ -20,23 +20,39 @@ import time
 
 import pytest
 
+from tests.support import deadline
 from tests.support.actor_procs import rows
 from tests.support.claude_code import cli
-from tests.support import deadline
-from tests.system.test_claude_code import _installed, _store_dir, claude_bin  # noqa: F401 - claude_bin is a fixture
+from tests.system.test_claude_code import _installed, _store_dir
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
 
 
 def _run(binary: str, env: dict, proj: str, out_dir: str, turns: list, args: list[str]) -> dict:
-    api = cli.FakeApi({"side_text": "SUMMARY: the user asked for an edit of src/app.py", "turns": turns}, out_dir,
-                      proj)
+    api = cli.FakeApi({"side_text": "SUMMARY: the user asked for an edit of src/app.py", "turns": turns}, out_dir, proj)
     try:
-        argv = [binary, *args, "--output-format", "json", "--permission-mode", "default", "--allowedTools",
-                "Read Grep Bash mcp__memtree", "--debug-file", os.path.join(out_dir, "claude_debug.log")]
-        proc = subprocess.Popen(argv, env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
-                                cwd=proj, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        argv = [
+            binary,
+            *args,
+            "--output-format",
+            "json",
+            "--permission-mode",
+            "default",
+            "--allowedTools",
+            "Read Grep Bash mcp__memtree",
+            "--debug-file",
+            os.path.join(out_dir, "claude_debug.log"),
+        ]
+        proc = subprocess.Popen(
+            argv,
+            env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
+            cwd=proj,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=deadline(cli.RUN_TIMEOUT_S))
         finally:
@@ -61,27 +77,46 @@ def test_file_changed_and_post_compact_on_the_real_cli(claude_bin, tmp_path):
     store = _Paths(_store_dir(proj, memtree_home))
     app = os.path.join(os.path.realpath(proj), "src", "app.py")
     try:
-        first = _run(claude_bin, env, proj, str(tmp_path / "s1"),
-                     [{"tool_use": {"name": "Read", "input": {"file_path": app}}}, {"text": "Read it."}],
-                     ["-p", "read the app"])
-        assert rows(store, "SELECT count(*) FROM nodes WHERE kind = 'file_chunk' AND source_uri LIKE ?",
-                    (f"file://{app}#%",)) == [(1,)]
+        _run(
+            claude_bin,
+            env,
+            proj,
+            str(tmp_path / "s1"),
+            [{"tool_use": {"name": "Read", "input": {"file_path": app}}}, {"text": "Read it."}],
+            ["-p", "read the app"],
+        )
+        assert rows(
+            store, "SELECT count(*) FROM nodes WHERE kind = 'file_chunk' AND source_uri LIKE ?", (f"file://{app}#%",)
+        ) == [(1,)]
         # Session 2: SessionStart names src/app.py in watchPaths; a command edits it while the session runs.
-        edit = (f"sleep 1; printf 'def greet(name):\\n    return name\\n' > {app}; date +%s%3N; sleep 5; echo done")
-        second = _run(claude_bin, env, proj, str(tmp_path / "s2"),
-                      [{"tool_use": {"name": "Bash", "input": {"command": edit, "description": "edit"}}},
-                       {"text": "Edited."}], ["-p", "edit the app"])
+        edit = f"sleep 1; printf 'def greet(name):\\n    return name\\n' > {app}; date +%s%3N; sleep 5; echo done"
+        second = _run(
+            claude_bin,
+            env,
+            proj,
+            str(tmp_path / "s2"),
+            [{"tool_use": {"name": "Bash", "input": {"command": edit, "description": "edit"}}}, {"text": "Edited."}],
+            ["-p", "edit the app"],
+        )
         debug = open(str(tmp_path / "s2" / "claude_debug.log")).read()
         assert "FileChanged: watching 1 paths" in debug and f"FileChanged: change {app}" in debug, debug[-3000:]
-        [(status,)] = rows(store, "SELECT status FROM nodes WHERE kind = 'file_chunk' AND source_uri LIKE ?",
-                           (f"file://{app}#%",))
+        [(status,)] = rows(
+            store, "SELECT status FROM nodes WHERE kind = 'file_chunk' AND source_uri LIKE ?", (f"file://{app}#%",)
+        )
         [(reason, at)] = rows(store, "SELECT reason, at FROM audit WHERE action = 'status' AND to_status = 'stale'")
         assert status == "stale" and "(FileChanged: mtime " in reason
-        transcript = next(os.path.join(d, f) for d, _s, fs in os.walk(os.path.join(env["CLAUDE_CONFIG_DIR"], "projects"))
-                          for f in fs if f == f"{second['session_id']}.jsonl")
+        transcript = next(
+            os.path.join(d, f)
+            for d, _s, fs in os.walk(os.path.join(env["CLAUDE_CONFIG_DIR"], "projects"))
+            for f in fs
+            if f == f"{second['session_id']}.jsonl"
+        )
         with open(transcript) as f:
-            edited_ms = next(int(line.split('"stdout":"')[1].split("\\n")[0]) for line in f
-                             if '"toolUseResult"' in line and '"stdout":"' in line)
+            edited_ms = next(
+                int(line.split('"stdout":"')[1].split("\\n")[0])
+                for line in f
+                if '"toolUseResult"' in line and '"stdout":"' in line
+            )
         delay_ms = at - edited_ms
         print(f"\nstaleness delay with the FileChanged hook (real CLI): {delay_ms} ms after the write")
         assert 0 < delay_ms < 30_000  # the staleness walker's interval is 30 s: the hook came first
@@ -89,12 +124,16 @@ def test_file_changed_and_post_compact_on_the_real_cli(claude_bin, tmp_path):
         # /compact on the same session: the summary is kept, the brief after it leads with it
         _run(claude_bin, env, proj, str(tmp_path / "s3"), [{"text": "Compacted."}], ["-p", "/compact", "--continue"])
         sid = second["session_id"]
-        until = time.monotonic() + deadline(30)  # the writer may still be draining when the server stops: then it spooled
-        while time.monotonic() < until and not rows(store, "SELECT 1 FROM nodes WHERE kind = 'observation'"
-                                                              " AND session_id = ?", (sid,)):
+        until = time.monotonic() + deadline(
+            30
+        )  # the writer may still be draining when the server stops: then it spooled
+        while time.monotonic() < until and not rows(
+            store, "SELECT 1 FROM nodes WHERE kind = 'observation' AND session_id = ?", (sid,)
+        ):
             time.sleep(0.2)
-        [(content, meta)] = rows(store, "SELECT content, metadata FROM nodes WHERE kind = 'observation'"
-                                        " AND session_id = ?", (sid,))
+        [(content, meta)] = rows(
+            store, "SELECT content, metadata FROM nodes WHERE kind = 'observation' AND session_id = ?", (sid,)
+        )
         assert content.startswith("Compaction summary (manual):") and json.loads(meta)["origin"] == "compact"
         with open(transcript) as f:
             lead = [json.loads(line)["attachment"] for line in f if '"hook_additional_context"' in line]

@@ -15,8 +15,8 @@ import pytest
 
 from memtree.eval.context_ab import cli
 from memtree.ops.install import main as install_main
-from tests.support.actor_procs import rows
 from tests.support import COLD_START_S, wait_until
+from tests.support.actor_procs import rows
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -33,24 +33,39 @@ def claude():
 def _module(n: int) -> str:
     return '"""Generated module."""\n\n' + "".join(
         f"\ndef handler_{i}(request, retries=3):\n    value = request.get('k{i}')\n    return value * {i}\n"
-        for i in range(n))
+        for i in range(n)
+    )
 
 
 def _script(proj: str) -> dict:
     big, small = f"{proj}/handlers.py", f"{proj}/small.py"
-    log_cmd = ("python3 -c \"[print('ERROR: disk quota exceeded at step 1500' if i == 1500 else f'step {i} ok')"
-               " for i in range(3000)]\"")
-    return {"side_text": "ok", "turns": [
-        {"tool_use": {"name": "Read", "input": {"file_path": big}}},
-        {"tool_use": {"name": "Read", "input": {"file_path": big}}},
-        {"tool_use": {"name": "Read", "input": {"file_path": big, "offset": 20, "limit": 4}}},
-        {"tool_use": {"name": "Edit", "input": {"file_path": big, "old_string": "return value * 149",
-                                                "new_string": "return value * 150"}}},
-        {"tool_use": {"name": "Bash", "input": {"command": log_cmd, "description": "long log"}}},
-        {"tool_use": {"name": "Grep", "input": {"pattern": "value = request", "path": proj,
-                                                "output_mode": "content", "-n": True}}},
-        {"tool_use": {"name": "Read", "input": {"file_path": small}}},
-        {"text": "done"}]}
+    log_cmd = (
+        "python3 -c \"[print('ERROR: disk quota exceeded at step 1500' if i == 1500 else f'step {i} ok')"
+        ' for i in range(3000)]"'
+    )
+    return {
+        "side_text": "ok",
+        "turns": [
+            {"tool_use": {"name": "Read", "input": {"file_path": big}}},
+            {"tool_use": {"name": "Read", "input": {"file_path": big}}},
+            {"tool_use": {"name": "Read", "input": {"file_path": big, "offset": 20, "limit": 4}}},
+            {
+                "tool_use": {
+                    "name": "Edit",
+                    "input": {"file_path": big, "old_string": "return value * 149", "new_string": "return value * 150"},
+                }
+            },
+            {"tool_use": {"name": "Bash", "input": {"command": log_cmd, "description": "long log"}}},
+            {
+                "tool_use": {
+                    "name": "Grep",
+                    "input": {"pattern": "value = request", "path": proj, "output_mode": "content", "-n": True},
+                }
+            },
+            {"tool_use": {"name": "Read", "input": {"file_path": small}}},
+            {"text": "done"},
+        ],
+    }
 
 
 def test_the_real_cli_shows_previews_keeps_edit_working_and_answers_the_dedup(claude, system, tmp_path):
@@ -96,18 +111,31 @@ def test_a_new_session_starts_with_the_brief_of_what_the_last_one_explored(claud
     assert install_main(["--project", proj, "--shared"]) == 0
     os.unlink(os.path.join(proj, ".mcp.json"))
     env = {"MEMTREE_HOME": system.home}
-    explore = {"side_text": "ok", "turns": [
-        {"tool_use": {"name": "Read", "input": {"file_path": f"{proj}/handlers.py"}}},
-        {"tool_use": {"name": "Bash", "input": {"command": CHECK, "description": "a failing check"}}},
-        {"text": "done"}]}
+    explore = {
+        "side_text": "ok",
+        "turns": [
+            {"tool_use": {"name": "Read", "input": {"file_path": f"{proj}/handlers.py"}}},
+            {"tool_use": {"name": "Bash", "input": {"command": CHECK, "description": "a failing check"}}},
+            {"text": "done"},
+        ],
+    }
     first = cli.main_requests(cli.run(claude, proj, explore, str(tmp_path / "s1"), env=env))
     assert "memtree:recalled" not in json.dumps(first[0]["messages"])  # control: an empty store gives no brief
     # The filter walker makes the captures live (the brief shows live nodes only).
-    wait_until(lambda: rows(system.paths, "SELECT count(*) FROM nodes WHERE kind IN ('file_chunk', 'tool_output')"
-                                          " AND status = 'live'")[0][0] >= 2, timeout=COLD_START_S,
-               what="the Read and the failed Bash captures live")
-    second = cli.main_requests(cli.run(claude, proj, {"side_text": "ok", "turns": [{"text": "done"}]},
-                                       str(tmp_path / "s2"), env=env))
+    wait_until(
+        lambda: (
+            rows(
+                system.paths,
+                "SELECT count(*) FROM nodes WHERE kind IN ('file_chunk', 'tool_output') AND status = 'live'",
+            )[0][0]
+            >= 2
+        ),
+        timeout=COLD_START_S,
+        what="the Read and the failed Bash captures live",
+    )
+    second = cli.main_requests(
+        cli.run(claude, proj, {"side_text": "ok", "turns": [{"text": "done"}]}, str(tmp_path / "s2"), env=env)
+    )
     seen = json.dumps(second[0]["messages"], ensure_ascii=False)
     assert '<memtree:recalled kind=\\"session-brief\\">' in seen
     assert "- handlers.py L1-603 of 603" in seen

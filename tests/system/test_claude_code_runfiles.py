@@ -18,9 +18,9 @@ import psutil
 import pytest
 
 from memtree.paths import compute_project, store_paths
-from tests.support.claude_code import cli
 from tests.support import deadline, wait_until
-from tests.system.test_claude_code import _installed, claude_bin  # noqa: F401 - claude_bin: the shared fixture
+from tests.support.claude_code import cli
+from tests.system.test_claude_code import _installed
 
 pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
 END_S = deadline(30.0)  # a loaded 2-core box: SIGTERM to six actors, each removing its files
@@ -48,17 +48,39 @@ def test_after_a_real_cli_session_memtree_ends_by_itself_and_leaves_no_run_files
     proj, memtree_home, env = _installed(tmp_path)
     root, phash, _ = compute_project(proj)
     paths = store_paths(root, phash, home=memtree_home)
-    script = {"side_text": "ok", "turns": [
-        {"tool_use": {"name": "Bash", "input": {"command": "echo run-files", "description": "echo"}}},
-        {"tool_use": {"name": "mcp__memtree__recall", "input": {"query": "run-files"}}},
-        {"text": "done"}]}
+    script = {
+        "side_text": "ok",
+        "turns": [
+            {"tool_use": {"name": "Bash", "input": {"command": "echo run-files", "description": "echo"}}},
+            {"tool_use": {"name": "mcp__memtree__recall", "input": {"query": "run-files"}}},
+            {"text": "done"},
+        ],
+    }
     out = str(tmp_path / "out")
     api = cli.FakeApi(script, out, proj)
-    argv = [claude_bin, "-p", "do the thing", "--output-format", "json", "--permission-mode", "default",
-            "--allowedTools", "Bash mcp__memtree", "--debug-file", os.path.join(out, "claude_debug.log")]
-    proc = subprocess.Popen(argv, env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
-                            cwd=proj, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    argv = [
+        claude_bin,
+        "-p",
+        "do the thing",
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "default",
+        "--allowedTools",
+        "Bash mcp__memtree",
+        "--debug-file",
+        os.path.join(out, "claude_debug.log"),
+    ]
+    proc = subprocess.Popen(
+        argv,
+        env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
+        cwd=proj,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     killed = []
     try:
         stdout, stderr = proc.communicate(timeout=deadline(cli.RUN_TIMEOUT_S))

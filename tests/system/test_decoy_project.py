@@ -30,9 +30,15 @@ from tests.support.hook_support import bash_payload, contents, run_hook
 # name -> file in the project; a package's __init__ or a module.
 DECOYS = {
     "email": "email/__init__.py",  # a partial package: email._policybase is missing, as in the report
-    "json": "json.py", "zmq": "zmq.py", "pydantic": "pydantic/__init__.py", "memtree": "memtree/__init__.py",
-    "anyio": "anyio/__init__.py", "logging": "logging/__init__.py", "psutil": "psutil.py",
-    "orjson": "orjson.py", "apsw": "apsw.py",
+    "json": "json.py",
+    "zmq": "zmq.py",
+    "pydantic": "pydantic/__init__.py",
+    "memtree": "memtree/__init__.py",
+    "anyio": "anyio/__init__.py",
+    "logging": "logging/__init__.py",
+    "psutil": "psutil.py",
+    "orjson": "orjson.py",
+    "apsw": "apsw.py",
 }
 
 
@@ -58,8 +64,9 @@ async def serving(s, entry: dict, seen: dict):
     actor runs: ``seen`` gets the listed tools and the running actors."""
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=s.project,
-                                   env={**os.environ, **s.env})
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], cwd=s.project, env={**os.environ, **s.env}
+    )
     async with Client(params, read_timeout_seconds=COLD_START_S * 3) as client:
         seen["tools"] = {t.name for t in (await client.list_tools()).tools}
         actors = await anyio.to_thread.run_sync(lambda: s.wait_running(["mcp", *s.expected]))
@@ -72,9 +79,16 @@ async def _every_tool(s, seen: dict) -> None:
     assert entry["args"][:3] == ["-E", "-P", "-m"]
     async with serving(s, entry, seen) as client:
         ctl = os.path.join(os.path.dirname(sys.executable), "memtree")
-        done = await anyio.to_thread.run_sync(lambda: subprocess.run(
-            [ctl, "ctl", "status", "--json"], cwd=s.project, env={**os.environ, **s.env},
-            capture_output=True, text=True, timeout=deadline(60)))
+        done = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [ctl, "ctl", "status", "--json"],
+                cwd=s.project,
+                env={**os.environ, **s.env},
+                capture_output=True,
+                text=True,
+                timeout=deadline(60),
+            )
+        )
         actors = json.loads(done.stdout or "{}").get("actors", [])
         seen["ctl"] = (done.returncode, done.stderr, {a["name"]: a["state"] for a in actors})
         seen["mcp_info"] = [a.get("info") for a in actors if a["name"] == "mcp"]
@@ -108,8 +122,10 @@ async def _every_tool(s, seen: dict) -> None:
 
         def hook() -> dict:
             run_hook(s, bash_payload(s, 1, extra="from the decoy project"))
-            return wait_until(lambda: contents(s, "%from the decoy project%"), timeout=COLD_START_S,
-                              what="the hook's capture stored")
+            return wait_until(
+                lambda: contents(s, "%from the decoy project%"), timeout=COLD_START_S, what="the hook's capture stored"
+            )
+
         seen["hook"] = await anyio.to_thread.run_sync(hook)
         seen["results"] = results
         seen["failed"] = failed
@@ -140,13 +156,21 @@ def test_serve_ctl_hook_and_every_tool_work_in_a_project_full_of_decoys(system_f
 
     assert set(os.listdir(marks)) == set()
     # Positive control: the decoys do bite a Python started in the project the usual way.
-    done = subprocess.run([PYTHON, "-c", "import json"], cwd=s.project, capture_output=True, text=True, timeout=deadline(60))
+    done = subprocess.run(
+        [PYTHON, "-c", "import json"], cwd=s.project, capture_output=True, text=True, timeout=deadline(60)
+    )
     assert done.returncode == 1 and "decoy json.py from the project was imported" in done.stderr
     assert set(os.listdir(marks)) == {"json"}
 
 
-DECOYS = {"json": "json.py", "zmq": "zmq.py", "memtree": "memtree/__init__.py", "orjson": "orjson.py",
-          "apsw": "apsw.py", "psutil": "psutil.py"}
+DECOYS = {
+    "json": "json.py",
+    "zmq": "zmq.py",
+    "memtree": "memtree/__init__.py",
+    "orjson": "orjson.py",
+    "apsw": "apsw.py",
+    "psutil": "psutil.py",
+}
 
 
 def _project_pythonpath(s) -> str:
@@ -159,12 +183,14 @@ async def _session(s, seen: dict) -> None:
         res = await client.call_tool("bash", {"command": 'echo "user-pythonpath=$PYTHONPATH"'})
         seen["bash"] = _text(res)
         run_hook(s, bash_payload(s, 1, extra="through a project PYTHONPATH"))
-        seen["hook"] = await anyio.to_thread.run_sync(lambda: wait_until(
-            lambda: contents(s, "%through a project PYTHONPATH%"), timeout=COLD_START_S, what="the capture stored"))
+        seen["hook"] = await anyio.to_thread.run_sync(
+            lambda: wait_until(
+                lambda: contents(s, "%through a project PYTHONPATH%"), timeout=COLD_START_S, what="the capture stored"
+            )
+        )
 
 
-def test_a_pythonpath_into_the_project_reaches_neither_the_server_nor_the_actors_nor_the_hook(
-        system_factory, tmp_path):
+def test_a_pythonpath_into_the_project_reaches_neither_the_server_nor_the_actors_nor_the_hook(system_factory, tmp_path):
     s = system_factory
     marks = str(tmp_path / "imported")
     plant_decoys(os.path.join(s.project, "src"), marks, DECOYS)
@@ -184,8 +210,14 @@ def test_a_pythonpath_into_the_project_reaches_neither_the_server_nor_the_actors
     assert f"user-pythonpath={user_path}" in seen["bash"], seen["bash"]
 
     # Positive control: with -P alone (how actors started before) the decoys bite.
-    done = subprocess.run([PYTHON, "-P", "-c", "import json"], cwd=s.project, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": user_path}, timeout=deadline(60))
+    done = subprocess.run(
+        [PYTHON, "-P", "-c", "import json"],
+        cwd=s.project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": user_path},
+        timeout=deadline(60),
+    )
     assert done.returncode == 1 and "decoy json.py from the project was imported" in done.stderr
     assert set(os.listdir(marks)) == {"json"}
 

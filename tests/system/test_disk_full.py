@@ -13,9 +13,9 @@ import time
 import pytest
 
 from memtree.capture import heartbeat
+from tests.support import COLD_START_S, wait_until
 from tests.support.actor_procs import rows
 from tests.support.hook_support import run_hook
-from tests.support import COLD_START_S, wait_until
 
 DISK_MB = 24
 # Each hook waits for its answer: an ack (or a refusal) that comes late on a
@@ -25,8 +25,9 @@ ACK_WAIT = {"MEMTREE_HOOK_TIMEOUT_MS": str(int(COLD_START_S * 1000))}
 
 def _mount_tmpfs(where: str) -> None:
     os.makedirs(where, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m,mode=0700", "tmpfs", where],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m,mode=0700", "tmpfs", where], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here (needs root): {done.stderr.strip()}")
 
@@ -61,15 +62,25 @@ def _read_payload(project: str, i: int) -> dict:
     content = f"# disk-full-marker-{i}\n" + "".join(f"value_{i}_{n} = {n}\n" for n in range(40000))
     with open(path, "w") as f:
         f.write(content)
-    return {"session_id": "sess-disk", "transcript_path": "/dev/null", "cwd": project,
-            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
-            "tool_use_id": f"toolu_disk_{i}",
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": 40001,
-                                                       "startLine": 1, "totalLines": 40001}}}
+    return {
+        "session_id": "sess-disk",
+        "transcript_path": "/dev/null",
+        "cwd": project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_use_id": f"toolu_disk_{i}",
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": 40001, "startLine": 1, "totalLines": 40001},
+        },
+    }
 
 
 def _stored(system) -> set[int]:
-    got = rows(system.paths, "SELECT content FROM nodes WHERE kind='file_chunk' AND content LIKE '# disk-full-marker-%'")
+    got = rows(
+        system.paths, "SELECT content FROM nodes WHERE kind='file_chunk' AND content LIKE '# disk-full-marker-%'"
+    )
     return {int(r[0].split("\n", 1)[0].rsplit("-", 1)[1]) for r in got}
 
 
@@ -88,8 +99,13 @@ def test_a_full_disk_is_survived_counted_and_recovered_from_without_losing_an_ac
     for i in (1, 2, 3):
         run_hook(system, _read_payload(system.project, i), **ACK_WAIT)
     # The storage problem reaches status with the writer's next heartbeat.
-    writer = wait_until(lambda: (lambda w: w if w and "disk" in w["info"].get("storage", "") else None)(
-        system.actor("writer", {"RUNNING"})), timeout=COLD_START_S, what="the writer saying the disk is full")
+    writer = wait_until(
+        lambda: (lambda w: w if w and "disk" in w["info"].get("storage", "") else None)(
+            system.actor("writer", {"RUNNING"})
+        ),
+        timeout=COLD_START_S,
+        what="the writer saying the disk is full",
+    )
     assert writer["pid"] == writer_pid, writer
     lost = {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}["sess-disk"]
     assert (lost["stored"], lost["spooled"], lost["failed"]) == (1, 0, 3)  # no spool either: counted as lost
@@ -103,8 +119,11 @@ def test_a_full_disk_is_survived_counted_and_recovered_from_without_losing_an_ac
 
     os.unlink(filler)
     freed = time.monotonic()
-    wait_until(lambda: "storage" not in (system.actor("writer", {"RUNNING"}) or {"info": {"storage": 1}})["info"],
-               timeout=COLD_START_S, what="the writer noticing space is back")
+    wait_until(
+        lambda: "storage" not in (system.actor("writer", {"RUNNING"}) or {"info": {"storage": 1}})["info"],
+        timeout=COLD_START_S,
+        what="the writer noticing space is back",
+    )
     print(f"\nwriter recovered {time.monotonic() - freed:.2f}s after space returned")
     run_hook(system, _read_payload(system.project, 4), **ACK_WAIT)
     assert _stored(system) == {0, 4}  # the acknowledged capture kept, the new one stored, the lost ones counted

@@ -18,8 +18,8 @@ from memtree import protocol
 from memtree.errors import CallTimeout, Unavailable
 from memtree.runtime.client import Caller
 from memtree.store.db import open_read
-from tests.support.front_harness import ids_in
 from tests.support import COLD_START_S, PYTHON, wait_until
+from tests.support.front_harness import ids_in
 
 
 def _statuses(system, ids) -> dict[str, str]:
@@ -62,6 +62,7 @@ def _mcp(system):
     with start_blocking_portal() as portal:
         # Allows for cold interpreters (supervisor, front, writer, walkers) on 2 cores.
         with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:
+
             def call(name, args):
                 res = portal.call(client.call_tool, name, args)
                 return res.is_error, "\n".join(c.text for c in res.content)
@@ -89,8 +90,11 @@ def test_mcp_note_goes_live_while_a_tiny_one_and_a_duplicate_are_dropped(system_
         dup = _note_via_mcp(call, "The ledger service reconciles invoices nightly at 02:00 UTC.")
         ids = {keep, other, tiny, dup}
         assert len(ids) == 4
-        final = wait_until(lambda: (s := _statuses(system_factory, ids)) and "pending" not in s.values() and s,
-                           timeout=COLD_START_S, what="the filter walker to decide every note")
+        final = wait_until(
+            lambda: (s := _statuses(system_factory, ids)) and "pending" not in s.values() and s,
+            timeout=COLD_START_S,
+            what="the filter walker to decide every note",
+        )
         assert {i for i, s in final.items() if s == "live"} == {keep, other}
         assert {i for i, s in final.items() if s == "dropped"} == {tiny, dup}
         err, out = call("recall", {"query": "ledger reconciles invoices", "mode": "keyword"})
@@ -114,8 +118,11 @@ def test_killed_writer_is_restarted_and_no_acknowledged_note_is_lost(system):
         assert "write.sock" in e.message and ("nothing is listening" in e.message or "no reply" in e.message)
         during = "refused"
 
-    new = wait_until(lambda: (a := system.actor("writer", {"RUNNING"})) and a["pid"] != old and a["pid"],
-                     timeout=COLD_START_S, what="a new writer RUNNING")
+    new = wait_until(
+        lambda: (a := system.actor("writer", {"RUNNING"})) and a["pid"] != old and a["pid"],
+        timeout=COLD_START_S,
+        what="a new writer RUNNING",
+    )
     assert new != old
     acked.append(_note(caller, _text(100, "after the restart"), timeout_ms=int(COLD_START_S * 1000)))
     caller.close()
@@ -131,15 +138,22 @@ def test_notes_written_while_the_filter_is_dead_go_live_after_it_returns(system)
     os.kill(before["walker.filter"], signal.SIGKILL)
     ids = [_note(caller, _text(i, "the filter outage")) for i in range(10)]
     caller.close()
-    new = wait_until(lambda: (a := system.actor("walker.filter", {"RUNNING"})) and a["pid"] != before["walker.filter"]
-                     and a["pid"], timeout=COLD_START_S, what="a new walker.filter RUNNING")
-    final = wait_until(lambda: (s := _statuses(system, ids)) and set(s.values()) == {"live"} and s,
-                       timeout=COLD_START_S, what="the notes live")
+    new = wait_until(
+        lambda: (a := system.actor("walker.filter", {"RUNNING"})) and a["pid"] != before["walker.filter"] and a["pid"],
+        timeout=COLD_START_S,
+        what="a new walker.filter RUNNING",
+    )
+    final = wait_until(
+        lambda: (s := _statuses(system, ids)) and set(s.values()) == {"live"} and s,
+        timeout=COLD_START_S,
+        what="the notes live",
+    )
     assert set(final) == set(ids)
     after = system.pids()
     assert after["walker.filter"] == new
-    assert {k: v for k, v in after.items() if k != "walker.filter"} == \
-        {k: v for k, v in before.items() if k != "walker.filter"}
+    assert {k: v for k, v in after.items() if k != "walker.filter"} == {
+        k: v for k, v in before.items() if k != "walker.filter"
+    }
 
 
 def test_restarted_filter_walker_keeps_promoting_notes(system):
@@ -149,8 +163,11 @@ def test_restarted_filter_walker_keeps_promoting_notes(system):
     caller = _writer(system)
     nid = _note(caller, _text(1, "the restarted walker"))
     caller.close()
-    wait_until(lambda: _statuses(system, [nid]) == {nid: "live"}, timeout=COLD_START_S,
-               what="the note promoted by the restarted walker")
+    wait_until(
+        lambda: _statuses(system, [nid]) == {nid: "live"},
+        timeout=COLD_START_S,
+        what="the note promoted by the restarted walker",
+    )
     assert system.pid("walker.filter") == new
 
 
@@ -158,13 +175,18 @@ def test_fatal_walker_leaves_notes_and_search_working(system_factory, tmp_path):
     flag = tmp_path / "crash"
     flag.write_text("")
     system_factory.env["CRASHY_FLAG"] = str(flag)
-    system_factory.write_config({"supervisor": {"maxRestarts": 2, "restartPeriodS": 60}},
-                                actors={"crashy": {"module": "tests.support.actors.crashy"}})
+    system_factory.write_config(
+        {"supervisor": {"maxRestarts": 2, "restartPeriodS": 60}},
+        actors={"crashy": {"module": "tests.support.actors.crashy"}},
+    )
     with _mcp(system_factory) as call:
         wait_until(lambda: system_factory.actor("crashy", {"FATAL"}), timeout=COLD_START_S * 2, what="crashy FATAL")
         nid = _note_via_mcp(call, "The FATAL walker does not stop the cache warmer from being documented.")
-        found = wait_until(lambda: ids_in(call("recall", {"query": "cache warmer documented"})[1]),
-                           timeout=COLD_START_S, what="the note searchable")
+        found = wait_until(
+            lambda: ids_in(call("recall", {"query": "cache warmer documented"})[1]),
+            timeout=COLD_START_S,
+            what="the note searchable",
+        )
         assert found == {nid}
         assert system_factory.actor("crashy")["state"] == "FATAL"
         assert {a["state"] for a in system_factory.status() if a["name"] != "crashy"} == {"RUNNING"}

@@ -12,10 +12,10 @@ import psutil
 
 from memtree.capture import spool
 from memtree.capture.ingest import plan
-from tests.support.actor_procs import rows
-from tests.support.hook_support import bash_payload, contents, counter, real_payloads, run_hook, start_hook
 from tests.support import COLD_START_S, PYTHON, deadline, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import rows
+from tests.support.hook_support import bash_payload, contents, counter, real_payloads, run_hook, start_hook
 
 
 def _stored_uri(n: dict) -> str:
@@ -28,8 +28,10 @@ def _stored_uri(n: dict) -> str:
 
 
 def _node(system, source_uri: str, kind: str, parent_id: str | None = None):
-    sql = ("SELECT n.id, n.content, n.status, p.kind, p.source_uri, n.parent_id FROM nodes n"
-           " LEFT JOIN nodes p ON p.id = n.parent_id WHERE n.source_uri = ? AND n.kind = ?")
+    sql = (
+        "SELECT n.id, n.content, n.status, p.kind, p.source_uri, n.parent_id FROM nodes n"
+        " LEFT JOIN nodes p ON p.id = n.parent_id WHERE n.source_uri = ? AND n.kind = ?"
+    )
     args = [source_uri, kind]
     if parent_id:
         sql += " AND n.parent_id = ?"
@@ -59,8 +61,13 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
     assert want["live"] >= 12 and len(plans) >= 10  # positive control: most recorded captures are kept
 
     def statuses():
-        return dict(rows(system.paths, "SELECT status, count(*) FROM nodes"
-                                       " WHERE kind IN ('file_chunk', 'tool_output') GROUP BY status"))
+        return dict(
+            rows(
+                system.paths,
+                "SELECT status, count(*) FROM nodes WHERE kind IN ('file_chunk', 'tool_output') GROUP BY status",
+            )
+        )
+
     # The filter walker runs on the writer's event; allows for a loaded box.
     wait_until(lambda: statuses() == want, timeout=COLD_START_S, what=f"captures filtered to {want}")
 
@@ -69,7 +76,8 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
         for n in pl.nodes:
             parent = n["parent"]
             nid, content, got_status, pkind, puri, parent_id = _node(
-                system, _stored_uri(n), n["kind"], ids.get(parent.get("ref")))
+                system, _stored_uri(n), n["kind"], ids.get(parent.get("ref"))
+            )
             ids[n["ref"]] = nid
             assert (content, got_status) == (n["content"], status)
             if "file" in parent:
@@ -86,16 +94,25 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
     # The token-capped whole-file Read of big.txt: the read tool's 200-line windows, every line read kept.
     for start in range(1, 1604, 200):
         _node(system, f"file://{proj}/big.txt#L{start}-{min(start + 199, 1603)}", "file_chunk")
-    big = next(p["tool_response"]["file"]["content"] for p in payloads if p["tool_name"] == "Read"
-               and p["tool_input"]["file_path"].endswith("big.txt") and "offset" not in p["tool_input"])
-    stored = rows(system.paths, "SELECT content FROM nodes WHERE source_uri LIKE ? AND json_extract(metadata, "
-                                "'$.read') = json('[1,1603]') ORDER BY json_extract(metadata, '$.start')",
-                  (f"file://{proj}/big.txt#%",))
+    big = next(
+        p["tool_response"]["file"]["content"]
+        for p in payloads
+        if p["tool_name"] == "Read"
+        and p["tool_input"]["file_path"].endswith("big.txt")
+        and "offset" not in p["tool_input"]
+    )
+    stored = rows(
+        system.paths,
+        "SELECT content FROM nodes WHERE source_uri LIKE ? AND json_extract(metadata, "
+        "'$.read') = json('[1,1603]') ORDER BY json_extract(metadata, '$.start')",
+        (f"file://{proj}/big.txt#%",),
+    )
     assert len(stored) == 9 and "".join(c for (c,) in stored) == big
     failed = contents(system, "$ echo out; echo err >&2; exit 3%")
     assert list(failed) == ["$ echo out; echo err >&2; exit 3\nexit: 3\n--- output ---\nout\nerr"]
-    assert rows(system.paths, "SELECT count(*) FROM nodes WHERE source_uri = ?",
-                (f"file://{proj}/src/app.py#L6-6",)) == [(1,)]  # the -C 1 grep's second match line
+    assert rows(
+        system.paths, "SELECT count(*) FROM nodes WHERE source_uri = ?", (f"file://{proj}/src/app.py#L6-6",)
+    ) == [(1,)]  # the -C 1 grep's second match line
     assert rows(system.paths, "SELECT count(*) FROM nodes WHERE content LIKE '%echo: ping from fake model%'") == [(0,)]
 
 
@@ -112,10 +129,15 @@ def test_with_the_writer_stopped_fifty_hooks_spool_and_land_once_after_start(sys
     assert log.count("spooled") == 50 and "capture number" not in log  # no content in the log
     done = system.ctl("start", "writer")
     assert done.returncode == 0, done.stderr
-    want = {f"$ echo capture-{i}\nexit: unknown\n--- stdout ---\ncapture number {i} -- padding so the filter keeps it"
-            for i in range(50)}
-    wait_until(lambda: set(contents(system, "$ echo capture-%")) == want, timeout=COLD_START_S,
-               what="50 spooled captures in the store")
+    want = {
+        f"$ echo capture-{i}\nexit: unknown\n--- stdout ---\ncapture number {i} -- padding so the filter keeps it"
+        for i in range(50)
+    }
+    wait_until(
+        lambda: set(contents(system, "$ echo capture-%")) == want,
+        timeout=COLD_START_S,
+        what="50 spooled captures in the store",
+    )
     assert set(contents(system, "$ echo capture-%").values()) == {1}
     assert spool.pending_count(system.paths.spool) == 0
     # Dated when the hook ran, not when the restarted writer drained them.
@@ -132,13 +154,21 @@ def test_a_writer_killed_mid_drain_loses_and_repeats_nothing(system):
         spool.append(system.paths.spool, bash_payload(system, i))
     # `ctl start` returns once the writer is READY, and it drains before READY:
     # start it in the background and watch the drain from here.
-    ctl = subprocess.Popen([PYTHON, "-m", "memtree.cli", "ctl", "start", "writer"], cwd=system.project,
-                           env={**os.environ, **system.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ctl = subprocess.Popen(
+        [PYTHON, "-m", "memtree.cli", "ctl", "start", "writer"],
+        cwd=system.project,
+        env={**os.environ, **system.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         count = lambda: len(contents(system, "$ echo capture-%"))  # noqa: E731
         seen = wait_until(count, timeout=COLD_START_S, interval=0.005, what="the drain to begin")
-        writer = next(p for p in psutil.Process(system.procs[0].pid).children(recursive=True)
-                      if "memtree.actors.writer" in " ".join(p.cmdline()))
+        writer = next(
+            p
+            for p in psutil.Process(system.procs[0].pid).children(recursive=True)
+            if "memtree.actors.writer" in " ".join(p.cmdline())
+        )
         writer.kill()
     finally:
         ctl.wait(deadline(60))
@@ -164,8 +194,10 @@ def test_twenty_hooks_started_at_once_all_land(system):
                 f.close()
     # Acked ones are in already; any that timed out spooled and land at the next drain.
     want = {f"capture number {i} parallel" for i in range(20)}
-    got = lambda: {c.split("\n")[3][: -len(" -- padding so the filter keeps it")]  # noqa: E731
-                   for c in contents(system, "$ echo capture-%")}
+    got = lambda: {
+        c.split("\n")[3][: -len(" -- padding so the filter keeps it")]  # noqa: E731
+        for c in contents(system, "$ echo capture-%")
+    }
     wait_until(lambda: got() == want, timeout=COLD_START_S, what="20 parallel captures")
     assert set(contents(system, "$ echo capture-%").values()) == {1}
 
@@ -178,13 +210,28 @@ def test_malformed_input_never_crashes_the_writer_and_is_counted(system):
     run_hook(system, b"", **slow)
     run_hook(system, b'{"cwd": "%s", "tool_name": "Bash"} trailing' % system.project.encode(), **slow)
     run_hook(system, b"[1, 2, 3]", **slow)
-    run_hook(system, {"cwd": system.project, "tool_name": "Bash", "session_id": 7,
-                      "tool_input": "MALFORMED-MARKER"}, **slow)
-    run_hook(system, {"cwd": system.project, "tool_name": "Read", "session_id": "s", "tool_input": {},
-                      "tool_response": {"type": "text"}}, **slow)
-    wait_until(lambda: counter(system, "frames_malformed") - frames_before >= 4
-               and counter(system, "ingest_malformed") - ingest_before >= 2,
-               timeout=COLD_START_S, what="malformed inputs counted")
+    run_hook(
+        system, {"cwd": system.project, "tool_name": "Bash", "session_id": 7, "tool_input": "MALFORMED-MARKER"}, **slow
+    )
+    run_hook(
+        system,
+        {
+            "cwd": system.project,
+            "tool_name": "Read",
+            "session_id": "s",
+            "tool_input": {},
+            "tool_response": {"type": "text"},
+        },
+        **slow,
+    )
+    wait_until(
+        lambda: (
+            counter(system, "frames_malformed") - frames_before >= 4
+            and counter(system, "ingest_malformed") - ingest_before >= 2
+        ),
+        timeout=COLD_START_S,
+        what="malformed inputs counted",
+    )
     # Non-UTF-8 bytes: the readable rest is stored, the bad byte becomes U+FFFD.
     raw = json.dumps(bash_payload(system, 900, extra="BADBYTE")).encode().replace(b"BADBYTE", b"bad\xff\xfebyte")
     run_hook(system, raw, **slow)
@@ -193,12 +240,16 @@ def test_malformed_input_never_crashes_the_writer_and_is_counted(system):
     big["tool_response"]["stdout"] = "0123456789abcdef\n" * (10 * 1024 * 1024 // 17)
     run_hook(system, big, **slow)
     assert system.pid("writer") == pid  # the same writer process served all of it
-    wait_until(lambda: len(contents(system, "$ echo capture-90%")) == 2, timeout=COLD_START_S,
-               what="the non-UTF-8 and 10 MB captures")
+    wait_until(
+        lambda: len(contents(system, "$ echo capture-90%")) == 2,
+        timeout=COLD_START_S,
+        what="the non-UTF-8 and 10 MB captures",
+    )
     [bad] = [c for c in contents(system, "$ echo capture-900%")]
     assert "bad\ufffd\ufffdbyte" in bad
-    [(truncated, original)] = rows(system.paths, "SELECT truncated, original_bytes FROM nodes"
-                                                 " WHERE content LIKE '$ echo capture-901%'")
+    [(truncated, original)] = rows(
+        system.paths, "SELECT truncated, original_bytes FROM nodes WHERE content LIKE '$ echo capture-901%'"
+    )
     assert truncated == 1 and original > 10_000_000
     assert "MALFORMED-MARKER" not in open(system.paths.log_file("writer"), errors="replace").read()
     assert "Traceback" not in open(system.paths.log_file("writer"), errors="replace").read()
@@ -225,16 +276,30 @@ def _read_payload(system, name: str, tool_use_id: str, marker: str) -> dict:
     content = f"# {marker}\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n" + "x = 1\n" * 40
     with open(path, "w") as f:
         f.write(content)
-    return {"session_id": "sess-once", "transcript_path": "/dev/null", "cwd": system.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
-            "tool_use_id": tool_use_id,
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": 42,
-                                                       "startLine": 1, "totalLines": 42}}}
+    return {
+        "session_id": "sess-once",
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_use_id": tool_use_id,
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": 42, "startLine": 1, "totalLines": 42},
+        },
+    }
 
 
 def _chunks_of(system, name: str) -> set[str]:
-    return {r[0] for r in rows(system.paths, "SELECT id FROM nodes WHERE kind='file_chunk' AND source_uri LIKE ?",
-                               (f"file://{os.path.join(system.project, name)}#%",))}
+    return {
+        r[0]
+        for r in rows(
+            system.paths,
+            "SELECT id FROM nodes WHERE kind='file_chunk' AND source_uri LIKE ?",
+            (f"file://{os.path.join(system.project, name)}#%",),
+        )
+    }
 
 
 def test_an_ack_delayed_past_the_hooks_wait_still_stores_the_capture_once(system_factory):
@@ -260,9 +325,11 @@ def test_an_ack_delayed_past_the_hooks_wait_still_stores_the_capture_once(system
     control = _read_payload(system, "control.py", "toolu_control", "spool-control-marker")
     spool.append(system.paths.spool, control)
     # Drained: the spool files are gone (and with them the applied ids that guarded them).
-    drained = lambda: (spool.pending_count(system.paths.spool) == 0  # noqa: E731
-                       and len(_chunks_of(system, "control.py")) == 1
-                       and not [n for n in os.listdir(system.paths.store_dir) if n.startswith("spool.jsonl")])
+    drained = lambda: (
+        spool.pending_count(system.paths.spool) == 0  # noqa: E731
+        and len(_chunks_of(system, "control.py")) == 1
+        and not [n for n in os.listdir(system.paths.store_dir) if n.startswith("spool.jsonl")]
+    )
     wait_until(drained, timeout=COLD_START_S, what=f"both spooled entries drained ({spooled_id})")
     once = _chunks_of(system, "delayed.py")
     assert len(once) == 1, once  # the direct commit; its spooled copy was recognised, not stored again

@@ -52,8 +52,7 @@ def _running_in_log(s, names) -> bool:
     return all(f"{n}: RUNNING pid=" in text for n in names)
 
 
-def test_ctl_status_cpu_is_a_real_rate_on_its_first_call_a_spinning_actor_shows_the_idle_ones_do_not(
-        system_factory):
+def test_ctl_status_cpu_is_a_real_rate_on_its_first_call_a_spinning_actor_shows_the_idle_ones_do_not(system_factory):
     s = system_factory
     s.write_config(actors={"walker.spin": {"module": "tests.support.actors.spinner"}})
     s.serve()

@@ -24,8 +24,9 @@ def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves
 
     s = system_factory
     s.write_config()
-    params = StdioServerParameters(command=PYTHON, args=["-m", "memtree.cli", "serve"], cwd=s.project,
-                                   env={**os.environ, **s.env})
+    params = StdioServerParameters(
+        command=PYTHON, args=["-m", "memtree.cli", "serve"], cwd=s.project, env={**os.environ, **s.env}
+    )
     seen = {}
 
     async def session():
@@ -35,8 +36,7 @@ def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves
                     await client.initialize()
                     tools = await client.list_tools()
                     seen["tools"] = {t.name for t in tools.tools}
-                    actors = await anyio.to_thread.run_sync(
-                        lambda: s.wait_running(["mcp", *s.expected]))
+                    actors = await anyio.to_thread.run_sync(lambda: s.wait_running(["mcp", *s.expected]))
                     seen["pids"] = {a["name"]: a["pid"] for a in actors}
                     seen["sup"] = actors[0]["supervisor_pid"]
         # leaving the block closes the server's stdin (then SIGTERM/SIGKILL after a grace period)
@@ -44,9 +44,11 @@ def test_serve_answers_mcp_on_stdio_and_stops_every_child_when_the_client_leaves
     anyio.run(session)
     assert seen["tools"], "the front listed no tools"
     pids = [*seen["pids"].values(), seen["sup"]]
-    wait_until(lambda: not [p for p in pids if psutil.pid_exists(p)
-                            and psutil.Process(p).status() != psutil.STATUS_ZOMBIE],
-               timeout=COLD_START_S, what="every process of the session gone")
+    wait_until(
+        lambda: not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE],
+        timeout=COLD_START_S,
+        what="every process of the session gone",
+    )
     log = s.log_tail(lines=60)
     # It shut down by itself, cleanly, in reverse start order (the front last or already gone).
     assert "supervisor: exited" in log, log
@@ -90,6 +92,7 @@ def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable
     with start_blocking_portal() as portal:
         # Allows for cold interpreters (supervisor, front, writer, walkers) on 2 cores.
         with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:
+
             def call(name, args):
                 res = portal.call(client.call_tool, name, args)
                 text = "\n".join(c.text for c in res.content)
@@ -99,8 +102,9 @@ def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable
             # The writer may still be starting: a note is retried until it is acknowledged.
             until = time.monotonic() + COLD_START_S * 2
             while True:
-                res = portal.call(client.call_tool, "recall",
-                                  {"note": "The gecko service caches DNS answers for thirty seconds."})
+                res = portal.call(
+                    client.call_tool, "recall", {"note": "The gecko service caches DNS answers for thirty seconds."}
+                )
                 if not res.is_error or time.monotonic() > until:
                     break
                 time.sleep(0.2)
@@ -124,8 +128,9 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
     project.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
     env.update(MEMTREE_HOME=str(tmp_path / "home"), PYTHONPATH=os.getcwd())
-    params = StdioServerParameters(command=PYTHON, args=["-m", "memtree.cli", "serve", "--tools", "recall"],
-                                   cwd=str(project), env=env)
+    params = StdioServerParameters(
+        command=PYTHON, args=["-m", "memtree.cli", "serve", "--tools", "recall"], cwd=str(project), env=env
+    )
     with start_blocking_portal() as portal:
         with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:
             assert {t.name for t in portal.call(client.list_tools).tools} == {"recall"}
@@ -134,14 +139,21 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
                 import json
                 import subprocess
 
-                done = subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"], cwd=str(project),
-                                      env=env, capture_output=True, text=True, timeout=deadline(60))
+                done = subprocess.run(
+                    [PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"],
+                    cwd=str(project),
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=deadline(60),
+                )
                 actors = json.loads(done.stdout or "{}").get("actors", [])
                 return [a["info"] for a in actors if a["name"] == "mcp" and a.get("info")]
 
             # `ctl status` names the front's tools when they are fewer than all (its NOTE column).
-            assert wait_until(front_info, timeout=COLD_START_S * 2, interval=0.5,
-                              what="the front's heartbeat") == [{"tools": "recall"}]
+            assert wait_until(front_info, timeout=COLD_START_S * 2, interval=0.5, what="the front's heartbeat") == [
+                {"tools": "recall"}
+            ]
             res = portal.call(client.call_tool, "read", {"path": "x.py"})
             assert res.is_error and res.content[0].text == "unknown tool 'read'; memtree has recall"
             until = time.monotonic() + COLD_START_S * 2  # the writer may still be starting
@@ -159,9 +171,17 @@ def test_serve_refuses_an_unknown_tool_name_in_one_line(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
     env.update(MEMTREE_HOME=str(tmp_path / "home"), PYTHONPATH=os.getcwd())
-    out = subprocess.run([PYTHON, "-m", "memtree.cli", "serve", "--tools", "recall,recal"], cwd=str(tmp_path),
-                         env=env, capture_output=True, text=True, timeout=COLD_START_S * 3, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "serve", "--tools", "recall,recal"],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=COLD_START_S * 3,
+        stdin=subprocess.DEVNULL,
+    )
     assert (out.returncode, out.stdout) == (2, "")
-    assert out.stderr == ("memtree serve: unknown tool 'recal' in --tools; memtree's tools are "
-                          "read, grep, bash, recall\n")
+    assert out.stderr == (
+        "memtree serve: unknown tool 'recal' in --tools; memtree's tools are read, grep, bash, recall\n"
+    )
     assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("supervisor.log"))

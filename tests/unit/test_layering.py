@@ -9,13 +9,17 @@ import ast
 import os
 import sys
 
-import pytest
 from tests.support import REPO
 
 REPO = REPO
 # Top-level folders installed under the memtree namespace (pyproject.toml).
-FOLDERS = {"memtree": "memtree", "actors": "memtree.actors", "supervisor": "memtree.supervisor",
-           "hooks": "memtree.hooks", "config": "memtree.config"}
+FOLDERS = {
+    "memtree": "memtree",
+    "actors": "memtree.actors",
+    "supervisor": "memtree.supervisor",
+    "hooks": "memtree.hooks",
+    "config": "memtree.config",
+}
 SQL_WORDS = ("SELECT ", "INSERT INTO", "UPDATE nodes", "DELETE FROM", "PRAGMA ", "CREATE TABLE")
 
 
@@ -46,7 +50,7 @@ def _imports(path: str, name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parts = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                parts = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
                 base = ".".join(parts + ([base] if base else []))
             out.add(base)
             out.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES)
@@ -82,7 +86,7 @@ def test_no_import_cycle_between_folders():
 
     def visit(u: str) -> None:
         if u in stack:
-            cycles.append(stack[stack.index(u):] + [u])
+            cycles.append(stack[stack.index(u) :] + [u])
             return
         if u in seen:
             return
@@ -120,11 +124,17 @@ def test_sql_lives_only_under_memtree_store():
         if mod.startswith("memtree.store"):
             continue
         for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
-                    w in node.value for w in SQL_WORDS) and not node.value.lstrip().startswith(("\n", "``")):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and any(w in node.value for w in SQL_WORDS)
+                and not node.value.lstrip().startswith(("\n", "``"))
+            ):
                 found.add(mod)
-    control = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and "SELECT " in n.value
-                  for n in ast.walk(ast.parse(open(MODULES["memtree.store.reads"]).read())))
+    control = any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and "SELECT " in n.value
+        for n in ast.walk(ast.parse(open(MODULES["memtree.store.reads"]).read()))
+    )
     assert control  # the scan sees SQL where it is
     assert found == set()
 
@@ -145,9 +155,19 @@ def _closure(start: str) -> set[str]:
 # What the capture hook may load: its own capture modules, the gate that
 # redacts what it spools, and the stdlib-only helpers they share (config: the
 # defaults on every run, the loader's validation once per config change).
-HOOK_MAY_IMPORT = ("memtree.capture", "memtree.gate", "memtree.text", "memtree.hooks.post_tool_use",
-                   "memtree.config", "memtree.store.uris", "memtree.store.kinds", "memtree.tokens",
-                   "memtree.paths", "memtree.protocol", "memtree.errors")
+HOOK_MAY_IMPORT = (
+    "memtree.capture",
+    "memtree.gate",
+    "memtree.text",
+    "memtree.hooks.post_tool_use",
+    "memtree.config",
+    "memtree.store.uris",
+    "memtree.store.kinds",
+    "memtree.tokens",
+    "memtree.paths",
+    "memtree.protocol",
+    "memtree.errors",
+)
 PACKAGES = ("memtree", "memtree.store", "memtree.config", "memtree.hooks")  # their __init__ only
 
 

@@ -40,8 +40,12 @@ def tidy(tx: Tx, spool_since: int = 0) -> dict:
     compacted, more = compact_audit(tx, int(tx.config.storage.maxBytes * AUDIT_SHARE))
     keys = trim_capture_keys(tx, spool_since)
     if compacted or keys:
-        tx.audit("tidy", None, reason="bookkeeping retention",
-                 detail={"audit_compacted": compacted, "capture_keys_dropped": keys})
+        tx.audit(
+            "tidy",
+            None,
+            reason="bookkeeping retention",
+            detail={"audit_compacted": compacted, "capture_keys_dropped": keys},
+        )
     # Free pages back to the OS (cheap: no FTS rewrite; that is Reclaim's, when over budget).
     before = tx.db.execute("PRAGMA freelist_count").fetchone()[0]
     tx.db.execute("PRAGMA incremental_vacuum").fetchall()
@@ -54,7 +58,8 @@ def audit_row_bytes(db) -> float:
     row = db.execute(
         "SELECT avg(length(actor) + length(action) + 2 * coalesce(length(node_id), 0)"
         " + coalesce(length(from_status), 0) + coalesce(length(to_status), 0) + length(reason) + length(detail))"
-        " FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT 256)").fetchone()
+        " FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT 256)"
+    ).fetchone()
     return (row[0] or 0) + _AUDIT_ROW_OVERHEAD
 
 
@@ -76,7 +81,9 @@ def compact_audit(tx: Tx, share_bytes: int) -> tuple[int, bool]:
         " SELECT strftime('%Y-%m', at / 1000, 'unixepoch'), actor, action, count(*), min(at), max(at)"
         " FROM audit WHERE seq < ? AND action != 'forget' GROUP BY 1, 2, 3"
         " ON CONFLICT(month, actor, action) DO UPDATE SET n = n + excluded.n,"
-        " first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)", (cut,))
+        " first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)",
+        (cut,),
+    )
     db.execute("DELETE FROM audit WHERE seq < ? AND action != 'forget'", (cut,))
     done = db.changes()
     return done, last - cut + 1 > keep
@@ -100,7 +107,11 @@ def spool_files_gone(db, existing: list[str]) -> None:
     between deleting a file and forgetting its ids). Ids from before files
     were recorded (``file`` NULL) go once no draining file is left."""
     marks = ",".join("?" * len(existing))
-    db.execute(f"DELETE FROM spool_applied WHERE file IS NOT NULL AND file NOT IN ({marks})" if existing
-               else "DELETE FROM spool_applied WHERE file IS NOT NULL", existing)
+    db.execute(
+        f"DELETE FROM spool_applied WHERE file IS NOT NULL AND file NOT IN ({marks})"
+        if existing
+        else "DELETE FROM spool_applied WHERE file IS NOT NULL",
+        existing,
+    )
     if not existing:
         db.execute("DELETE FROM spool_applied WHERE file IS NULL")

@@ -96,8 +96,8 @@ def redact_whole(fields: list[tuple]) -> list[tuple]:
         return fields
     out = []
     for start, end, sym, kind, content in fields:
-        same = "".join(raw[start - 1:end]) == content
-        out.append((start, end, sym, kind, "".join(clean[start - 1:end]) if same else redact_text(content)[0]))
+        same = "".join(raw[start - 1 : end]) == content
+        out.append((start, end, sym, kind, "".join(clean[start - 1 : end]) if same else redact_text(content)[0]))
     return out
 
 
@@ -119,12 +119,28 @@ def put_file(tx: Tx, rec) -> dict:
     whole = redact_whole(fields)
     for i, (start, end, symbol, ckind, content) in enumerate(whole):
         prepared = prepare_content(content, max_bytes, redacted=whole is not fields)
-        meta = {"path": path, "start": start, "end": end, "symbol": symbol, "chunk": ckind,
-                "tokens": tokens.count(prepared[0]), "origin": "read"}
+        meta = {
+            "path": path,
+            "start": start,
+            "end": end,
+            "symbol": symbol,
+            "chunk": ckind,
+            "tokens": tokens.count(prepared[0]),
+            "origin": "read",
+        }
         try:
-            nid = insert_node(tx, "file_chunk", content, parent_id=root, source_uri=uris.file_uri(path, start, end),
-                              metadata=meta, session_id=rec.session_id, status="live", mtime=rec.mtime,
-                              prepared=prepared)
+            nid = insert_node(
+                tx,
+                "file_chunk",
+                content,
+                parent_id=root,
+                source_uri=uris.file_uri(path, start, end),
+                metadata=meta,
+                session_id=rec.session_id,
+                status="live",
+                mtime=rec.mtime,
+                prepared=prepared,
+            )
         except Refused:  # a forgotten chunk stays forgotten; the rest of the file is stored
             chunk_ids.append(None)
             refused.append(i)
@@ -143,8 +159,7 @@ def put_file(tx: Tx, rec) -> dict:
         change_status(tx, old_id, "file_chunk", "stale", "superseded", reason, action="supersede")
         add_edges(tx, [{"src": _successor(meta, new), "dst": old_id, "kind": "supersedes"}])
         superseded.append(old_id)
-    out = {"root_id": root, "chunk_ids": chunk_ids, "reused": False, "superseded": superseded,
-           "changed": changed}
+    out = {"root_id": root, "chunk_ids": chunk_ids, "reused": False, "superseded": superseded, "changed": changed}
     if refused:
         out["refused"] = refused
     return out
@@ -164,8 +179,12 @@ def recent_output(tx: Tx, digest: str) -> str | None:
 
 def _children_of(tx: Tx, parent: str) -> list[str]:
     where, params = status_clause("n", CURRENT)
-    return [r[0] for r in tx.db.execute(
-        f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.id", [parent, *params])]
+    return [
+        r[0]
+        for r in tx.db.execute(
+            f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND {where} ORDER BY n.id", [parent, *params]
+        )
+    ]
 
 
 def put_tool_output(tx: Tx, rec) -> dict:
@@ -183,15 +202,32 @@ def put_tool_output(tx: Tx, rec) -> dict:
         return {"id": existing, "child_ids": _children_of(tx, existing), "deduped": True}
     parent = session_root(tx, rec.session_id) if rec.session_id else None
     meta = dict(rec.metadata, tool=rec.tool)
-    out_id = insert_node(tx, "tool_output", rec.content, parent_id=parent,
-                         source_uri=rec.source_uri or uris.tool_uri(rec.tool, digest), metadata=meta,
-                         session_id=rec.session_id, status="live", prepared=prepared)
+    out_id = insert_node(
+        tx,
+        "tool_output",
+        rec.content,
+        parent_id=parent,
+        source_uri=rec.source_uri or uris.tool_uri(rec.tool, digest),
+        metadata=meta,
+        session_id=rec.session_id,
+        status="live",
+        prepared=prepared,
+    )
     child_ids = []
     for c in rec.children:
         try:
-            child_ids.append(insert_node(
-                tx, c.get("kind", "file_chunk"), c["content"], parent_id=out_id, source_uri=c.get("source_uri"),
-                metadata=c.get("metadata") or {}, session_id=rec.session_id, status="live"))
+            child_ids.append(
+                insert_node(
+                    tx,
+                    c.get("kind", "file_chunk"),
+                    c["content"],
+                    parent_id=out_id,
+                    source_uri=c.get("source_uri"),
+                    metadata=c.get("metadata") or {},
+                    session_id=rec.session_id,
+                    status="live",
+                )
+            )
         except Refused:
             child_ids.append(None)
     return {"id": out_id, "child_ids": child_ids, "deduped": False}
@@ -229,7 +265,9 @@ def apply_plan(tx: Tx, plan, tool_use_id: str | None = None) -> dict:
             return dict(_stored_result(orjson.loads(row[0])), duplicate=True)
     out = _store_plan(tx, sid, nodes, prepared)
     if key is not None:
-        tx.db.execute("INSERT INTO capture_keys(key, result, at) VALUES (?, ?, ?)", (key, orjson.dumps(out).decode(), tx.now))
+        tx.db.execute(
+            "INSERT INTO capture_keys(key, result, at) VALUES (?, ?, ?)", (key, orjson.dumps(out).decode(), tx.now)
+        )
     return out
 
 
@@ -262,8 +300,12 @@ def _prepare_nodes(nodes: list, max_bytes: int) -> list:
         whole = redact_whole(fields)
         if whole is not fields:
             clean.update((i, f[4]) for i, f in zip(idx, whole))
-    return [prepare_content(clean[i], max_bytes, redacted=True) if i in clean
-            else prepare_content(n.get("content") or "", max_bytes) for i, n in enumerate(nodes)]
+    return [
+        prepare_content(clean[i], max_bytes, redacted=True)
+        if i in clean
+        else prepare_content(n.get("content") or "", max_bytes)
+        for i, n in enumerate(nodes)
+    ]
 
 
 def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
@@ -293,9 +335,18 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
             if uri and "#" not in uri:  # keyed by the stored (redacted) content, never the raw output
                 uri = f"{uri}#{digest}"
         try:
-            node_id = insert_node(tx, kind, "", parent_id=parent_id, source_uri=uri,
-                                  metadata=n.get("metadata") or {}, session_id=sid, status="pending",
-                                  mtime=n.get("mtime") or 0, prepared=prep)
+            node_id = insert_node(
+                tx,
+                kind,
+                "",
+                parent_id=parent_id,
+                source_uri=uri,
+                metadata=n.get("metadata") or {},
+                session_id=sid,
+                status="pending",
+                mtime=n.get("mtime") or 0,
+                prepared=prep,
+            )
         except Refused:
             refused += 1
             refs[n.get("ref")] = None
@@ -317,14 +368,18 @@ def shown_id(tx: Tx, node_id: str) -> str:
     its file's root (``recall ids=<root>`` shows the file as stored); the
     filter walker drops a pending node whose content equals a live node's, so
     otherwise name that live node."""
-    row = tx.db.execute("SELECT n.kind, n.metadata, p.kind, p.id FROM nodes n JOIN nodes p ON p.id = n.parent_id"
-                        " WHERE n.id = ?", (node_id,)).fetchone()
+    row = tx.db.execute(
+        "SELECT n.kind, n.metadata, p.kind, p.id FROM nodes n JOIN nodes p ON p.id = n.parent_id WHERE n.id = ?",
+        (node_id,),
+    ).fetchone()
     if row and row[0] == "file_chunk" and row[2] == "file" and "read" in orjson.loads(row[1]):
         return row[3]
     where, params = status_clause("o", LIVE)
     row = tx.db.execute(
         f"SELECT o.id FROM nodes n JOIN nodes o ON o.content_hash = n.content_hash AND o.id != n.id"
-        f" WHERE n.id = ? AND {where} ORDER BY o.created_at LIMIT 1", [node_id, *params]).fetchone()
+        f" WHERE n.id = ? AND {where} ORDER BY o.created_at LIMIT 1",
+        [node_id, *params],
+    ).fetchone()
     return row[0] if row else node_id
 
 
@@ -348,16 +403,24 @@ def latest_file_capture(tx: Tx, path: str) -> tuple[str, str, int] | None:
     rows = tx.db.execute(
         f"SELECT n.content, n.metadata, n.created_at, p.id FROM nodes n JOIN nodes p ON p.id = n.parent_id"
         f" WHERE p.source_uri = ? AND n.kind = 'file_chunk' AND {where} ORDER BY n.created_at DESC LIMIT ?",
-        [uris.file_uri(path), *params, MAX_CAPTURE_CHUNKS]).fetchall()
+        [uris.file_uri(path), *params, MAX_CAPTURE_CHUNKS],
+    ).fetchall()
     parsed = [(content, orjson.loads(meta), at, root) for content, meta, at, root in rows]
     for _content, m, at, root in parsed:
         rng = _read_range(m)
         total = m.get("total_lines")
-        if m.get("origin") != "hook" or rng[0] != 1 or not isinstance(total, int) or not (
-                rng[1] == total or m.get("truncated_by_token_cap")):
+        if (
+            m.get("origin") != "hook"
+            or rng[0] != 1
+            or not isinstance(total, int)
+            or not (rng[1] == total or m.get("truncated_by_token_cap"))
+        ):
             continue
-        parts = sorted((_line(pm, "start"), _line(pm, "end"), c) for c, pm, pat, _ in parsed
-                       if pat == at and _read_range(pm) == rng)
+        parts = sorted(
+            (_line(pm, "start"), _line(pm, "end"), c)
+            for c, pm, pat, _ in parsed
+            if pat == at and _read_range(pm) == rng
+        )
         line = 1
         for start, end, _c in parts:
             if start != line:
@@ -378,6 +441,14 @@ def mark_spool_applied(db, entry_id: str, at: int, file: str | None = None) -> N
     db.execute("INSERT OR IGNORE INTO spool_applied(entry_id, at, file) VALUES (?, ?, ?)", (entry_id, at, file))
 
 
-__all__ = ["put_file", "put_tool_output", "apply_plan", "recent_output", "shown_id", "latest_file_capture",
-           "is_spool_applied",
-           "mark_spool_applied", "is_tombstoned"]
+__all__ = [
+    "put_file",
+    "put_tool_output",
+    "apply_plan",
+    "recent_output",
+    "shown_id",
+    "latest_file_capture",
+    "is_spool_applied",
+    "mark_spool_applied",
+    "is_tombstoned",
+]

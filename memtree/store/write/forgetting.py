@@ -35,7 +35,7 @@ def _norm(line: str) -> tuple[str, str]:
     """(prefix kept in place, normalised text) of one line."""
     m = _PREFIX.match(line)
     pre = m.group(0) if m else ""
-    return pre, line[len(pre):].strip()
+    return pre, line[len(pre) :].strip()
 
 
 def line_key(text: str) -> str:
@@ -55,15 +55,24 @@ def distinctive_lines(text: str) -> dict[str, str]:
 
 
 def has_line_tombstones(db) -> bool:
-    return db.execute("SELECT 1 FROM tombstones WHERE content_hash >= ? AND content_hash < ? LIMIT 1",
-                      (LINE_KEY, LINE_KEY[:-1] + ";")).fetchone() is not None
+    return (
+        db.execute(
+            "SELECT 1 FROM tombstones WHERE content_hash >= ? AND content_hash < ? LIMIT 1",
+            (LINE_KEY, LINE_KEY[:-1] + ";"),
+        ).fetchone()
+        is not None
+    )
 
 
 def _tombstoned_keys(db, keys: list[str]) -> set[str]:
     found: set[str] = set()
     for part in batches(keys):
-        found.update(r[0] for r in db.execute(
-            f"SELECT content_hash FROM tombstones WHERE content_hash IN ({','.join('?' * len(part))})", part))
+        found.update(
+            r[0]
+            for r in db.execute(
+                f"SELECT content_hash FROM tombstones WHERE content_hash IN ({','.join('?' * len(part))})", part
+            )
+        )
     return found
 
 
@@ -119,9 +128,15 @@ def same_hash(db, hashes: list[str], skip: set) -> list[str]:
     where, params = status_clause("n", NOT_FORGOTTEN)
     out = []
     for part in batches(hashes):
-        out += [r[0] for r in db.execute(
-            f"SELECT n.id FROM nodes n WHERE n.content_hash IN ({_in(part)}) AND n.kind NOT IN ('session', 'file')"
-            f" AND {where}", [*part, *params]) if r[0] not in skip]
+        out += [
+            r[0]
+            for r in db.execute(
+                f"SELECT n.id FROM nodes n WHERE n.content_hash IN ({_in(part)}) AND n.kind NOT IN ('session', 'file')"
+                f" AND {where}",
+                [*part, *params],
+            )
+            if r[0] not in skip
+        ]
     return out
 
 
@@ -130,10 +145,15 @@ def summaries_of(db, ids: list[str], skip: set) -> list[str]:
     where, params = status_clause("n", NOT_FORGOTTEN)
     out = []
     for part in batches(ids):
-        out += [r[0] for r in db.execute(
-            f"SELECT DISTINCT e.src_id FROM edges e JOIN nodes n ON n.id = e.src_id"
-            f" WHERE e.kind = 'summarizes' AND e.dst_id IN ({_in(part)}) AND {where}", [*part, *params])
-            if r[0] not in skip]
+        out += [
+            r[0]
+            for r in db.execute(
+                f"SELECT DISTINCT e.src_id FROM edges e JOIN nodes n ON n.id = e.src_id"
+                f" WHERE e.kind = 'summarizes' AND e.dst_id IN ({_in(part)}) AND {where}",
+                [*part, *params],
+            )
+            if r[0] not in skip
+        ]
     return out
 
 
@@ -144,11 +164,12 @@ def holding_lines(db, lines: dict[str, str], skip: set) -> list[tuple[str, str]]
     where, params = status_clause("n", NOT_FORGOTTEN)
     found: dict[str, str] = {}
     for i in range(0, len(longest), 16):
-        part = longest[i:i + 16]
+        part = longest[i : i + 16]
         cond = " OR ".join("instr(n.content, ?) > 0" for _ in part)
         for nid, content in db.execute(
-                f"SELECT n.id, n.content FROM nodes n WHERE n.kind NOT IN ('session', 'file') AND {where}"
-                f" AND ({cond})", [*params, *part]):
+            f"SELECT n.id, n.content FROM nodes n WHERE n.kind NOT IN ('session', 'file') AND {where} AND ({cond})",
+            [*params, *part],
+        ):
             if nid not in skip:
                 found[nid] = content
     return list(found.items())

@@ -42,8 +42,15 @@ class Tx:
         # Writes that must survive this request's rollback (refusal audits, counters).
         self.keep: list[tuple[str, tuple]] = []
 
-    def audit(self, action: str, node_id: str | None, from_status: str | None = None,
-              to_status: str | None = None, reason: str = "", detail: dict | None = None) -> None:
+    def audit(
+        self,
+        action: str,
+        node_id: str | None,
+        from_status: str | None = None,
+        to_status: str | None = None,
+        reason: str = "",
+        detail: dict | None = None,
+    ) -> None:
         self.db.execute(
             "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
             " VALUES (?,?,?,?,?,?,?,?)",
@@ -52,11 +59,13 @@ class Tx:
 
     def audit_kept(self, action: str, node_id: str | None, reason: str, detail: dict | None = None) -> None:
         """An audit row written even if the request is rolled back (e.g. a refusal)."""
-        self.keep.append((
-            "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
-            " VALUES (?,?,?,?,NULL,NULL,?,?)",
-            (now_ms(), self.actor, action, node_id, clean(reason), _json(clean_meta(detail))),
-        ))
+        self.keep.append(
+            (
+                "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
+                " VALUES (?,?,?,?,NULL,NULL,?,?)",
+                (now_ms(), self.actor, action, node_id, clean(reason), _json(clean_meta(detail))),
+            )
+        )
 
     def count_kept(self, name: str, n: int = 1) -> None:
         self.keep.append((_BUMP, (name, n)))
@@ -67,8 +76,7 @@ class Tx:
         self.changed.setdefault(status, {})[node_id] = kind
 
 
-_BUMP = ("INSERT INTO counters(name, value) VALUES (?, ?)"
-         " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value")
+_BUMP = "INSERT INTO counters(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value"
 
 
 def bump_counter(db, name: str, n: int = 1) -> None:
@@ -139,9 +147,19 @@ def _require(db, node_id, what: str):
     return row
 
 
-def insert_node(tx: Tx, kind: str, content: str, *, parent_id: str | None = None,
-                source_uri: str | None = None, metadata: dict | None = None, session_id: str | None = None,
-                status: str = "pending", mtime: int = 0, prepared: tuple | None = None) -> str:
+def insert_node(
+    tx: Tx,
+    kind: str,
+    content: str,
+    *,
+    parent_id: str | None = None,
+    source_uri: str | None = None,
+    metadata: dict | None = None,
+    session_id: str | None = None,
+    status: str = "pending",
+    mtime: int = 0,
+    prepared: tuple | None = None,
+) -> str:
     """Insert one node through the redaction gate; Refused if its content was forgotten."""
     if kind not in NODE_KINDS:
         raise BadRequest(f"unknown node kind {kind!r}; expected one of {', '.join(NODE_KINDS)}")
@@ -153,13 +171,21 @@ def insert_node(tx: Tx, kind: str, content: str, *, parent_id: str | None = None
     if kind not in ROOT_KINDS:
         text, cut, gone = forgetting.scrub_new(tx.db, text)
         if gone or is_tombstoned(tx.db, digest):
-            tx.audit_kept("refused", None, "content was forgotten (tombstoned)",
-                          {"hash": digest, "kind": kind, "source_uri": clean(source_uri)})
+            tx.audit_kept(
+                "refused",
+                None,
+                "content was forgotten (tombstoned)",
+                {"hash": digest, "kind": kind, "source_uri": clean(source_uri)},
+            )
             raise Refused("this content was forgotten earlier and is not stored again")
         if cut:
             digest = content_hash(text)
-            tx.audit_kept("refused", None, f"{cut} forgotten lines left out of a new capture",
-                          {"kind": kind, "source_uri": clean(source_uri), "forgotten_lines": cut})
+            tx.audit_kept(
+                "refused",
+                None,
+                f"{cut} forgotten lines left out of a new capture",
+                {"kind": kind, "source_uri": clean(source_uri), "forgotten_lines": cut},
+            )
     node_id = ulid()
     source_uri = clean(source_uri)
     metadata = dict(clean_meta(metadata), redaction=REDACTION_VERSION)
@@ -167,8 +193,22 @@ def insert_node(tx: Tx, kind: str, content: str, *, parent_id: str | None = None
         "INSERT INTO nodes(id, parent_id, kind, source_uri, content, content_hash, status, mtime,"
         " created_at, updated_at, truncated, original_bytes, metadata, session_id)"
         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (node_id, parent_id, kind, source_uri, text, digest, status, int(mtime), tx.now, tx.now,
-         int(truncated), original, _json(metadata or {}), session_id),
+        (
+            node_id,
+            parent_id,
+            kind,
+            source_uri,
+            text,
+            digest,
+            status,
+            int(mtime),
+            tx.now,
+            tx.now,
+            int(truncated),
+            original,
+            _json(metadata or {}),
+            session_id,
+        ),
     )
     tx.audit("insert", node_id, None, status, detail={"kind": kind, "truncated": truncated})
     tx.note(node_id, kind, status)
@@ -190,7 +230,8 @@ def session_root(tx: Tx, session_id: str) -> str:
         raise BadRequest("session id must be a non-empty string")
     uri = uris.session_uri(session_id)
     return _find_root(tx, "session", uri) or insert_node(
-        tx, "session", "", source_uri=uri, metadata={"session": session_id}, session_id=session_id, status="live")
+        tx, "session", "", source_uri=uri, metadata={"session": session_id}, session_id=session_id, status="live"
+    )
 
 
 def file_root(tx: Tx, path: str) -> str:
@@ -199,7 +240,8 @@ def file_root(tx: Tx, path: str) -> str:
         raise BadRequest("file path must be an absolute path")
     uri = clean(uris.file_uri(path))  # looked up as stored
     return _find_root(tx, "file", uri) or insert_node(
-        tx, "file", "", source_uri=uri, metadata={"path": path}, status="live")
+        tx, "file", "", source_uri=uri, metadata={"path": path}, status="live"
+    )
 
 
 def add_node(tx: Tx, rec) -> dict:
@@ -208,8 +250,17 @@ def add_node(tx: Tx, rec) -> dict:
         _require(tx.db, parent_id, "parent_id")
     elif rec.session_id and rec.kind != "session":
         parent_id = session_root(tx, rec.session_id)
-    node_id = insert_node(tx, rec.kind, rec.content, parent_id=parent_id, source_uri=rec.source_uri,
-                          metadata=rec.metadata, session_id=rec.session_id, status=rec.status, mtime=rec.mtime)
+    node_id = insert_node(
+        tx,
+        rec.kind,
+        rec.content,
+        parent_id=parent_id,
+        source_uri=rec.source_uri,
+        metadata=rec.metadata,
+        session_id=rec.session_id,
+        status=rec.status,
+        mtime=rec.mtime,
+    )
     refs = []
     for ref in rec.refs:
         if not isinstance(ref, dict):
@@ -264,8 +315,9 @@ def add_edges(tx: Tx, edges: list) -> int:
         _require(tx.db, dst, "edge dst")
         if src == dst:
             raise BadRequest("an edge cannot point at its own source")
-        tx.db.execute("INSERT OR IGNORE INTO edges(src_id, dst_id, kind, created_at) VALUES (?,?,?,?)",
-                      (src, dst, kind, tx.now))
+        tx.db.execute(
+            "INSERT OR IGNORE INTO edges(src_id, dst_id, kind, created_at) VALUES (?,?,?,?)", (src, dst, kind, tx.now)
+        )
         if tx.db.changes():
             added += 1
             tx.audit("edge", src, reason=kind, detail={"dst": dst, "kind": kind})
@@ -335,8 +387,10 @@ def _forget_one(tx: Tx, nid: str, reason: str) -> None:
 
 def _rewrite(tx: Tx, nid: str, text: str, cut: int, reason: str) -> None:
     """Another row that quoted forgotten lines keeps the rest; its vector goes (it was made from the old text)."""
-    tx.db.execute("UPDATE nodes SET content = ?, content_hash = ?, updated_at = ? WHERE id = ?",
-                  (text, content_hash(text), tx.now, nid))
+    tx.db.execute(
+        "UPDATE nodes SET content = ?, content_hash = ?, updated_at = ? WHERE id = ?",
+        (text, content_hash(text), tx.now, nid),
+    )
     tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (nid,))
     tx.audit("scrub", nid, reason=reason, detail={"forgotten_lines": cut})
 
@@ -351,9 +405,13 @@ def _summaries_above(db, node_id: str) -> list[str]:
         if row is None or row[3] is None:
             break
         cur = row[3]
-        out += [r[0] for r in db.execute(
-            f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND n.kind = 'summary' AND n.id != ? AND {where}",
-            [cur, node_id, *params])]
+        out += [
+            r[0]
+            for r in db.execute(
+                f"SELECT n.id FROM nodes n WHERE n.parent_id = ? AND n.kind = 'summary' AND n.id != ? AND {where}",
+                [cur, node_id, *params],
+            )
+        ]
     return out
 
 
@@ -399,12 +457,14 @@ def rebuild_indexes(tx: Tx, reason: str) -> dict:
     re-embeds live nodes that have none.)"""
     indexed, iparams = status_clause("n", INDEXED)
     tx.db.execute("INSERT INTO nodes_fts(nodes_fts) VALUES('delete-all')")
-    tx.db.execute(f"INSERT INTO nodes_fts(rowid, content, source_uri)"
-                  f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE {indexed}", iparams)
+    tx.db.execute(
+        f"INSERT INTO nodes_fts(rowid, content, source_uri)"
+        f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE {indexed}",
+        iparams,
+    )
     fts = tx.db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
     # Vectors of stale and superseded nodes are kept on purpose (store/integrity.py).
     tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})", iparams)
     dropped = tx.db.changes()
     tx.audit("rebuild_indexes", None, None, None, reason, detail={"fts_rows": fts, "vectors_dropped": dropped})
     return {"fts_rows": fts, "vectors_dropped": dropped}
-

@@ -22,23 +22,30 @@ def reredact(tx: Tx, ids: list) -> list[str]:
     where, params = status_clause("n", NOT_FORGOTTEN)
     changed = []
     for node_id in dict.fromkeys(ids):
-        row = tx.db.execute(f"SELECT n.content, n.metadata, n.source_uri FROM nodes n WHERE n.id = ? AND {where}",
-                            [node_id, *params]).fetchone()
+        row = tx.db.execute(
+            f"SELECT n.content, n.metadata, n.source_uri FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]
+        ).fetchone()
         if row is None:
             continue
-        content, meta = redact_text(row[0])[0], dict(clean_meta(orjson.loads(row[1] or "{}")), redaction=REDACTION_VERSION)
+        content, meta = (
+            redact_text(row[0])[0],
+            dict(clean_meta(orjson.loads(row[1] or "{}")), redaction=REDACTION_VERSION),
+        )
         uri, meta_text = clean(row[2]), _json(meta)
         text_changed = content != row[0] or uri != row[2]
         if not text_changed and meta_text == row[1]:
             continue  # nothing to change, nothing to audit
         # updated_at stays: it dates the last status change, which the pruner ages by.
-        tx.db.execute("UPDATE nodes SET content = ?, content_hash = ?, metadata = ?, source_uri = ? WHERE id = ?",
-                      (content, content_hash(content), meta_text, uri, node_id))
+        tx.db.execute(
+            "UPDATE nodes SET content = ?, content_hash = ?, metadata = ?, source_uri = ? WHERE id = ?",
+            (content, content_hash(content), meta_text, uri, node_id),
+        )
         if text_changed:
             tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))  # made from the old text
             tx.audit("redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied: content changed")
             changed.append(node_id)
         else:  # every mutation is audited, a metadata-only one too
-            tx.audit("redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied: metadata only "
-                                                f"(redaction version)")
+            tx.audit(
+                "redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied: metadata only (redaction version)"
+            )
     return changed

@@ -17,6 +17,7 @@ def _text(tx: Tx, node_id: str) -> str:
     row = tx.db.execute(f"SELECT n.content FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]).fetchone()
     return row[0] if row else ""
 
+
 # vec_log rows a reader may still need; older ones go (store/vector_index.py
 # reloads a reader that fell behind the trim).
 VEC_LOG_KEEP = 200_000
@@ -42,14 +43,18 @@ def put_vectors(tx: Tx, rec) -> dict:
             continue
         blob = to_blob(vec)
         # An upsert keeps the row's rowid (REPLACE would delete it unseen by the vec_log trigger).
-        tx.db.execute("INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code) VALUES (?,?,?,?,?,?) "
-                      "ON CONFLICT(node_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
-                      "embedding = excluded.embedding, embedded_at = excluded.embedded_at, code = excluded.code",
-                      (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob)))
+        tx.db.execute(
+            "INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code) VALUES (?,?,?,?,?,?) "
+            "ON CONFLICT(node_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
+            "embedding = excluded.embedding, embedded_at = excluded.embedded_at, code = excluded.code",
+            (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob)),
+        )
         stored.append(item["node_id"])
     trim_vec_log(tx.db)
     if stored:  # one row per batch: vectors are derived data, the audit says who and which model
-        tx.audit("embed", None, reason=rec.model, detail={"dim": rec.dim, "stored": len(stored), "skipped": len(skipped)})
+        tx.audit(
+            "embed", None, reason=rec.model, detail={"dim": rec.dim, "stored": len(stored), "skipped": len(skipped)}
+        )
     return {"stored": len(stored), "skipped": skipped}
 
 
@@ -62,8 +67,11 @@ def trim_vec_log(db, keep: int = VEC_LOG_KEEP) -> int:
         return 0
     db.execute("DELETE FROM vec_log WHERE seq <= ?", (upto,))
     deleted = db.changes()
-    db.execute("INSERT INTO counters(name, value) VALUES ('vec_log_trimmed', ?) "
-               "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)", (upto,))
+    db.execute(
+        "INSERT INTO counters(name, value) VALUES ('vec_log_trimmed', ?) "
+        "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)",
+        (upto,),
+    )
     return deleted
 
 
@@ -84,7 +92,9 @@ def supersede(tx: Tx, rec) -> dict:
     tx.db.execute("UPDATE nodes SET status = 'superseded', updated_at = ? WHERE id = ?", (tx.now, rec.old_id))
     tx.audit("supersede", rec.old_id, "live", "superseded", reason, detail={"by": rec.keep_id, "score": rec.score})
     tx.note(rec.old_id, old[0], "superseded")
-    tx.db.execute("INSERT OR IGNORE INTO edges(src_id, dst_id, kind, created_at) VALUES (?,?,?,?)",
-                  (rec.keep_id, rec.old_id, "supersedes", tx.now))
+    tx.db.execute(
+        "INSERT OR IGNORE INTO edges(src_id, dst_id, kind, created_at) VALUES (?,?,?,?)",
+        (rec.keep_id, rec.old_id, "supersedes", tx.now),
+    )
     tx.audit("edge", rec.keep_id, reason="supersedes", detail={"dst": rec.old_id, "kind": "supersedes"})
     return {"superseded": True}

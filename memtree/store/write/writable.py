@@ -78,5 +78,7 @@ class Writability:
         return lasted
 
     def message(self) -> str:
-        return (f"the writer cannot store anything: {self.problem}; nothing was stored, "
-                f"it retries by itself every {self.backoff:g}s at most")
+        return (
+            f"the writer cannot store anything: {self.problem}; nothing was stored, "
+            f"it retries by itself every {self.backoff:g}s at most"
+        )

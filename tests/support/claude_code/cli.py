@@ -30,12 +30,23 @@ class RegistryUnreachable(Exception):
 
 
 # npm's error codes for "could not reach the registry" (anything else is a failure, not a skip).
-NETWORK_ERRORS = ("ECONNREFUSED", "ENOTFOUND", "ETIMEDOUT", "EAI_AGAIN", "ECONNRESET", "ENETUNREACH",
-                  "EHOSTUNREACH", "ERR_SOCKET_TIMEOUT", "network")
+NETWORK_ERRORS = (
+    "ECONNREFUSED",
+    "ENOTFOUND",
+    "ETIMEDOUT",
+    "EAI_AGAIN",
+    "ECONNRESET",
+    "ENETUNREACH",
+    "EHOSTUNREACH",
+    "ERR_SOCKET_TIMEOUT",
+    "network",
+)
 
 
 def cache_dir() -> str:
-    base = os.environ.get("MEMTREE_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "memtree-claude-code")
+    base = os.environ.get("MEMTREE_TEST_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "memtree-claude-code"
+    )
     return os.path.join(base, VERSION)
 
 
@@ -49,8 +60,10 @@ def _works(path: str) -> bool:
 
 def find_binary(prefix: str) -> str | None:
     """bin/claude, else the platform package's native binary (postinstall skipped)."""
-    cands = [os.path.join(prefix, "node_modules", ".bin", "claude"),
-             *glob.glob(os.path.join(prefix, "node_modules", "@anthropic-ai", "claude-code-linux-*", "claude"))]
+    cands = [
+        os.path.join(prefix, "node_modules", ".bin", "claude"),
+        *glob.glob(os.path.join(prefix, "node_modules", "@anthropic-ai", "claude-code-linux-*", "claude")),
+    ]
     return next((c for c in cands if os.path.isfile(c) and _works(c)), None)
 
 
@@ -65,8 +78,12 @@ def ensure_cli() -> str:
 
     if shutil.which("npm") is None:
         raise RegistryUnreachable("npm is not installed, so the npm registry cannot be reached")
-    ping = subprocess.run(["npm", "view", f"@anthropic-ai/claude-code@{VERSION}", "version"],
-                          capture_output=True, text=True, timeout=deadline(300))
+    ping = subprocess.run(
+        ["npm", "view", f"@anthropic-ai/claude-code@{VERSION}", "version"],
+        capture_output=True,
+        text=True,
+        timeout=deadline(300),
+    )
     if ping.returncode != 0 or VERSION not in ping.stdout:
         errors = [ln for ln in ping.stderr.splitlines() if ln.startswith("npm error") and "complete log" not in ln]
         why = "; ".join(errors[:2]) or ping.stderr.strip()[-300:]
@@ -74,8 +91,12 @@ def ensure_cli() -> str:
             raise RegistryUnreachable(f"`npm view @anthropic-ai/claude-code@{VERSION}`: {why}")
         raise AssertionError(f"npm reached no answer for @anthropic-ai/claude-code@{VERSION}: {why}")
     os.makedirs(prefix, exist_ok=True)
-    done = subprocess.run(["npm", "install", "--prefix", prefix, f"@anthropic-ai/claude-code@{VERSION}"],
-                          capture_output=True, text=True, timeout=deadline(900))
+    done = subprocess.run(
+        ["npm", "install", "--prefix", prefix, f"@anthropic-ai/claude-code@{VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=deadline(900),
+    )
     assert done.returncode == 0, f"npm install failed:\n{done.stderr[-2000:]}"
     found = find_binary(prefix)
     assert found, f"npm installed @anthropic-ai/claude-code@{VERSION} but no working binary under {prefix}"
@@ -85,20 +106,29 @@ def ensure_cli() -> str:
 def base_env(home: str, extra: dict | None = None) -> dict:
     """The CLI's environment: isolated HOME and config dir, nothing inherited
     from an outer Claude Code session, all model traffic to 127.0.0.1."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CLAUDE", "ANTHROPIC", "MEMTREE_", "MCP_")) and k != "VIRTUAL_ENV"}
-    env.update({
-        "HOME": home, "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
-        "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        # -p waits this long for MCP servers before the first request (the plugin's
-        # first run installs memtree's environment meanwhile).
-        # MCP_TIMEOUT is how long a starting server may take (default 30 s).
-        "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
-        "MCP_TIMEOUT": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
-        # pip inside the plugin's first run reuses the developer's wheel cache.
-        "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pip"),
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLAUDE", "ANTHROPIC", "MEMTREE_", "MCP_")) and k != "VIRTUAL_ENV"
+    }
+    env.update(
+        {
+            "HOME": home,
+            "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # -p waits this long for MCP servers before the first request (the plugin's
+            # first run installs memtree's environment meanwhile).
+            # MCP_TIMEOUT is how long a starting server may take (default 30 s).
+            "MCP_CONNECTION_NONBLOCKING": "0",
+            "MCP_CONNECT_TIMEOUT_MS": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
+            "MCP_TIMEOUT": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
+            # pip inside the plugin's first run reuses the developer's wheel cache.
+            "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pip"),
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -111,9 +141,24 @@ class FakeApi:
         with open(path, "w") as f:
             json.dump(script, f)
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", FAKE_API, "--port", "0", "--script", path,
-             "--log", self.log, "--var", f"PROJ={project}"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            [
+                sys.executable,
+                "-I",
+                FAKE_API,
+                "--port",
+                "0",
+                "--script",
+                path,
+                "--log",
+                self.log,
+                "--var",
+                f"PROJ={project}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         line = self.proc.stdout.readline()  # blocks until it listens (or dies: empty line)
         assert "listening on" in line, f"fake API did not start: {line!r}"
         self.url = line.strip().rsplit(" ", 1)[-1]
@@ -132,16 +177,36 @@ class FakeApi:
 
 
 def claude(binary: str, args: list[str], env: dict, cwd: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([binary, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [binary, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def run_session(binary: str, env: dict, project: str, allowed: str, out_dir: str) -> dict:
     """``claude -p`` in ``project``; returns its JSON result (with session_id)."""
-    argv = [binary, "-p", "do the thing", "--output-format", "json", "--permission-mode", "default",
-            "--allowedTools", allowed, "--debug-file", os.path.join(out_dir, "claude_debug.log")]
-    proc = subprocess.Popen(argv, env=env, cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    argv = [
+        binary,
+        "-p",
+        "do the thing",
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "default",
+        "--allowedTools",
+        allowed,
+        "--debug-file",
+        os.path.join(out_dir, "claude_debug.log"),
+    ]
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=deadline(RUN_TIMEOUT_S))
     finally:
@@ -168,8 +233,11 @@ def tool_results(requests: list[dict]) -> dict[str, str]:
             if c.get("type") == "tool_use":
                 names[c["id"]] = c["name"]
             elif c.get("type") == "tool_result":
-                body = c["content"] if isinstance(c["content"], str) else "\n".join(
-                    x.get("text", "") for x in c["content"])
+                body = (
+                    c["content"]
+                    if isinstance(c["content"], str)
+                    else "\n".join(x.get("text", "") for x in c["content"])
+                )
                 out[names.get(c["tool_use_id"], "?")] = ("ERROR: " if c.get("is_error") else "") + body
     return out
 
@@ -177,6 +245,7 @@ def tool_results(requests: list[dict]) -> dict[str, str]:
 def reap_leftovers(marker: str, timeout: float = 30.0) -> list[str]:
     """Wait for processes of this test (``marker`` in their command line or
     MEMTREE_HOME) to exit; kill what remains and return their descriptions."""
+
     def ours():
         found = []
         for p in psutil.process_iter(["pid", "cmdline"]):
@@ -189,6 +258,7 @@ def reap_leftovers(marker: str, timeout: float = 30.0) -> list[str]:
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
         return found
+
     deadline = time.monotonic() + timeout
     left = ours()
     while left and time.monotonic() < deadline:

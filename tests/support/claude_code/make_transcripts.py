@@ -34,20 +34,31 @@ FILES = {
 SESSIONS = [
     [  # read, grep, bash
         {"tool_use": {"name": "Read", "input": {"file_path": "${PROJ}/README.md"}}},
-        {"tool_use": {"name": "Grep", "input": {"pattern": "def greet", "path": "${PROJ}", "output_mode": "content",
-                                                "-n": True}}},
+        {
+            "tool_use": {
+                "name": "Grep",
+                "input": {"pattern": "def greet", "path": "${PROJ}", "output_mode": "content", "-n": True},
+            }
+        },
         {"tool_use": {"name": "Bash", "input": {"command": "echo build-ok-marmot; ls", "description": "list"}}},
-        {"text": "Done."}],
+        {"text": "Done."},
+    ],
     [  # a large Bash output the CLI spills under tool-results/, a failing command, a missing file
         {"tool_use": {"name": "Bash", "input": {"command": "seq 1 40000", "description": "count"}}},
         {"tool_use": {"name": "Bash", "input": {"command": "echo failing-step; exit 3", "description": "fail"}}},
         {"tool_use": {"name": "Read", "input": {"file_path": "${PROJ}/missing.txt"}}},
-        {"text": "Done."}],
+        {"text": "Done."},
+    ],
     [  # parallel calls, a ranged read
-        {"tool_use": [{"name": "Read", "input": {"file_path": "${PROJ}/src/app.py"}},
-                      {"name": "Read", "input": {"file_path": "${PROJ}/src/util.py", "offset": 1, "limit": 1}}]},
+        {
+            "tool_use": [
+                {"name": "Read", "input": {"file_path": "${PROJ}/src/app.py"}},
+                {"name": "Read", "input": {"file_path": "${PROJ}/src/util.py", "offset": 1, "limit": 1}},
+            ]
+        },
         {"tool_use": {"name": "Grep", "input": {"pattern": "slugify"}}},
-        {"text": "Done."}],
+        {"text": "Done."},
+    ],
 ]
 
 
@@ -73,8 +84,13 @@ def main() -> int:
             out = os.path.join(root, f"out{i}")
             api = cli.FakeApi({"side_text": "ok", "turns": turns}, out, proj)
             try:
-                result = cli.run_session(binary, {**env, "ANTHROPIC_BASE_URL": api.url,
-                                                  "ANTHROPIC_API_KEY": "sk-dummy"}, proj, "Read Grep Bash", out)
+                result = cli.run_session(
+                    binary,
+                    {**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
+                    proj,
+                    "Read Grep Bash",
+                    out,
+                )
             finally:
                 api.close()
             print(f"session {i}: {result['session_id']}", file=sys.stderr)

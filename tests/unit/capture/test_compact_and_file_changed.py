@@ -8,19 +8,27 @@ import os
 import subprocess
 
 from memtree.ops.install import hook_argv
+from tests.support import COLD_START_S, deadline, wait_until
 from tests.support.actor_procs import rows
 from tests.support.hook_support import hook_env, run_hook
-from tests.support import COLD_START_S, deadline, wait_until
 
 SLOW = {"MEMTREE_HOOK_TIMEOUT_MS": "10000"}
 SID = "sess-compacted"
-SUMMARY = ("The user is fixing refund rounding in billing.py; charge_7 must round half-even. "
-           "Deploy key AKIAQWERTYUIOPASDF7K was pasted by mistake.")
+SUMMARY = (
+    "The user is fixing refund rounding in billing.py; charge_7 must round half-even. "
+    "Deploy key AKIAQWERTYUIOPASDF7K was pasted by mistake."
+)
 
 
 def _hook(system, arg: str, payload: dict, **env) -> subprocess.CompletedProcess:
-    done = subprocess.run(hook_argv() + [arg], input=json.dumps(payload).encode(), cwd=system.project,
-                          env=hook_env(system, **{**SLOW, **env}), capture_output=True, timeout=deadline(60))
+    done = subprocess.run(
+        hook_argv() + [arg],
+        input=json.dumps(payload).encode(),
+        cwd=system.project,
+        env=hook_env(system, **{**SLOW, **env}),
+        capture_output=True,
+        timeout=deadline(60),
+    )
     assert done.returncode == 0 and done.stderr == b"", done.stderr[-400:]
     return done
 
@@ -29,11 +37,19 @@ def _read(system, path: str, session: str = SID) -> dict:
     with open(path) as f:
         content = f.read()
     n = content.count("\n")
-    return {"session_id": session, "transcript_path": "/dev/null", "cwd": system.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": f"toolu_{os.path.basename(path)}",
-            "tool_input": {"file_path": path},
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": n,
-                                                       "startLine": 1, "totalLines": n}}}
+    return {
+        "session_id": session,
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_use_id": f"toolu_{os.path.basename(path)}",
+        "tool_input": {"file_path": path},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": n, "startLine": 1, "totalLines": n},
+        },
+    }
 
 
 def _write(path: str, text: str) -> None:
@@ -43,28 +59,48 @@ def _write(path: str, text: str) -> None:
 
 
 def _start(system, source: str, transcript: str = "/dev/null") -> dict:
-    payload = {"session_id": SID, "transcript_path": transcript, "cwd": system.project,
-               "hook_event_name": "SessionStart", "source": source}
+    payload = {
+        "session_id": SID,
+        "transcript_path": transcript,
+        "cwd": system.project,
+        "hook_event_name": "SessionStart",
+        "source": source,
+    }
     done = _hook(system, "session-start", payload)
     return json.loads(done.stdout)["hookSpecificOutput"] if done.stdout else {}
 
 
 def _settled(system) -> None:
-    wait_until(lambda: rows(system.paths, "SELECT count(*) FROM nodes WHERE status = 'pending'") == [(0,)],
-               timeout=COLD_START_S, what="the filter settled every capture")
+    wait_until(
+        lambda: rows(system.paths, "SELECT count(*) FROM nodes WHERE status = 'pending'") == [(0,)],
+        timeout=COLD_START_S,
+        what="the filter settled every capture",
+    )
 
 
 def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compact_and_resume(system, tmp_path):
     billing = os.path.join(system.project, "billing.py")
     _write(billing, "".join(f"def charge_{i}(amount):\n    return amount * {i}\n\n" for i in range(30)))
     run_hook(system, _read(system, billing), **SLOW)
-    done = _hook(system, "post-compact", {"session_id": SID, "transcript_path": "/dev/null", "cwd": system.project,
-                                          "hook_event_name": "PostCompact", "trigger": "auto",
-                                          "compact_summary": SUMMARY})
+    done = _hook(
+        system,
+        "post-compact",
+        {
+            "session_id": SID,
+            "transcript_path": "/dev/null",
+            "cwd": system.project,
+            "hook_event_name": "PostCompact",
+            "trigger": "auto",
+            "compact_summary": SUMMARY,
+        },
+    )
     assert done.stdout == b""  # PostCompact shows nothing and cannot block
     _settled(system)
-    [(content, status, meta)] = rows(system.paths, "SELECT content, status, metadata FROM nodes WHERE kind ="
-                                     " 'observation' AND session_id = ?", (SID,))
+    [(content, status, meta)] = rows(
+        system.paths,
+        "SELECT content, status, metadata FROM nodes WHERE kind = 'observation' AND session_id = ?",
+        (SID,),
+    )
     assert status == "live" and json.loads(meta)["origin"] == "compact" and json.loads(meta)["trigger"] == "auto"
     assert "charge_7 must round half-even" in content and "AKIAQWERTYUIOPASDF7K" not in content
 
@@ -77,12 +113,23 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
     # compact: SessionStart runs before PostCompact (2.1.197), so the newest summary is the transcript's
     transcript = str(tmp_path / "t.jsonl")
     with open(transcript, "w") as f:
-        f.write(json.dumps({"type": "user", "isCompactSummary": True, "timestamp": "2026-12-01T10:00:00Z",
-                            "message": {"role": "user", "content": "NEWER summary: refunds are done; next is tax."}})
-                + "\n" + '{"type":"user","isCompactSummary":true,"message":{"content":"cut')
+        f.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "isCompactSummary": True,
+                    "timestamp": "2026-12-01T10:00:00Z",
+                    "message": {"role": "user", "content": "NEWER summary: refunds are done; next is tax."},
+                }
+            )
+            + "\n"
+            + '{"type":"user","isCompactSummary":true,"message":{"content":"cut'
+        )
     compacted = _start(system, "compact", transcript)["additionalContext"]
-    assert "NEWER summary: refunds are done" in compacted and "charge_7 must round" not in compacted.split(
-        'kind="session-brief"')[0]
+    assert (
+        "NEWER summary: refunds are done" in compacted
+        and "charge_7 must round" not in compacted.split('kind="session-brief"')[0]
+    )
     # startup: no compaction block
     assert 'kind="compaction"' not in _start(system, "startup").get("additionalContext", "")
 
@@ -90,9 +137,19 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
 def test_post_compact_without_a_writer_is_spooled_redacted(system_factory):
     system = system_factory
     system.write_config()
-    _hook(system, "post-compact", {"session_id": SID, "transcript_path": "/dev/null", "cwd": system.project,
-                                   "hook_event_name": "PostCompact", "trigger": "manual", "compact_summary": SUMMARY},
-          MEMTREE_HOOK_TIMEOUT_MS="200")
+    _hook(
+        system,
+        "post-compact",
+        {
+            "session_id": SID,
+            "transcript_path": "/dev/null",
+            "cwd": system.project,
+            "hook_event_name": "PostCompact",
+            "trigger": "manual",
+            "compact_summary": SUMMARY,
+        },
+        MEMTREE_HOOK_TIMEOUT_MS="200",
+    )
     with open(system.paths.spool, "rb") as f:
         spooled = f.read()
     assert b"charge_7 must round half-even" in spooled and b"AKIAQWERTYUIOPASDF7K" not in spooled
@@ -110,13 +167,26 @@ def test_file_changed_marks_the_changed_file_stale_at_once_and_returns_the_watch
     assert sorted(watch) == sorted([real_a, real_b])
 
     def live():
-        return {r[0] for r in rows(system.paths, "SELECT source_uri FROM nodes WHERE kind = 'file_chunk'"
-                                                 " AND status = 'live'")}
+        return {
+            r[0]
+            for r in rows(system.paths, "SELECT source_uri FROM nodes WHERE kind = 'file_chunk' AND status = 'live'")
+        }
+
     assert {u.split("#")[0] for u in live()} == {f"file://{real_a}", f"file://{real_b}"}
     _write(a, "def alpha():\n    return 'edited'\n")
     st = os.stat(a)
-    out = _hook(system, "file-changed", {"session_id": SID, "transcript_path": "/dev/null", "cwd": system.project,
-                                         "hook_event_name": "FileChanged", "file_path": real_a, "event": "change"})
+    out = _hook(
+        system,
+        "file-changed",
+        {
+            "session_id": SID,
+            "transcript_path": "/dev/null",
+            "cwd": system.project,
+            "hook_event_name": "FileChanged",
+            "file_path": real_a,
+            "event": "change",
+        },
+    )
     # marked before the hook returned: the writer answered the SetStatus
     assert {u.split("#")[0] for u in live()} == {f"file://{real_b}"}
     [(reason,)] = rows(system.paths, "SELECT reason FROM audit WHERE action = 'status' AND to_status = 'stale'")
@@ -124,6 +194,16 @@ def test_file_changed_marks_the_changed_file_stale_at_once_and_returns_the_watch
     # still watched: the list is read before the change is applied, and a file just edited is likely read again
     assert sorted(json.loads(out.stdout)["hookSpecificOutput"]["watchPaths"]) == sorted([real_a, real_b])
     # an event for a file whose chunks still match changes nothing
-    _hook(system, "file-changed", {"session_id": SID, "transcript_path": "/dev/null", "cwd": system.project,
-                                   "hook_event_name": "FileChanged", "file_path": real_b, "event": "change"})
+    _hook(
+        system,
+        "file-changed",
+        {
+            "session_id": SID,
+            "transcript_path": "/dev/null",
+            "cwd": system.project,
+            "hook_event_name": "FileChanged",
+            "file_path": real_b,
+            "event": "change",
+        },
+    )
     assert {u.split("#")[0] for u in live()} == {f"file://{real_b}"}

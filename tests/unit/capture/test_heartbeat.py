@@ -9,8 +9,8 @@ import subprocess
 
 from memtree.capture import heartbeat
 from memtree.ops.install import hook_argv
-from tests.support.hook_support import bash_payload, hook_env, run_hook
 from tests.support import deadline
+from tests.support.hook_support import bash_payload, hook_env, run_hook
 
 
 def _transcript(path, calls: list[tuple[str, str, bool]]) -> str:
@@ -18,11 +18,33 @@ def _transcript(path, calls: list[tuple[str, str, bool]]) -> str:
     with open(path, "w") as f:
         f.write(json.dumps({"type": "user", "message": {"role": "user", "content": "do the thing"}}) + "\n")
         for name, tid, err in calls:
-            f.write(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
-                {"type": "text", "text": "calling"},
-                {"type": "tool_use", "id": tid, "name": name, "input": {}}]}}) + "\n")
-            f.write(json.dumps({"type": "user", "message": {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tid, "content": "x", "is_error": err}]}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "type": "assistant",
+                        "message": {
+                            "role": "assistant",
+                            "content": [
+                                {"type": "text", "text": "calling"},
+                                {"type": "tool_use", "id": tid, "name": name, "input": {}},
+                            ],
+                        },
+                    }
+                )
+                + "\n"
+            )
+            f.write(
+                json.dumps(
+                    {
+                        "type": "user",
+                        "message": {
+                            "role": "user",
+                            "content": [{"type": "tool_result", "tool_use_id": tid, "content": "x", "is_error": err}],
+                        },
+                    }
+                )
+                + "\n"
+            )
         f.write('{"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "cut')  # still being written
     return str(path)
 
@@ -45,15 +67,22 @@ def test_each_outcome_is_counted_for_its_own_session(tmp_path):
         heartbeat.count(store, "a", outcome)
     heartbeat.count(store, "b", "stored")
     by = {s["session"]: s for s in heartbeat.read_all(store)}
-    assert {k: by["a"][k] for k in ("seen", *heartbeat.OUTCOMES)} == \
-        {"seen": 5, "stored": 2, "spooled": 1, "refused": 1, "failed": 1}
+    assert {k: by["a"][k] for k in ("seen", *heartbeat.OUTCOMES)} == {
+        "seen": 5,
+        "stored": 2,
+        "spooled": 1,
+        "refused": 1,
+        "failed": 1,
+    }
     assert (by["b"]["seen"], by["b"]["stored"]) == (1, 1)
 
 
 def test_concurrent_hook_processes_lose_no_count(tmp_path):
     store = str(tmp_path / "store")
-    code = ("import sys; from memtree.capture import heartbeat\n"
-            "for _ in range(25): heartbeat.count(sys.argv[1], 'same', 'stored')")
+    code = (
+        "import sys; from memtree.capture import heartbeat\n"
+        "for _ in range(25): heartbeat.count(sys.argv[1], 'same', 'stored')"
+    )
     procs = [subprocess.Popen([hook_argv()[0], "-c", code, store]) for _ in range(8)]
     assert [p.wait(timeout=deadline(60)) for p in procs] == [0] * 8
     [slot] = heartbeat.read_all(store)
@@ -61,10 +90,17 @@ def test_concurrent_hook_processes_lose_no_count(tmp_path):
 
 
 def test_transcript_ids_are_the_completed_read_grep_bash_calls_only(tmp_path):
-    path = _transcript(tmp_path / "t.jsonl", [
-        ("Read", "t1", False), ("Grep", "t2", False), ("Bash", "t3", False),
-        ("Bash", "t4", True),  # failed or denied: may fire no capture hook
-        ("Edit", "t5", False), ("mcp__memtree__search", "t6", False)])
+    path = _transcript(
+        tmp_path / "t.jsonl",
+        [
+            ("Read", "t1", False),
+            ("Grep", "t2", False),
+            ("Bash", "t3", False),
+            ("Bash", "t4", True),  # failed or denied: may fire no capture hook
+            ("Edit", "t5", False),
+            ("mcp__memtree__search", "t6", False),
+        ],
+    )
     assert heartbeat.transcript_ids(path) == {"t1", "t2", "t3"}
 
 
@@ -79,8 +115,15 @@ def test_the_real_hooks_count_outcomes_and_the_stop_hook_finds_no_gap(system, tm
     stop = {"session_id": sid, "transcript_path": transcript, "cwd": system.project, "hook_event_name": "Stop"}
     _run_stop(system, stop)
     [slot] = [s for s in heartbeat.read_all(system.paths.store_dir) if s["session"] == sid]
-    assert {k: slot[k] for k in ("seen", "stored", "refused", "spooled", "failed", "transcript_calls", "gap")} == \
-        {"seen": 4, "stored": 3, "refused": 1, "spooled": 0, "failed": 0, "transcript_calls": 4, "gap": 0}
+    assert {k: slot[k] for k in ("seen", "stored", "refused", "spooled", "failed", "transcript_calls", "gap")} == {
+        "seen": 4,
+        "stored": 3,
+        "refused": 1,
+        "spooled": 0,
+        "failed": 0,
+        "transcript_calls": 4,
+        "gap": 0,
+    }
     status = system.ctl("status")
     assert status.returncode == 0 and "no gap" in status.stdout, status.stdout
     assert "bytes stored per byte captured" in status.stdout and "budget storage.maxBytes 1024 MiB" in status.stdout
@@ -89,10 +132,19 @@ def test_the_real_hooks_count_outcomes_and_the_stop_hook_finds_no_gap(system, tm
 def test_a_session_whose_hook_never_ran_shows_the_gap_in_ctl_status_and_the_log(system, tmp_path):
     ran, missed = "sess-with-hook", "sess-no-hook"
     run_hook(system, bash_payload(system, 1, session=ran))  # positive control
-    for sid, calls in ((ran, [("Bash", "toolu_1", False)]),
-                       (missed, [("Read", "r1", False), ("Grep", "g1", False), ("Bash", "b1", False)])):
-        _run_stop(system, {"session_id": sid, "transcript_path": _transcript(tmp_path / f"{sid}.jsonl", calls),
-                           "cwd": system.project, "hook_event_name": "Stop"})
+    for sid, calls in (
+        (ran, [("Bash", "toolu_1", False)]),
+        (missed, [("Read", "r1", False), ("Grep", "g1", False), ("Bash", "b1", False)]),
+    ):
+        _run_stop(
+            system,
+            {
+                "session_id": sid,
+                "transcript_path": _transcript(tmp_path / f"{sid}.jsonl", calls),
+                "cwd": system.project,
+                "hook_event_name": "Stop",
+            },
+        )
     slots = {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}
     assert {sid for sid, s in slots.items() if s["gap"]} == {missed}
     assert (slots[missed]["gap"], slots[missed]["seen"]) == (3, 0)
@@ -111,19 +163,32 @@ def test_the_stop_hook_with_an_unreadable_transcript_exits_zero_silently(system)
 
 def _run_stop(system, payload: dict) -> subprocess.CompletedProcess:
     """The Stop hook exactly as `memtree install` registers it: silent, exit 0."""
-    done = subprocess.run([*hook_argv(), "stop"], input=json.dumps(payload).encode(), cwd=system.project,
-                          env=hook_env(system), capture_output=True, timeout=deadline(60))
+    done = subprocess.run(
+        [*hook_argv(), "stop"],
+        input=json.dumps(payload).encode(),
+        cwd=system.project,
+        env=hook_env(system),
+        capture_output=True,
+        timeout=deadline(60),
+    )
     assert (done.returncode, done.stdout) == (0, b""), done.stderr[-500:]
     return done
 
 
 def _failed_bash(system, tid: str, session: str) -> dict:
     """A PostToolUseFailure payload as Claude Code sends it for a Bash that exited 1."""
-    return {"session_id": session, "transcript_path": "/dev/null", "cwd": system.project,
-            "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
-            "tool_input": {"command": "ls /nonexistent-dir", "description": "list it"},
-            "tool_use_id": tid, "error": "Exit code 2\nls: cannot access '/nonexistent-dir': No such file or directory",
-            "is_interrupt": False, "duration_ms": 12}
+    return {
+        "session_id": session,
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls /nonexistent-dir", "description": "list it"},
+        "tool_use_id": tid,
+        "error": "Exit code 2\nls: cannot access '/nonexistent-dir': No such file or directory",
+        "is_interrupt": False,
+        "duration_ms": 12,
+    }
 
 
 def test_the_gap_is_found_by_tool_use_id_not_by_count(system, tmp_path):
@@ -134,13 +199,26 @@ def test_the_gap_is_found_by_tool_use_id_not_by_count(system, tmp_path):
     ok = bash_payload(system, 7, session=whole)
     run_hook(system, ok)  # positive control: both calls captured
     run_hook(system, _failed_bash(system, "toolu_fail_b", whole))
-    for sid, calls in ((lost, [("Bash", "toolu_ok_a", False), ("Bash", "toolu_fail_a", True)]),
-                       (whole, [("Bash", ok["tool_use_id"], False), ("Bash", "toolu_fail_b", True)])):
-        _run_stop(system, {"session_id": sid, "transcript_path": _transcript(tmp_path / f"{sid}.jsonl", calls),
-                           "cwd": system.project, "hook_event_name": "Stop"})
+    for sid, calls in (
+        (lost, [("Bash", "toolu_ok_a", False), ("Bash", "toolu_fail_a", True)]),
+        (whole, [("Bash", ok["tool_use_id"], False), ("Bash", "toolu_fail_b", True)]),
+    ):
+        _run_stop(
+            system,
+            {
+                "session_id": sid,
+                "transcript_path": _transcript(tmp_path / f"{sid}.jsonl", calls),
+                "cwd": system.project,
+                "hook_event_name": "Stop",
+            },
+        )
     slots = {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}
     assert {sid for sid, s in slots.items() if s["gap"]} == {lost}
-    assert {k: slots[lost][k] for k in ("seen", "transcript_calls", "gap")} == {"seen": 1, "transcript_calls": 1, "gap": 1}
+    assert {k: slots[lost][k] for k in ("seen", "transcript_calls", "gap")} == {
+        "seen": 1,
+        "transcript_calls": 1,
+        "gap": 1,
+    }
     assert (slots[whole]["seen"], slots[whole]["gap"]) == (2, 0)
     with open(os.path.join(system.paths.log_dir, "hook.log")) as f:
         log = f.read()

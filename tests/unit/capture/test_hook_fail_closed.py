@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from tests.support.hook_support import bash_payload, contents, run_hook
 from tests.support import COLD_START_S, wait_until
+from tests.support.hook_support import bash_payload, contents, run_hook
 
 
 def _hook_log(system) -> list[str]:

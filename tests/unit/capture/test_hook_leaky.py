@@ -12,10 +12,9 @@ from __future__ import annotations
 import os
 
 from memtree.store import db as store_db
-from tests.support import leak_scan
+from tests.support import COLD_START_S, leak_scan, wait_until
 from tests.support.hook_support import run_hook
 from tests.support.leaky_cases import load_cases, write_files
-from tests.support import COLD_START_S, wait_until
 
 
 def _disk_files(system) -> list[str]:
@@ -25,8 +24,12 @@ def _disk_files(system) -> list[str]:
 def _landed(system) -> set[str]:
     conn = store_db.open_read(system.paths.db)
     try:
-        return {r[0][len("leak-"):] for r in conn.execute(
-            "SELECT DISTINCT session_id FROM nodes WHERE session_id LIKE 'leak-%' AND kind != 'session'")}
+        return {
+            r[0][len("leak-") :]
+            for r in conn.execute(
+                "SELECT DISTINCT session_id FROM nodes WHERE session_id LIKE 'leak-%' AND kind != 'session'"
+            )
+        }
     finally:
         conn.close()
 

@@ -10,8 +10,8 @@ import json
 import os
 
 from memtree.capture import heartbeat
-from tests.support.hook_support import contents, run_hook, rows
 from tests.support import COLD_START_S, wait_until
+from tests.support.hook_support import contents, rows, run_hook
 
 # Large enough that a stored Read is rewritten to a preview (capture.rewriteReadTokens).
 BODY = "".join(f"def outside_function_{i}(x):\n    return x + {i}  # zanzibar line {i}\n" for i in range(600))
@@ -19,21 +19,39 @@ BODY = "".join(f"def outside_function_{i}(x):\n    return x + {i}  # zanzibar li
 
 def _read(s, path: str, i: int) -> dict:
     lines = BODY.count("\n")
-    return {"session_id": "sess-out", "transcript_path": "/dev/null", "cwd": s.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": BODY, "numLines": lines,
-                                                       "startLine": 1, "totalLines": lines}},
-            "tool_use_id": f"toolu_read_{i}"}
+    return {
+        "session_id": "sess-out",
+        "transcript_path": "/dev/null",
+        "cwd": s.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": BODY, "numLines": lines, "startLine": 1, "totalLines": lines},
+        },
+        "tool_use_id": f"toolu_read_{i}",
+    }
 
 
 def _grep(s, where: str, i: int) -> dict:
     hit = os.path.join(where, "notes.py")
-    return {"session_id": "sess-out", "transcript_path": "/dev/null", "cwd": s.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Grep",
-            "tool_input": {"pattern": "zanzibar", "path": where, "output_mode": "content", "-n": True},
-            "tool_response": {"mode": "content", "numFiles": 1, "filenames": [hit],
-                              "content": f"{hit}:2:    return x + 0  # zanzibar grep {i}", "numLines": 1},
-            "tool_use_id": f"toolu_grep_{i}"}
+    return {
+        "session_id": "sess-out",
+        "transcript_path": "/dev/null",
+        "cwd": s.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Grep",
+        "tool_input": {"pattern": "zanzibar", "path": where, "output_mode": "content", "-n": True},
+        "tool_response": {
+            "mode": "content",
+            "numFiles": 1,
+            "filenames": [hit],
+            "content": f"{hit}:2:    return x + 0  # zanzibar grep {i}",
+            "numLines": 1,
+        },
+        "tool_use_id": f"toolu_grep_{i}",
+    }
 
 
 def _write(path: str) -> str:
@@ -72,8 +90,9 @@ def test_native_read_and_grep_outside_the_project_are_refused_and_left_as_they_a
     assert json.loads(done.stdout)["hookSpecificOutput"]["updatedToolOutput"]
     run_hook(s, _grep(s, os.path.dirname(inside), 9))
     wait_until(lambda: contents(s, "%zanzibar grep 9%"), timeout=COLD_START_S, what="the inside Grep stored")
-    paths = {r[0] for r in rows(s.paths, "SELECT json_extract(metadata, '$.path') FROM nodes"
-                                         " WHERE kind = 'file_chunk'")}
+    paths = {
+        r[0] for r in rows(s.paths, "SELECT json_extract(metadata, '$.path') FROM nodes WHERE kind = 'file_chunk'")
+    }
     assert paths == {inside}, paths
     assert contents(s, "%zanzibar grep 0%") == {}
     assert _refused(s) == 3
@@ -88,8 +107,9 @@ def test_path_allow_outside_lets_hook_captures_of_that_folder_in(system_factory,
     run_hook(s, _read(s, outside, 0))
     run_hook(s, _grep(s, os.path.dirname(outside), 0))
     wait_until(lambda: contents(s, "%zanzibar grep 0%"), timeout=COLD_START_S, what="the allowed Grep stored")
-    paths = {r[0] for r in rows(s.paths, "SELECT json_extract(metadata, '$.path') FROM nodes"
-                                         " WHERE kind = 'file_chunk'")}
+    paths = {
+        r[0] for r in rows(s.paths, "SELECT json_extract(metadata, '$.path') FROM nodes WHERE kind = 'file_chunk'")
+    }
     assert paths == {outside}
     assert _refused(s) == 0
 

@@ -19,10 +19,10 @@ import re
 import anyio
 
 from memtree.ops.install import fallback_server_entry
+from tests.support import COLD_START_S, wait_until
 from tests.support.actor_procs import rows
 from tests.support.front_harness import ids_in
 from tests.support.hook_support import run_hook
-from tests.support import COLD_START_S, wait_until
 from tests.system.test_decoy_project import serving
 
 METHOD = ("BoundArguments", "apply_defaults")
@@ -38,11 +38,19 @@ def _method_lines(text: str) -> tuple[int, int]:
 
 def _read_payload(path: str, text: str) -> dict:
     n = text.count("\n") + (0 if text.endswith("\n") else 1)
-    return {"session_id": "sess-hook-recall", "transcript_path": "/dev/null", "cwd": os.path.dirname(path),
-            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": text, "numLines": n,
-                                                       "startLine": 1, "totalLines": n}},
-            "tool_use_id": "toolu_hook_recall"}
+    return {
+        "session_id": "sess-hook-recall",
+        "transcript_path": "/dev/null",
+        "cwd": os.path.dirname(path),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": text, "numLines": n, "startLine": 1, "totalLines": n},
+        },
+        "tool_use_id": "toolu_hook_recall",
+    }
 
 
 def _text(res) -> str:
@@ -51,6 +59,7 @@ def _text(res) -> str:
 
 async def _recall(s, path: str, text: str, seen: dict) -> None:
     async with serving(s, fallback_server_entry(), {}) as client:
+
         async def recall(args: dict) -> str:
             res = await client.call_tool("recall", args)
             assert not res.is_error, _text(res)
@@ -58,10 +67,22 @@ async def _recall(s, path: str, text: str, seen: dict) -> None:
 
         def capture() -> list[tuple]:
             run_hook(s, _read_payload(path, text), MEMTREE_HOOK_TIMEOUT_MS="10000")
-            return wait_until(lambda: (got := rows(s.paths, "SELECT status, metadata FROM nodes WHERE kind ="
-                                                   " 'file_chunk' AND source_uri LIKE ?", (f"file://{path}#%",)))
-                              and all(st != "pending" for st, _ in got) and got,
-                              timeout=COLD_START_S, what="the Read's chunks filtered")
+            return wait_until(
+                lambda: (
+                    (
+                        got := rows(
+                            s.paths,
+                            "SELECT status, metadata FROM nodes WHERE kind = 'file_chunk' AND source_uri LIKE ?",
+                            (f"file://{path}#%",),
+                        )
+                    )
+                    and all(st != "pending" for st, _ in got)
+                    and got
+                ),
+                timeout=COLD_START_S,
+                what="the Read's chunks filtered",
+            )
+
         seen["chunks"] = [(st, json.loads(m)) for st, m in await anyio.to_thread.run_sync(capture)]
         seen["search"] = await recall({"query": QUESTION})
         top = re.search(r"^(\w{26}) file_chunk", seen["search"], re.MULTILINE).group(1)
@@ -71,8 +92,7 @@ async def _recall(s, path: str, text: str, seen: dict) -> None:
         seen["root"] = await recall({"ids": root})  # the file as stored: its chunks in line order
 
 
-def test_a_native_read_of_a_long_module_is_cut_by_symbol_and_recall_returns_the_method_asked_about(
-        system_factory):
+def test_a_native_read_of_a_long_module_is_cut_by_symbol_and_recall_returns_the_method_asked_about(system_factory):
     s = system_factory
     with open(inspect.__file__, encoding="utf-8") as f:
         text = f.read()
@@ -88,7 +108,8 @@ def test_a_native_read_of_a_long_module_is_cut_by_symbol_and_recall_returns_the_
     chunks = sorted(seen["chunks"], key=lambda c: c[1]["start"])
     assert len(chunks) > 100 and all(st == "live" for st, _ in chunks)
     assert [(m["start"], m["end"]) for _, m in chunks] == [
-        (a, b) for a, b in zip([1] + [m["end"] + 1 for _, m in chunks[:-1]], [m["end"] for _, m in chunks])]
+        (a, b) for a, b in zip([1] + [m["end"] + 1 for _, m in chunks[:-1]], [m["end"] for _, m in chunks])
+    ]
     assert chunks[-1][1]["end"] == text.count("\n") and all(m["read"] == [1, chunks[-1][1]["end"]] for _, m in chunks)
     start, end = _method_lines(text)
     [(_, mine)] = [c for c in chunks if c[1]["symbol"] == ".".join(METHOD)]
@@ -96,11 +117,12 @@ def test_a_native_read_of_a_long_module_is_cut_by_symbol_and_recall_returns_the_
 
     # The first hit is that method's chunk, named as the symbol it is.
     first = seen["search"].split("\n")[1]
-    assert first.startswith(seen["top"]) and first.endswith(f"#L{mine['start']}-{mine['end']} " + ".".join(METHOD)), \
+    assert first.startswith(seen["top"]) and first.endswith(f"#L{mine['start']}-{mine['end']} " + ".".join(METHOD)), (
         seen["search"][:600]
+    )
     # compose within 2,000 tokens returns every line of the method, and says it stayed in budget.
     out = seen["compose"]
-    body = [ln for ln in text.split("\n")[start - 1:end] if ln.strip()]
+    body = [ln for ln in text.split("\n")[start - 1 : end] if ln.strip()]
     assert all(ln in out for ln in body), out[:800]
     total = int(re.search(r"manifest: budget=(\d+) total=(\d+)", out).group(2))
     assert total <= BUDGET and seen["top"] in ids_in(out)

@@ -7,9 +7,9 @@ import os
 import re
 
 from memtree.capture import spool
+from tests.support import COLD_START_S, wait_until
 from tests.support.actor_procs import rows
 from tests.support.hook_support import run_hook
-from tests.support import COLD_START_S, wait_until
 
 SLOW = {"MEMTREE_HOOK_TIMEOUT_MS": "10000"}  # a loaded 2-core box: wait for the ack
 
@@ -17,25 +17,49 @@ SLOW = {"MEMTREE_HOOK_TIMEOUT_MS": "10000"}  # a loaded 2-core box: wait for the
 def _module(n: int) -> str:
     return '"""Generated module."""\n\n' + "".join(
         f"\ndef handler_{i}(request, retries=3):\n    value = request.get('k{i}')\n    return value * {i}\n"
-        for i in range(n))
+        for i in range(n)
+    )
 
 
 def _read(system, path: str, content: str, rtype: str = "text") -> dict:
     lines = content.count("\n") + 1
-    resp = ({"type": "text", "file": {"filePath": path, "content": content, "numLines": lines, "startLine": 1,
-                                      "totalLines": lines}} if rtype == "text"
-            else {"type": "file_unchanged", "file": {"filePath": path}})
-    return {"session_id": "sess-rw", "transcript_path": "/dev/null", "cwd": system.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
-            "tool_response": resp, "tool_use_id": "toolu_rw"}
+    resp = (
+        {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": lines, "startLine": 1, "totalLines": lines},
+        }
+        if rtype == "text"
+        else {"type": "file_unchanged", "file": {"filePath": path}}
+    )
+    return {
+        "session_id": "sess-rw",
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_response": resp,
+        "tool_use_id": "toolu_rw",
+    }
 
 
 def _bash(system, stdout: str) -> dict:
-    return {"session_id": "sess-rw", "transcript_path": "/dev/null", "cwd": system.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Bash",
-            "tool_input": {"command": "pytest -q", "description": "tests"},
-            "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False,
-                              "noOutputExpected": False}, "tool_use_id": "toolu_rw2"}
+    return {
+        "session_id": "sess-rw",
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest -q", "description": "tests"},
+        "tool_response": {
+            "stdout": stdout,
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+        },
+        "tool_use_id": "toolu_rw2",
+    }
 
 
 def _updated(done) -> dict:
@@ -61,9 +85,15 @@ def test_a_large_read_is_shown_as_an_outline_of_the_node_that_holds_the_whole_fi
     node = _node_id(f["content"])
     # The file's root: its chunks (one per handler, as the wrapped read cuts it) keep every line the preview
     # leaves out, and `recall ids=<root>` shows them as the file.
-    assert rows(system.paths, "SELECT kind, source_uri FROM nodes WHERE id = ?", (node,)) == [("file", f"file://{path}")]
-    chunks = sorted((json.loads(m)["start"], c) for c, m in rows(
-        system.paths, "SELECT content, metadata FROM nodes WHERE parent_id = ? AND kind = 'file_chunk'", (node,)))
+    assert rows(system.paths, "SELECT kind, source_uri FROM nodes WHERE id = ?", (node,)) == [
+        ("file", f"file://{path}")
+    ]
+    chunks = sorted(
+        (json.loads(m)["start"], c)
+        for c, m in rows(
+            system.paths, "SELECT content, metadata FROM nodes WHERE parent_id = ? AND kind = 'file_chunk'", (node,)
+        )
+    )
     assert "".join(c for _, c in chunks) == content and len(chunks) >= 150
 
     # Claude Code's dedup of a re-read carries no content: answered with the preview of that node again.

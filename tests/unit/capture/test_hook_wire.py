@@ -13,13 +13,13 @@ from memtree.capture import settings as capture_settings
 from memtree.config.defaults import defaults
 from memtree.hooks import post_tool_use as hook
 from memtree.ops.install import hook_argv
-from tests.support.hook_support import bash_payload, contents, hook_env
 from tests.support import COLD_START_S, deadline, wait_until
 from tests.support import test_config as make_config
+from tests.support.hook_support import bash_payload, contents, hook_env
 
 
 def test_a_raw_ingest_frame_decodes_like_an_encoded_ingest_call():
-    payload = {"cwd": "/p", "tool_name": "Bash", "tool_input": {"command": "ls ü \"q\""}, "n": [1, 2.5, None]}
+    payload = {"cwd": "/p", "tool_name": "Bash", "tool_input": {"command": 'ls ü "q"'}, "n": [1, 2.5, None]}
     rid, frame = protocol.encode_ingest_raw(json.dumps(payload).encode(), src="hook", received_at=7)
     env = protocol.decode(frame)
     assert (env.kind, env.type, env.src, env.id) == ("call", "Ingest", "hook", rid)
@@ -40,13 +40,16 @@ def test_the_cheap_ok_check_only_says_true_for_an_ok_reply_to_this_request():
     assert protocol.reply_is_ok(b"garbage", "r1") is None
 
 
-@pytest.mark.parametrize("data, cwd", [
-    (b'{"session_id":"s","cwd":"/a/b","tool_name":"Read"}', "/a/b"),
-    (b'{"session_id": "s", "cwd" : "/a b/c", "tool_name": "Read"}', "/a b/c"),
-    (b'{"cwd":"/a/\\u00fc"}', None),  # an escape: the caller parses properly
-    (b'{"session_id":"s"}', None),
-    (b"not json", None),
-])
+@pytest.mark.parametrize(
+    "data, cwd",
+    [
+        (b'{"session_id":"s","cwd":"/a/b","tool_name":"Read"}', "/a/b"),
+        (b'{"session_id": "s", "cwd" : "/a b/c", "tool_name": "Read"}', "/a b/c"),
+        (b'{"cwd":"/a/\\u00fc"}', None),  # an escape: the caller parses properly
+        (b'{"session_id":"s"}', None),
+        (b"not json", None),
+    ],
+)
 def test_cwd_is_found_without_a_json_parser_or_left_to_the_parser(data, cwd):
     assert hook._top_level_str(data, b"cwd") == cwd
 
@@ -60,7 +63,10 @@ def test_config_timeout_is_read_without_a_json_parser(monkeypatch):
     monkeypatch.delenv("MEMTREE_HOOK_TIMEOUT_MS", raising=False)
     assert capture_settings.hook_timeout_ms([]) == defaults()["capture"]["hookTimeoutMs"]
     assert capture_settings.hook_timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 250
-    assert capture_settings.hook_timeout_ms(['{"capture": {"hookTimeoutMs": 250}}', '{"capture":{"hookTimeoutMs":40}}']) == 40
+    assert (
+        capture_settings.hook_timeout_ms(['{"capture": {"hookTimeoutMs": 250}}', '{"capture":{"hookTimeoutMs":40}}'])
+        == 40
+    )
     monkeypatch.setenv("MEMTREE_HOOK_TIMEOUT_MS", "900")
     assert capture_settings.hook_timeout_ms(['{"capture": {"hookTimeoutMs": 250}}']) == 900
 
@@ -68,6 +74,7 @@ def test_config_timeout_is_read_without_a_json_parser(monkeypatch):
 def test_the_hook_gate_refuses_what_the_loader_refuses_and_plans_with_its_defaults(tmp_path):
     class Paths:
         store_dir = str(tmp_path / "store")
+
     bad = ['{"capture": {"bash": "no"}}']  # a wrong type: `memtree serve` refuses it too
     assert capture_settings.usable(Paths, bad, "sig-bad", lambda msg: None) is False
     assert "capture.bash must be" in (tmp_path / "store" / capture_settings.CONFIG_ERROR).read_text()
@@ -76,20 +83,40 @@ def test_the_hook_gate_refuses_what_the_loader_refuses_and_plans_with_its_defaul
     merged = capture_settings.sections(good)
     assert merged["capture"]["bash"] is False and merged["path"]["deny"] == ["*.pem"]
     assert merged["capture"]["hookTimeoutMs"] == defaults()["capture"]["hookTimeoutMs"]  # defaults filled in
-    assert capture_settings.get(merged, "capture", "bash") is capture_settings.get(
-        make_config({"capture": {"bash": False}}), "capture", "bash") is False
+    assert (
+        capture_settings.get(merged, "capture", "bash")
+        is capture_settings.get(make_config({"capture": {"bash": False}}), "capture", "bash")
+        is False
+    )
 
 
 # (orjson is absent: importtime lists the failed attempt under -S, so it is not checked here.)
-EXPENSIVE = {"json", "re", "socket", "hashlib", "dataclasses", "enum", "typing", "subprocess", "zmq", "tempfile",
-             "struct", "__future__"}  # the last two: ~0.5 ms and ~0.3 ms, which int.to_bytes and 3.11 make unneeded
+EXPENSIVE = {
+    "json",
+    "re",
+    "socket",
+    "hashlib",
+    "dataclasses",
+    "enum",
+    "typing",
+    "subprocess",
+    "zmq",
+    "tempfile",
+    "struct",
+    "__future__",
+}  # the last two: ~0.5 ms and ~0.3 ms, which int.to_bytes and 3.11 make unneeded
 
 
 def test_an_acknowledged_capture_imports_nothing_expensive(system):
     argv = hook_argv()
-    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=json.dumps(bash_payload(system, 1)).encode(),
-                          cwd=system.project, env=hook_env(system, MEMTREE_HOOK_TIMEOUT_MS="10000"),
-                          capture_output=True, timeout=deadline(60))
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        input=json.dumps(bash_payload(system, 1)).encode(),
+        cwd=system.project,
+        env=hook_env(system, MEMTREE_HOOK_TIMEOUT_MS="10000"),
+        capture_output=True,
+        timeout=deadline(60),
+    )
     assert done.returncode == 0 and done.stdout == b""
     imported = {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
     assert "memtree.capture.zmtp" in imported and "memtree.protocol" in imported  # positive control
@@ -113,16 +140,23 @@ def test_installed_in_site_packages_the_hook_path_still_imports_no_orjson():
     setup = f"import sys; sys.path[:0] = [{root!r}, {site!r}]; "
 
     def imports(code: str) -> set[str]:
-        done = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", "-c", setup + code],
-                              capture_output=True, timeout=deadline(60))
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-X", "importtime", "-c", setup + code],
+            capture_output=True,
+            timeout=deadline(60),
+        )
         assert done.returncode == 0, done.stderr.decode()[-3000:]
         return {line.split("|")[2].strip() for line in done.stderr.decode().splitlines() if line.count("|") == 2}
 
     assert "orjson" in imports("import orjson")  # positive control: importable from that sys.path
-    ok_reply = b'{"v":1,"id":"x","kind":"reply","type":"Reply","src":"writer","body":{"ok":true,"result":{"skipped":null}}}'
-    hot = imports("from memtree.hooks import post_tool_use; from memtree import paths, protocol; "
-                  "from memtree.capture import settings, zmtp, heartbeat; protocol.encode_ingest_raw(b'{}'); "
-                  f"assert protocol.parse_ingest_reply({ok_reply!r}, 'x').ok")
+    ok_reply = (
+        b'{"v":1,"id":"x","kind":"reply","type":"Reply","src":"writer","body":{"ok":true,"result":{"skipped":null}}}'
+    )
+    hot = imports(
+        "from memtree.hooks import post_tool_use; from memtree import paths, protocol; "
+        "from memtree.capture import settings, zmtp, heartbeat; protocol.encode_ingest_raw(b'{}'); "
+        f"assert protocol.parse_ingest_reply({ok_reply!r}, 'x').ok"
+    )
     assert "memtree.protocol" in hot and "memtree.capture.zmtp" in hot  # positive control
     assert sorted(hot & (EXPENSIVE | {"orjson", "uuid", "platform"})) == []
 

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from memtree.errors import BadRequest
 from memtree.capture.ingest import Skip, plan
-from tests.support import PAYLOAD_DIR, test_config as make_config
-
+from memtree.errors import BadRequest
+from tests.support import PAYLOAD_DIR
+from tests.support import test_config as make_config
 
 
 def real_payloads() -> list[dict]:
@@ -27,8 +27,13 @@ def find(pred) -> dict:
 
 
 def read_of(start: int) -> dict:
-    return find(lambda p: p["tool_name"] == "Read" and (p.get("tool_response") or {}).get("file", {}).get(
-        "startLine") == start and p["tool_input"]["file_path"].endswith("big.txt"))
+    return find(
+        lambda p: (
+            p["tool_name"] == "Read"
+            and (p.get("tool_response") or {}).get("file", {}).get("startLine") == start
+            and p["tool_input"]["file_path"].endswith("big.txt")
+        )
+    )
 
 
 CFG = make_config()
@@ -41,14 +46,19 @@ def test_a_whole_file_read_of_text_is_cut_into_the_read_tools_windows_with_its_r
     assert out.skip is None and out.session_id == p["session_id"]
     nodes = out.nodes
     # big.txt is text: 200-line windows, as the wrapped read cuts it; together exactly the lines read
-    assert [n["source_uri"] for n in nodes] == [f"file://{f['filePath']}#L{s}-{min(s + 199, 1603)}"
-                                                for s in range(1, 1604, 200)]
+    assert [n["source_uri"] for n in nodes] == [
+        f"file://{f['filePath']}#L{s}-{min(s + 199, 1603)}" for s in range(1, 1604, 200)
+    ]
     assert "".join(n["content"] for n in nodes) == f["content"]
     for n in nodes:
         assert n["kind"] == "file_chunk" and n["parent"] == {"file": f["filePath"]}
         m = n["metadata"]
-        assert (m["read"], m["total_lines"], m["truncated_by_token_cap"], m["chunk"]) == ([1, 1603], 2501, True,
-                                                                                          "window")
+        assert (m["read"], m["total_lines"], m["truncated_by_token_cap"], m["chunk"]) == (
+            [1, 1603],
+            2501,
+            True,
+            "window",
+        )
 
 
 def test_an_offset_read_keeps_its_offset_range_and_stats_the_file(tmp_path):
@@ -64,19 +74,28 @@ def test_an_offset_read_keeps_its_offset_range_and_stats_the_file(tmp_path):
     assert plan(p, CFG).nodes[0]["mtime"] == 0  # a file that is gone has no mtime
 
 
-MODULE = ('"""A module."""\n\nimport os\n\n\nclass Pool:\n    """Workers."""\n\n    size = 4\n\n'
-          '    def start(self, count):\n        """Start count workers."""\n        return [os.getpid() for _ in range(count)]\n\n'
-          '    def stop(self):\n        return None\n\n\n'
-          'def drain_queue(queue, timeout=1.0):\n    """Take every item off the queue."""\n    items = []\n'
-          '    while queue:\n        items.append(queue.pop())\n    return items\n')
+MODULE = (
+    '"""A module."""\n\nimport os\n\n\nclass Pool:\n    """Workers."""\n\n    size = 4\n\n'
+    '    def start(self, count):\n        """Start count workers."""\n        return [os.getpid() for _ in range(count)]\n\n'
+    "    def stop(self):\n        return None\n\n\n"
+    'def drain_queue(queue, timeout=1.0):\n    """Take every item off the queue."""\n    items = []\n'
+    "    while queue:\n        items.append(queue.pop())\n    return items\n"
+)
 
 
 def _python_read(path: str, content: str, start: int = 1, total: int | None = None) -> dict:
     n = content.count("\n")
-    return {"session_id": "s", "cwd": os.path.dirname(path), "hook_event_name": "PostToolUse", "tool_name": "Read",
-            "tool_input": {"file_path": path, **({"offset": start, "limit": n} if start > 1 else {})},
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": n,
-                                                       "startLine": start, "totalLines": total or n}}}
+    return {
+        "session_id": "s",
+        "cwd": os.path.dirname(path),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path, **({"offset": start, "limit": n} if start > 1 else {})},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": n, "startLine": start, "totalLines": total or n},
+        },
+    }
 
 
 def _cuts(out) -> list[tuple]:
@@ -113,7 +132,9 @@ def test_an_unchanged_reread_and_a_failed_read_store_nothing():
     assert plan(p, CFG).skip == Skip("unchanged", "file unchanged since the last read (no content)")
     assert plan(p, CFG).nodes == []
     failed = find(lambda p: p["tool_name"] == "Read" and p["hook_event_name"] == "PostToolUseFailure")
-    assert plan(failed, CFG).nodes == [] and plan(failed, CFG).skip == Skip("unsupported", "Read failed: nothing was read")
+    assert plan(failed, CFG).nodes == [] and plan(failed, CFG).skip == Skip(
+        "unsupported", "Read failed: nothing was read"
+    )
 
 
 def test_grep_content_mode_makes_a_child_per_matching_line_resolved_against_cwd():
@@ -182,7 +203,9 @@ def test_denied_commands_off_switch_and_other_tools_are_skipped_with_a_reason():
     env["tool_input"]["command"] = "bash -c 'env | sort'"
     denied = plan(env, CFG).skip
     assert denied.kind == "denied" and denied.detail.startswith("denied command")
-    assert plan(ok, make_config({"capture": {"bash": False}})).skip == Skip("off", "capture.bash is off for this project")
+    assert plan(ok, make_config({"capture": {"bash": False}})).skip == Skip(
+        "off", "capture.bash is off for this project"
+    )
     assert plan(ok, make_config({"bash": {"deny": ["^echo "]}})).skip.kind == "denied"
     mcp = find(lambda p: p["tool_name"].startswith("mcp__"))
     unsupported = plan(mcp, CFG)
@@ -204,14 +227,17 @@ def test_denied_read_paths_are_skipped_also_through_dotdot_and_symlinks(tmp_path
     assert plan(p, cfg).skip.kind == "denied"
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda p: p.pop("session_id"), "'session_id'"),
-    (lambda p: p.__setitem__("tool_name", 7), "'tool_name' must be str"),
-    (lambda p: p.__setitem__("tool_input", "SECRET-CONTENT"), "'tool_input' must be dict"),
-    (lambda p: p["tool_input"].__setitem__("command", ["SECRET-CONTENT"]), "tool_input.'command' must be str"),
-    (lambda p: p["tool_response"].__setitem__("stdout", {"SECRET-CONTENT": 1}), "tool_response.'stdout'"),
-    (lambda p: p.__setitem__("cwd", "relative/SECRET-CONTENT"), "'cwd' must be an absolute path"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda p: p.pop("session_id"), "'session_id'"),
+        (lambda p: p.__setitem__("tool_name", 7), "'tool_name' must be str"),
+        (lambda p: p.__setitem__("tool_input", "SECRET-CONTENT"), "'tool_input' must be dict"),
+        (lambda p: p["tool_input"].__setitem__("command", ["SECRET-CONTENT"]), "tool_input.'command' must be str"),
+        (lambda p: p["tool_response"].__setitem__("stdout", {"SECRET-CONTENT": 1}), "tool_response.'stdout'"),
+        (lambda p: p.__setitem__("cwd", "relative/SECRET-CONTENT"), "'cwd' must be an absolute path"),
+    ],
+)
 def test_malformed_payloads_raise_bad_request_naming_the_field_not_the_content(mutate, field):
     p = find(lambda p: p["tool_name"] == "Bash" and p["tool_input"]["command"] == "echo hello; ls")
     mutate(p)

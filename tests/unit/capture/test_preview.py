@@ -37,21 +37,42 @@ async def fetch(url):
 
 def _read_payload(path: str, content: str, **ti) -> dict:
     lines = content.count("\n") + 1
-    return {"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path, **ti},
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": lines,
-                                                       "startLine": 1, "totalLines": lines}}}
+    return {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path, **ti},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": lines, "startLine": 1, "totalLines": lines},
+        },
+    }
 
 
 def _bash_payload(stdout: str, stderr: str = "", **extra) -> dict:
-    return {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "make test"},
-            "tool_response": {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False,
-                              "noOutputExpected": False, **extra}}
+    return {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "make test"},
+        "tool_response": {
+            "stdout": stdout,
+            "stderr": stderr,
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+            **extra,
+        },
+    }
 
 
 def test_outline_gives_each_definition_its_exact_line_range():
     got = [(indent, label.split("(")[0], a, b) for indent, label, a, b in outline(SRC.split("\n"))]
-    assert got == [(0, "class Store", 6, 14), (4, "def __init__", 9, 10), (4, "def size", 13, 14),
-                   (0, "def helper", 17, 19), (0, "async def fetch", 22, 23)]
+    assert got == [
+        (0, "class Store", 6, 14),
+        (4, "def __init__", 9, 10),
+        (4, "def size", 13, 14),
+        (0, "def helper", 17, 19),
+        (0, "async def fetch", 22, 23),
+    ]
 
 
 def _as_cli_shows(content: str) -> list[str]:
@@ -69,7 +90,8 @@ def test_a_small_outline_has_the_exact_shape_file_lines_first_then_memtree_line_
         "3\tclass Store L6-14",
         "4\t    def __init__(self, path) L9-10",
         "5\t    def size(self) L13-14",
-        "6\tdef helper(x) L17-19; async def fetch(url) L22-23"]  # memberless rows share a line
+        "6\tdef helper(x) L17-19; async def fetch(url) L22-23",
+    ]  # memberless rows share a line
     spooled = preview.read_text("/p/mod.py", SRC, 23, None, 800)
     assert "whole kept by memtree, being stored (later: memtree recall query='mod.py')" in spooled
     assert "memtree node" not in spooled
@@ -96,15 +118,25 @@ def test_read_of_a_large_file_becomes_an_outline_in_the_read_shape_with_how_to_g
 
 
 def _classes(n: int, methods) -> str:
-    return "".join(f"class C{i}:\n" + "".join(f"    def m{j}(self):\n        return {j}\n\n" for j in range(methods(i)))
-                   + "\n" for i in range(n))
+    return "".join(
+        f"class C{i}:\n" + "".join(f"    def m{j}(self):\n        return {j}\n\n" for j in range(methods(i))) + "\n"
+        for i in range(n)
+    )
 
 
 def test_outline_tiers_indented_while_few_then_members_inline_then_the_biggest_members_that_fit():
     few = preview.read_text("/p/few.py", _classes(3, lambda i: 2), 40, "01N", 800).split("\n")
-    assert few[1:] == ["class C0 L1-6", "    def m0(self) L2-3", "    def m1(self) L5-6", "class C1 L9-14",
-                       "    def m0(self) L10-11", "    def m1(self) L13-14", "class C2 L17-22",
-                       "    def m0(self) L18-19", "    def m1(self) L21-22"]
+    assert few[1:] == [
+        "class C0 L1-6",
+        "    def m0(self) L2-3",
+        "    def m1(self) L5-6",
+        "class C1 L9-14",
+        "    def m0(self) L10-11",
+        "    def m1(self) L13-14",
+        "class C2 L17-22",
+        "    def m0(self) L18-19",
+        "    def m1(self) L21-22",
+    ]
     # More than MAX_INDENTED_ROWS rows: one row per class, members inline.
     many = preview.read_text("/p/many.py", _classes(10, lambda i: 3), 400, "01N", 800).split("\n")
     assert many[1] == "class C0 L1-9: m0 L2, m1 L5, m2 L8" and len(many) == 11
@@ -131,15 +163,18 @@ def test_a_read_cut_at_the_token_cap_is_outlined_whole_from_disk_inside_the_proj
         return p
 
     text = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG, str(proj))["file"]["content"]
-    assert ("of m.py: all 4,500 lines, ~14.0k tokens (read from disk past the cut above), the part read in memtree "
-            "node 01CAP" in text) and "def f59 L4426-4499" in text
+    assert (
+        "of m.py: all 4,500 lines, ~14.0k tokens (read from disk past the cut above), the part read in memtree "
+        "node 01CAP" in text
+    ) and "def f59 L4426-4499" in text
     assert "Truncated" not in text  # the CLI's own note says that; the preview does not repeat it
     again = rewrite.unchanged_output(str(proj / "m.py"), cut, 4500, "01CAP", CFG, root=str(proj))["file"]["content"]
     assert "unchanged since your last Read" in again and "all 4,500 lines" in again
     assert "def f59 L4426-4499" in again
     # Negative controls: outside the project, or the file on disk no longer starts with what was read.
-    outside = rewrite.updated_output(payload(proj / "m.py", cut, tmp_path / "elsewhere"), "01CAP", CFG,
-                                     str(tmp_path / "elsewhere"))
+    outside = rewrite.updated_output(
+        payload(proj / "m.py", cut, tmp_path / "elsewhere"), "01CAP", CFG, str(tmp_path / "elsewhere")
+    )
     (proj / "m.py").write_text("# changed\n" + whole)
     changed = rewrite.updated_output(payload(proj / "m.py", cut, proj), "01CAP", CFG, str(proj))
     # A FIFO in the project (a payload naming one): never opened for a blocking read, the part read outlined.
@@ -155,18 +190,25 @@ def test_targeted_small_and_unknown_outputs_are_left_alone():
     assert rewrite.updated_output(_read_payload("/p/a.py", big, limit=10), "01N", CFG) is None
     assert rewrite.updated_output(_read_payload("/p/a.py", "x = 1\n" * 20), "01N", CFG) is None
     assert rewrite.updated_output(_bash_payload("ok\n" * 10), "01N", CFG) is None
-    assert rewrite.updated_output({**_bash_payload("y\n" * 9000), "hook_event_name": "PostToolUseFailure"},
-                                  "01N", CFG) is None
+    assert (
+        rewrite.updated_output({**_bash_payload("y\n" * 9000), "hook_event_name": "PostToolUseFailure"}, "01N", CFG)
+        is None
+    )
     assert rewrite.updated_output(_bash_payload("y\n" * 9000), "01N", {**CFG, "rewrite": False}) is None
     # positive control: the same large output with rewrite on is rewritten
     assert rewrite.updated_output(_bash_payload("y\n" * 9000), "01N", CFG) is not None
 
 
 def test_bash_keeps_the_lines_that_matter_and_drops_the_persisted_wrapper():
-    log = "\n".join("FAILED tests/test_x.py::test_%d - AssertionError" % i if i in (700, 1400)
-                    else f"tests/test_x.py::test_{i} PASSED" for i in range(3000))
-    out = rewrite.updated_output(_bash_payload(log, persistedOutputPath="/tmp/x.txt", persistedOutputSize=99999),
-                                 "01BASH", CFG)
+    log = "\n".join(
+        f"FAILED tests/test_x.py::test_{i} - AssertionError"
+        if i in (700, 1400)
+        else f"tests/test_x.py::test_{i} PASSED"
+        for i in range(3000)
+    )
+    out = rewrite.updated_output(
+        _bash_payload(log, persistedOutputPath="/tmp/x.txt", persistedOutputSize=99999), "01BASH", CFG
+    )
     assert set(out) == {"stdout", "stderr", "interrupted", "isImage", "noOutputExpected"}
     assert out["stderr"] == "" and out["interrupted"] is False
     text = out["stdout"]
@@ -181,15 +223,32 @@ def test_bash_keeps_the_lines_that_matter_and_drops_the_persisted_wrapper():
 
 
 # A test run's output: its failures, tracebacks and compiler errors are the lines that matter.
-LOG = (["collected 900 items"] + [f"tests/test_a.py::test_{i} PASSED" for i in range(300)]
-       + ["tests/test_a.py::test_300 FAILED", "Traceback (most recent call last):", "E   ValueError: bad input",
-          "src/x.c:12:3: error: expected ';'", "npm ERR! code ELIFECYCLE", "warning: unused variable `x`"]
-       + [f"tests/test_b.py::test_{i} PASSED" for i in range(300)] + ["3 failed, 597 passed in 2.1s"])
+LOG = (
+    ["collected 900 items"]
+    + [f"tests/test_a.py::test_{i} PASSED" for i in range(300)]
+    + [
+        "tests/test_a.py::test_300 FAILED",
+        "Traceback (most recent call last):",
+        "E   ValueError: bad input",
+        "src/x.c:12:3: error: expected ';'",
+        "npm ERR! code ELIFECYCLE",
+        "warning: unused variable `x`",
+    ]
+    + [f"tests/test_b.py::test_{i} PASSED" for i in range(300)]
+    + ["3 failed, 597 passed in 2.1s"]
+)
 # A changelog's prose uses the same words without being an error report.
-PROSE = (["Version 8.1.7", "-------------"] + [f"-   Fix issue {i} with completion. :issue:`{i}`" for i in range(300)]
-         + ["-   Bash version detection issues a warning instead of an error.", "-   Don't fail when writing to a",
-            "    stream with strict errors. ``EOFError`` tracebacks are shown.", "-   Show error when a value fails"]
-         + [f"-   Improve help text {i}." for i in range(300)])
+PROSE = (
+    ["Version 8.1.7", "-------------"]
+    + [f"-   Fix issue {i} with completion. :issue:`{i}`" for i in range(300)]
+    + [
+        "-   Bash version detection issues a warning instead of an error.",
+        "-   Don't fail when writing to a",
+        "    stream with strict errors. ``EOFError`` tracebacks are shown.",
+        "-   Show error when a value fails",
+    ]
+    + [f"-   Improve help text {i}." for i in range(300)]
+)
 
 
 def test_lines_that_matter_are_log_verdicts_not_the_same_words_in_prose():
@@ -206,14 +265,20 @@ def test_lines_that_matter_are_log_verdicts_not_the_same_words_in_prose():
 def test_grep_is_shown_in_content_mode_with_numfiles_and_filenames():
     lines = [f"src/m{i % 7}.py:{i}:    call_thing({i})" for i in range(900)]
     resp = {"mode": "content", "numFiles": 0, "filenames": [], "content": "\n".join(lines), "numLines": 900}
-    payload = {"hook_event_name": "PostToolUse", "tool_name": "Grep",
-               "tool_input": {"pattern": "call_thing", "output_mode": "content", "-n": True}, "tool_response": resp}
+    payload = {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Grep",
+        "tool_input": {"pattern": "call_thing", "output_mode": "content", "-n": True},
+        "tool_response": resp,
+    }
     out = rewrite.updated_output(payload, "01GREP", CFG)
     assert set(out) == {"mode", "numFiles", "filenames", "content", "numLines"}
     assert out["mode"] == "content" and out["filenames"] == [] and isinstance(out["numFiles"], int)
     rows = out["content"].split("\n")
-    assert rows[0] == ("[memtree] Grep 'call_thing' (content): 900 lines in 7 files, ~8.7k tokens, whole in memtree "
-                       "node 01GREP. Narrow with path/glob, or page with head_limit/offset.")
+    assert rows[0] == (
+        "[memtree] Grep 'call_thing' (content): 900 lines in 7 files, ~8.7k tokens, whole in memtree "
+        "node 01GREP. Narrow with path/glob, or page with head_limit/offset."
+    )
     # matches per file, most first: 900 lines over 7 files
     assert rows[1] == "Per file (in src/): m0.py 129, m1.py 129, m2.py 129, m3.py 129, m4.py 128, m5.py 128, m6.py 128"
     assert rows[2:5] == ["src/m0.py", "0:    call_thing(0)", "src/m1.py"]  # grouped under their file
@@ -223,8 +288,15 @@ def test_grep_is_shown_in_content_mode_with_numfiles_and_filenames():
     # Context lines (-A/-B) stay with their file; a colon in the text or a dash in a name does not split a row.
     ctx = ["src/b-2.py:7:    hit({'k': 1})", "src/b-2.py-8-    after: 2", "--", "src/c.py:9:hit"] * 200
     got = rewrite.updated_output({**payload, "tool_response": {**resp, "content": "\n".join(ctx)}}, "01C", CFG)
-    assert got["content"].split("\n")[2:9] == ["src/b-2.py", "7:    hit({'k': 1})", "8-    after: 2", "--",
-                                                "src/c.py", "9:hit", "src/b-2.py"]
+    assert got["content"].split("\n")[2:9] == [
+        "src/b-2.py",
+        "7:    hit({'k': 1})",
+        "8-    after: 2",
+        "--",
+        "src/c.py",
+        "9:hit",
+        "src/b-2.py",
+    ]
     files = {"mode": "files_with_matches", "numFiles": 2000, "filenames": [f"pkg/mod_{i}.py" for i in range(2000)]}
     out2 = rewrite.updated_output({**payload, "tool_response": files}, "01GREP2", CFG)
     assert out2["mode"] == "content" and out2["numFiles"] == 2000 and "pkg/mod_0.py" in out2["content"]
@@ -243,8 +315,10 @@ def test_file_unchanged_is_answered_with_the_preview_again():
     assert out["type"] == "text" and out["file"]["filePath"] == "/p/m.py"
     assert "unchanged since your last Read" in out["file"]["content"]
     assert "def f0 L1-2" in out["file"]["content"] and "01OLD" in out["file"]["content"]
-    assert out["file"]["content"].startswith("[memtree] File unchanged since your last Read, which showed this "
-                                             "preview. Outline (L<n> = file line n) of m.py: 1,200 lines, ~")
+    assert out["file"]["content"].startswith(
+        "[memtree] File unchanged since your last Read, which showed this "
+        "preview. Outline (L<n> = file line n) of m.py: 1,200 lines, ~"
+    )
     assert rewrite.unchanged_output("/p/m.py", "def f(): pass\n", 1, "01OLD", CFG) is None
 
 
@@ -254,8 +328,12 @@ def test_a_log_read_shows_head_tail_and_errors():
     rows = out.split("\n")
     # The head is the file's own lines, so the CLI's numbers are right for them.
     assert rows[:15] == [f"INFO tick {i}" for i in range(15)]
-    assert rows[15].startswith("[memtree] Above: file lines 1-15. Below: Excerpt (lines 1-15, 1 of 1 error/warning "
-                               "lines, last ") and "numbers at the left are not file lines" in rows[15]
+    assert (
+        rows[15].startswith(
+            "[memtree] Above: file lines 1-15. Below: Excerpt (lines 1-15, 1 of 1 error/warning lines, last "
+        )
+        and "numbers at the left are not file lines" in rows[15]
+    )
     assert rows[16:18] == ["…", "2501: ERROR disk full"] and rows[-1] == "5000: INFO tick 4999"
     assert "INFO tick 2000" not in out and tokens.count(out) <= CFG["previewTextTokens"]
 
@@ -271,8 +349,11 @@ def test_a_code_preview_shows_the_module_docstring_but_not_its_imports():
 
 def test_a_restructuredtext_document_is_outlined_by_its_underlined_headings():
     doc = ".. currentmodule:: pkg\n\n" + "".join(
-        f"Version 1.{i}\n-----------\n\nReleased 2020-01-{i + 10:02d}\n\n" + "".join(
-            f"-   Fix issue {j} that made things fail. :issue:`{j}`\n" for j in range(40)) + "\n" for i in range(9))
+        f"Version 1.{i}\n-----------\n\nReleased 2020-01-{i + 10:02d}\n\n"
+        + "".join(f"-   Fix issue {j} that made things fail. :issue:`{j}`\n" for j in range(40))
+        + "\n"
+        for i in range(9)
+    )
     (lines := doc.split("\n")).pop()
     text = rewrite.updated_output(_read_payload("/p/CHANGES.rst", doc), "01DOC", CFG)["file"]["content"]
     rows = text.split("\n")
@@ -284,8 +365,16 @@ def test_a_restructuredtext_document_is_outlined_by_its_underlined_headings():
 
 def test_markdown_headings_skip_fenced_code_and_hash_lines_that_are_not_headings():
     section = "".join(f"Prose line {j} about the tool.\n" for j in range(60))
-    doc = ("# Tool\n\n" + section + "## Install\n\n```bash\n# install it\npip install tool\n```\n\n" + section
-           + "#hashtag in prose\n\n## Use\n\n~~~\n## not a heading either\n~~~\n" + section + "### Details\n" + section)
+    doc = (
+        "# Tool\n\n"
+        + section
+        + "## Install\n\n```bash\n# install it\npip install tool\n```\n\n"
+        + section
+        + "#hashtag in prose\n\n## Use\n\n~~~\n## not a heading either\n~~~\n"
+        + section
+        + "### Details\n"
+        + section
+    )
     text = rewrite.updated_output(_read_payload("/p/README.md", doc), "01MD", CFG)["file"]["content"]
     outline = text.split("Outline", 1)[1]
     labels = {r.split(" L", 1)[0].strip() for row in outline.split("\n")[1:] for r in row.split("; ") if " L" in r}

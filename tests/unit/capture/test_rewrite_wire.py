@@ -17,8 +17,16 @@ def test_a_raw_ingest_with_rewrite_decodes_like_the_record():
 
 
 def test_the_hook_output_is_copied_out_of_an_ok_reply_byte_for_byte():
-    out = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": {
-        "stdout": 'quotes " and a fake key ,"hook_output": {} inside', "stderr": "", "interrupted": False}}}
+    out = {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": {
+                "stdout": 'quotes " and a fake key ,"hook_output": {} inside',
+                "stderr": "",
+                "interrupted": False,
+            },
+        }
+    }
     frame = protocol.encode_ingest_reply("r1", {"stored": ["01A"], "skipped": None}, out, src="writer")
     reply = protocol.parse_ingest_reply(frame, "r1")
     assert json.loads(reply.hook_output) == out and reply.ok and reply.skipped is None

@@ -90,9 +90,9 @@ def test_no_socket_file_is_a_clean_error(endpoint):
 
 def test_a_stale_socket_file_with_nobody_listening_is_refused(tmp_path, endpoint):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(endpoint[len("ipc://"):])
+    s.bind(endpoint[len("ipc://") :])
     s.close()  # the file stays, nobody listens: what a killed writer leaves behind
-    assert os.path.exists(endpoint[len("ipc://"):])
+    assert os.path.exists(endpoint[len("ipc://") :])
     with pytest.raises(zmtp.ZmtpError, match="cannot connect"):
         zmtp.request(endpoint, [b"x"], 1.0)
 
@@ -104,6 +104,7 @@ def test_a_router_that_never_replies_times_out(endpoint):
             zmtp.request(endpoint, [b"x"], 0.2)
         # The message itself was delivered (the handshake finished before sending).
         import time
+
         until = time.monotonic() + deadline(10)
         while not silent.received and time.monotonic() < until:
             time.sleep(0.01)
@@ -153,15 +154,18 @@ def _read_greeting(conn):
         got += chunk
 
 
-@pytest.mark.parametrize("behave, match", [
-    (lambda c: c.sendall(zmtp.GREETING[:20]), "closed"),  # closes mid-greeting
-    (lambda c: c.sendall(zmtp.GREETING), "closed"),  # closes before READY
-    (lambda c: c.sendall(b"HTTP/1.1 400 Bad Request\r\n" + b"x" * 64), "not speaking ZMTP"),
-    (lambda c: c.sendall(zmtp.GREETING + b"\x04\x05\x05HELLO"), "READY"),
-    (lambda c: c.sendall(zmtp.GREETING + zmtp.encode_command(b"READY", {b"Socket-Type": b"PUB"})), "ROUTER"),
-    (lambda c: c.sendall(zmtp.GREETING + b"\xf0\x00"), "bad frame flags"),
-    (lambda c: c.sendall(zmtp.GREETING + b"\x06" + (2**40).to_bytes(8, "big")), "announced"),
-])
+@pytest.mark.parametrize(
+    "behave, match",
+    [
+        (lambda c: c.sendall(zmtp.GREETING[:20]), "closed"),  # closes mid-greeting
+        (lambda c: c.sendall(zmtp.GREETING), "closed"),  # closes before READY
+        (lambda c: c.sendall(b"HTTP/1.1 400 Bad Request\r\n" + b"x" * 64), "not speaking ZMTP"),
+        (lambda c: c.sendall(zmtp.GREETING + b"\x04\x05\x05HELLO"), "READY"),
+        (lambda c: c.sendall(zmtp.GREETING + zmtp.encode_command(b"READY", {b"Socket-Type": b"PUB"})), "ROUTER"),
+        (lambda c: c.sendall(zmtp.GREETING + b"\xf0\x00"), "bad frame flags"),
+        (lambda c: c.sendall(zmtp.GREETING + b"\x06" + (2**40).to_bytes(8, "big")), "announced"),
+    ],
+)
 def test_a_broken_peer_fails_cleanly(tmp_path, behave, match):
     path = f"{tmp_path}/broken.sock"
     server = RawServer(path, behave)

@@ -11,8 +11,9 @@ import zmq
 
 from memtree import protocol
 from memtree.actors.base import ActorContext
+from tests.support import COLD_START_S, PYTHON, close_bound, make_paths, reap, spawn, wait_until
+from tests.support import test_config as make_config
 from tests.support.front_harness import Front, ids_in
-from tests.support import COLD_START_S, PYTHON, close_bound, make_paths, reap, spawn, test_config as make_config, wait_until
 
 RETRIEVAL = {"recall"}
 
@@ -48,8 +49,13 @@ def test_only_tools_are_declared_and_the_surface_costs_under_300_tokens_per_requ
     caps = front.client.server_capabilities
     assert caps.tools is not None and caps.resources is None and caps.prompts is None
     assert not front.client.instructions
-    sent = "".join(json.dumps({"name": f"mcp__memtree__{t.name}", "description": t.description,
-                               "input_schema": t.input_schema}, separators=(",", ":")) for t in front.tools())
+    sent = "".join(
+        json.dumps(
+            {"name": f"mcp__memtree__{t.name}", "description": t.description, "input_schema": t.input_schema},
+            separators=(",", ":"),
+        )
+        for t in front.tools()
+    )
     assert 0 < tokens.count(sent) <= 280, tokens.count(sent)
     # Folded arguments: the description says opts exists, and a wrong key
     # lists every key the tool takes (reachable from one call).
@@ -80,7 +86,9 @@ def test_a_note_written_through_recall_is_found_by_keyword_search_once_live(fron
 
 def test_a_note_under_a_parent_hangs_there_and_unknown_parents_are_refused(front):
     parent = front.add("Parent observation about the pelican scheduler and its retry queue.", kind="observation")
-    child = front.ok("recall", {"note": "Pelican retries back off exponentially to sixty seconds.", "ids": parent}).split()[0]
+    child = front.ok(
+        "recall", {"note": "Pelican retries back off exponentially to sixty seconds.", "ids": parent}
+    ).split()[0]
     assert front.rows("SELECT parent_id FROM nodes WHERE id = ?", (child,)) == [(parent,)]
     before = front.snapshot()
     err = front.error("recall", {"note": "orphan text that should not be stored", "ids": "01HZZZZZZZZZZZZZZZZZZZZZZZ"})
@@ -98,11 +106,15 @@ def test_the_hidden_note_and_forget_tools_still_answer_by_name(front):
     child = front.ok("note", {"text": "Osprey evicts the oldest entry first.", "parent_id": parent}).split()[0]
     via_opts = front.ok("note", {"text": "Osprey keeps at most ten entries.", "opts": f"parent_id={parent}"}).split()[0]
     assert dict(front.rows("SELECT id, parent_id FROM nodes WHERE id IN (?, ?)", (child, via_opts))) == {
-        child: parent, via_opts: parent}
+        child: parent,
+        via_opts: parent,
+    }
     front.set_status([child], "live")
     assert "forgotten" in front.ok("forget", {"node_id": child, "reason": "user asked"})
     assert dict(front.rows("SELECT id, status FROM nodes WHERE id IN (?, ?)", (child, via_opts))) == {
-        child: "forgotten", via_opts: "pending"}
+        child: "forgotten",
+        via_opts: "pending",
+    }
     err = front.error("nosuchtool", {})
     assert "unknown tool 'nosuchtool'" in err and "read, grep, bash, recall" in err
 
@@ -159,8 +171,13 @@ def test_front_heartbeats_to_the_supervisor_and_exits_0_when_stdin_closes(tmp_pa
     env = ActorContext("mcp", paths, make_config(), hb).child_env()
     env["PYTHONPATH"] = os.getcwd()
     with open(paths.log_file("mcp"), "ab") as log:
-        proc = spawn([PYTHON, "-m", "memtree.actors.mcp_front"], env=env,
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+        proc = spawn(
+            [PYTHON, "-m", "memtree.actors.mcp_front"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
     try:
         # Allows for a cold interpreter importing the mcp SDK.
         assert pull.poll(int(COLD_START_S * 1000)), "no heartbeat from the front"

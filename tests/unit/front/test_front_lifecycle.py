@@ -39,8 +39,11 @@ def test_sigterm_ends_the_front_within_a_second_while_the_client_holds_stdin_ope
     pull = zmq.Context.instance().socket(zmq.PULL)
     pull.setsockopt(zmq.LINGER, 0)
     pull.bind(paths.endpoint("sup-test.hb"))
-    env = {**os.environ, **ActorContext("mcp", paths, make_config(), paths.endpoint("sup-test.hb")).child_env(),
-           "PYTHONPATH": os.getcwd()}
+    env = {
+        **os.environ,
+        **ActorContext("mcp", paths, make_config(), paths.endpoint("sup-test.hb")).child_env(),
+        "PYTHONPATH": os.getcwd(),
+    }
     cmd = f"exec {shlex.quote(PYTHON)} -m memtree.actors.mcp_front 2>>{shlex.quote(paths.log_file('mcp'))}"
     params = StdioServerParameters(command="/bin/sh", args=["-c", cmd], env=env, cwd=paths.project_root)
     pid = None
@@ -56,8 +59,12 @@ def test_sigterm_ends_the_front_within_a_second_while_the_client_holds_stdin_ope
                 assert control.status() != psutil.STATUS_ZOMBIE  # positive control: it is serving
                 sent = time.monotonic()
                 os.kill(pid, signal.SIGTERM)
-                wait_until(lambda: gone(pid), timeout=GONE_WITHIN_S, interval=0.01,
-                           what="the front to exit after SIGTERM with stdin open")
+                wait_until(
+                    lambda: gone(pid),
+                    timeout=GONE_WITHIN_S,
+                    interval=0.01,
+                    what="the front to exit after SIGTERM with stdin open",
+                )
                 took = time.monotonic() - sent
         assert took < GONE_WITHIN_S
         with open(paths.log_file("mcp")) as f:
@@ -82,8 +89,7 @@ def test_the_front_exits_within_a_second_when_its_supervisor_is_killed(system_fa
     assert psutil.Process(front).ppid() == proc.pid
     proc.kill()  # SIGKILL: the supervisor gets no chance to stop anyone
     proc.wait(timeout=COLD_START_S)
-    wait_until(lambda: gone(front), timeout=GONE_WITHIN_S, interval=0.01,
-               what="the orphaned front to exit")
+    wait_until(lambda: gone(front), timeout=GONE_WITHIN_S, interval=0.01, what="the orphaned front to exit")
     # The other actors get the same SIGTERM; they may take longer to finish cleanly.
     wait_until(lambda: all(gone(p) for p in pids.values()), timeout=COLD_START_S, what="every orphaned actor gone")
 
@@ -129,8 +135,9 @@ def test_a_tool_call_doing_seconds_of_work_does_not_cost_the_session_its_front(s
     # control below), so it is not stretched (stretched 8x it outlasted the work on a loaded box).
     hb_ms, missed = 200, 4  # the supervisor kills an actor after 0.8 s without a beat
     s.write_config({"supervisor": {"heartbeatMs": hb_ms, "missedHeartbeats": missed}})
-    params = StdioServerParameters(command=PYTHON, args=["-m", "memtree.cli", "serve"], cwd=s.project,
-                                   env={**os.environ, **s.env})
+    params = StdioServerParameters(
+        command=PYTHON, args=["-m", "memtree.cli", "serve"], cwd=s.project, env={**os.environ, **s.env}
+    )
     with start_blocking_portal() as portal:
         # Allows for cold interpreters (supervisor, front, writer, walkers) on 2 cores.
         with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=COLD_START_S * 3)) as client:

@@ -18,7 +18,9 @@ print(lean, "mcp.client" in sys.modules, "mcp.server.mcpserver" in sys.modules)
 
 
 def _probe(pre: str = "") -> str:
-    done = subprocess.run([PYTHON, "-P", "-c", PROBE.format(pre=pre)], capture_output=True, text=True, timeout=deadline(120))
+    done = subprocess.run(
+        [PYTHON, "-P", "-c", PROBE.format(pre=pre)], capture_output=True, text=True, timeout=deadline(120)
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

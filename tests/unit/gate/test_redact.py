@@ -8,21 +8,74 @@ import pytest
 
 from memtree.gate import command_denied, path_denied, redact_text, redact_value
 
-DENIED = ["env", "printenv", "printenv HOME", "bash -c 'env'", "bash -c 'env | sort'", 'sh -c "printenv"', "(env)",
-          "env | sort", "sudo env", "sudo -E env", "command env", "ls; env", "make && printenv FOO", "set",
-          "export -p", "export", "declare -x", "declare -p", "typeset -x", "FOO=1 env", "timeout 5 env",
-          "env -u X", "env A=1 printenv", "echo $(env)", "echo `env`", "{ env; }", "ls\nenv",
-          "bash -lc \"cd x && env\"", "env -i bash -c env", "eval env", "cat /proc/self/environ",
-          "python3 -c 'import os; print(os.environ)'", "node -e 'console.log(process.env)'", "compgen -e",
-          "cat .env", "less ~/.ssh/id_rsa", "cp server.pem /tmp/x",
-          "find . -name x | xargs python3 -c 'import os; print(os.environ)'", "sudo -E python3 -c 'print(os.environ)'",
-          "sudo -u deploy env", "nice -n 5 printenv", "xargs -I {} env"]
-ALLOWED = ["env FOO=1 make", "env -i FOO=1 make -j2", "set -e", "set -euo pipefail", "export FOO=1",
-           "declare -a arr", "echo env", "echo 'a;env'", 'echo "env"', "grep env file", "git log", "ls",
-           "python3 -c 'import os; print(os.environ[\"HOME\"])'", "node -e 'console.log(process.env.HOME)'",
-           "python manage.py runserver", "cat README.md", "seq 1 40000", "echo hello; ls",
-           "find app -name '*.py' | xargs grep -n os.environ", "timeout 5 rg -n process.env src",
-           "sudo grep -rn os.environ /etc/app", "nice -n 5 git grep -n 'os.environ'"]
+DENIED = [
+    "env",
+    "printenv",
+    "printenv HOME",
+    "bash -c 'env'",
+    "bash -c 'env | sort'",
+    'sh -c "printenv"',
+    "(env)",
+    "env | sort",
+    "sudo env",
+    "sudo -E env",
+    "command env",
+    "ls; env",
+    "make && printenv FOO",
+    "set",
+    "export -p",
+    "export",
+    "declare -x",
+    "declare -p",
+    "typeset -x",
+    "FOO=1 env",
+    "timeout 5 env",
+    "env -u X",
+    "env A=1 printenv",
+    "echo $(env)",
+    "echo `env`",
+    "{ env; }",
+    "ls\nenv",
+    'bash -lc "cd x && env"',
+    "env -i bash -c env",
+    "eval env",
+    "cat /proc/self/environ",
+    "python3 -c 'import os; print(os.environ)'",
+    "node -e 'console.log(process.env)'",
+    "compgen -e",
+    "cat .env",
+    "less ~/.ssh/id_rsa",
+    "cp server.pem /tmp/x",
+    "find . -name x | xargs python3 -c 'import os; print(os.environ)'",
+    "sudo -E python3 -c 'print(os.environ)'",
+    "sudo -u deploy env",
+    "nice -n 5 printenv",
+    "xargs -I {} env",
+]
+ALLOWED = [
+    "env FOO=1 make",
+    "env -i FOO=1 make -j2",
+    "set -e",
+    "set -euo pipefail",
+    "export FOO=1",
+    "declare -a arr",
+    "echo env",
+    "echo 'a;env'",
+    'echo "env"',
+    "grep env file",
+    "git log",
+    "ls",
+    "python3 -c 'import os; print(os.environ[\"HOME\"])'",
+    "node -e 'console.log(process.env.HOME)'",
+    "python manage.py runserver",
+    "cat README.md",
+    "seq 1 40000",
+    "echo hello; ls",
+    "find app -name '*.py' | xargs grep -n os.environ",
+    "timeout 5 rg -n process.env src",
+    "sudo grep -rn os.environ /etc/app",
+    "nice -n 5 git grep -n 'os.environ'",
+]
 
 
 @pytest.mark.parametrize("command", DENIED)
@@ -41,16 +94,48 @@ def test_bash_deny_regexes_extend_the_list_and_a_broken_regex_matches_literally(
     assert "bash.deny" in command_denied("vault read (x", ["vault read (x"])  # not a valid regex
 
 
-@pytest.mark.parametrize("path", [".env", ".env.local", ".envrc", "/h/.ssh/config", "/h/.ssh", "/h/.aws/credentials",
-                                  "/h/.gnupg/pubring.kbx", ".npmrc", ".pypirc", "/h/.netrc", "id_rsa", "id_rsa.pub",
-                                  "id_ed25519", "a/server.pem", "tls.key", "cert.p12", "cert.pfx", "credentials.json",
-                                  "service-account-prod.json", "sub/../.env"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".env",
+        ".env.local",
+        ".envrc",
+        "/h/.ssh/config",
+        "/h/.ssh",
+        "/h/.aws/credentials",
+        "/h/.gnupg/pubring.kbx",
+        ".npmrc",
+        ".pypirc",
+        "/h/.netrc",
+        "id_rsa",
+        "id_rsa.pub",
+        "id_ed25519",
+        "a/server.pem",
+        "tls.key",
+        "cert.p12",
+        "cert.pfx",
+        "credentials.json",
+        "service-account-prod.json",
+        "sub/../.env",
+    ],
+)
 def test_secret_paths_are_denied(path):
     assert path_denied(path, (), "/p")
 
 
-@pytest.mark.parametrize("path", ["src/env.py", "password_reset.py", "/h/.aws/config", "keys.py", "README.md",
-                                  "environment.md", "docs/ssh.md", "credentials_test.py"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "src/env.py",
+        "password_reset.py",
+        "/h/.aws/config",
+        "keys.py",
+        "README.md",
+        "environment.md",
+        "docs/ssh.md",
+        "credentials_test.py",
+    ],
+)
 def test_ordinary_paths_are_allowed(path):
     assert path_denied(path, (), "/p") is None
 
@@ -104,13 +189,22 @@ def test_secrets_are_replaced_in_place_with_a_tag(text, secret):
     assert secret not in clean and "[REDACTED:" in clean and tags
 
 
-BENIGN = ["commit 3f2a9c1e0b8d7f6a5e4c3b2a1f0e9d8c7b6a5f4e",
-          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  file.tar.gz",
-          "id = 123e4567-e89b-12d3-a456-426614174000", "password_reset.py", "MAX_TOKENS=4096", "token_count = 5",
-          'password = request.form["password"]', "def check_password(password: str) -> bool:",
-          "PASSWORD=${DB_PASS}", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk",
-          "sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQMDq8Nnd1jSYoGFZ8UE/0K3hVfp4ksdqzSrdRKB+YBTr6eg==",
-          "git@github.com:acme/app.git", "https://user@example.com/path", "arn:aws:iam::123456789012:role/x"]
+BENIGN = [
+    "commit 3f2a9c1e0b8d7f6a5e4c3b2a1f0e9d8c7b6a5f4e",
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  file.tar.gz",
+    "id = 123e4567-e89b-12d3-a456-426614174000",
+    "password_reset.py",
+    "MAX_TOKENS=4096",
+    "token_count = 5",
+    'password = request.form["password"]',
+    "def check_password(password: str) -> bool:",
+    "PASSWORD=${DB_PASS}",
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk",
+    "sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQMDq8Nnd1jSYoGFZ8UE/0K3hVfp4ksdqzSrdRKB+YBTr6eg==",
+    "git@github.com:acme/app.git",
+    "https://user@example.com/path",
+    "arn:aws:iam::123456789012:role/x",
+]
 
 
 @pytest.mark.parametrize("text", BENIGN)
@@ -119,8 +213,11 @@ def test_benign_look_alikes_survive_unchanged(text):
 
 
 def test_redact_value_cleans_every_string_in_nested_json():
-    value = {"tool_input": {"command": "export GITHUB_TOKEN=ghp_Zq8Lm2Xv9Tn4Rb7Yw1Pk6Hs3Jd5Fc0GaUeMi"},
-             "list": ["ok", "PASSWORD=hunter2"], "n": 3}
+    value = {
+        "tool_input": {"command": "export GITHUB_TOKEN=ghp_Zq8Lm2Xv9Tn4Rb7Yw1Pk6Hs3Jd5Fc0GaUeMi"},
+        "list": ["ok", "PASSWORD=hunter2"],
+        "n": 3,
+    }
     clean, tags = redact_value(value)
     assert "ghp_" not in str(clean) and "hunter2" not in str(clean) and clean["n"] == 3 and clean["list"][0] == "ok"
     assert tags

@@ -9,8 +9,8 @@ import pytest
 from memtree.capture.ingest import plan
 from memtree.gate import REDACTION_VERSION, redact_text
 from memtree.store.write.mutations import clean_meta
-from tests.support.leaky_cases import load_cases
 from tests.support import test_config as make_config
+from tests.support.leaky_cases import load_cases
 
 CASES = load_cases("/srv/project")
 
@@ -31,8 +31,14 @@ def test_each_case_is_skipped_or_stored_clean_with_its_benign_text_intact(case):
     assert out.skip is None and out.nodes
     # What the writer stores: content through redact_text (mutations.prepare_content), metadata
     # through mutations.clean_meta, both at insert.
-    stored = [redact_text(n["content"])[0] + "\n" + json.dumps(clean_meta(n["metadata"]), ensure_ascii=False)
-              + "\n" + n["source_uri"] for n in out.nodes]
+    stored = [
+        redact_text(n["content"])[0]
+        + "\n"
+        + json.dumps(clean_meta(n["metadata"]), ensure_ascii=False)
+        + "\n"
+        + n["source_uri"]
+        for n in out.nodes
+    ]
     blob = "\n".join(stored)
     leaked = [s for s in case["secrets"] if s in blob]
     assert leaked == []

@@ -10,8 +10,8 @@ import apsw
 from memtree.ids import now_ms, ulid
 from memtree.store import db as store_db
 from memtree.store import reads
-from tests.support.actor_procs import rows
 from tests.support import PYTHON, deadline
+from tests.support.actor_procs import rows
 
 SECRET = "hunter2Secret9xq"
 OLD = f"deploy notes\nDB_PASSWORD={SECRET}\nregion eu-west-1, nothing secret on this line\n"
@@ -21,9 +21,11 @@ BENIGN = "a benign row stored by an older memtree, kept as it is\n"
 def _old_row(conn, content: str) -> str:
     """A row as an older memtree wrote it: no gate version in its metadata."""
     nid = ulid()
-    conn.execute("INSERT INTO nodes(id, kind, source_uri, content, content_hash, status, created_at, updated_at,"
-                 " metadata) VALUES (?, 'note', ?, ?, 'h', 'live', ?, ?, '{\"source\":\"old\"}')",
-                 (nid, f"note:{nid}", content, now_ms(), now_ms()))
+    conn.execute(
+        "INSERT INTO nodes(id, kind, source_uri, content, content_hash, status, created_at, updated_at,"
+        " metadata) VALUES (?, 'note', ?, ?, 'h', 'live', ?, ?, '{\"source\":\"old\"}')",
+        (nid, f"note:{nid}", content, now_ms(), now_ms()),
+    )
     return nid
 
 
@@ -44,15 +46,23 @@ def test_old_rows_are_redacted_on_the_way_out_and_rescan_fixes_them(system):
         ro.close()
     assert rows(system.paths, "SELECT content FROM nodes WHERE id = ?", (secret_id,)) == [(OLD,)]  # still on disk
 
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "redact", "--rescan"], cwd=system.project,
-                          env={**system.env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=deadline(120))
+    done = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "redact", "--rescan"],
+        cwd=system.project,
+        env={**system.env, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=deadline(120),
+    )
     assert done.returncode == 0, done.stderr
     assert "[" in done.stderr and "rows" in done.stderr  # the progress bar
     assert "1 changed" in done.stdout
     [(content, meta)] = rows(system.paths, "SELECT content, metadata FROM nodes WHERE id = ?", (secret_id,))
     assert SECRET not in content and "region eu-west-1" in content and '"redaction":' in meta
     assert rows(system.paths, "SELECT content FROM nodes WHERE id = ?", (benign_id,)) == [(BENIGN,)]
-    assert rows(system.paths, "SELECT count(*) FROM audit WHERE action = 'redact' AND node_id = ?", (secret_id,)) == [(1,)]
+    assert rows(system.paths, "SELECT count(*) FROM audit WHERE action = 'redact' AND node_id = ?", (secret_id,)) == [
+        (1,)
+    ]
     # Every mutation is audited: the benign row's content stayed, but its metadata took the gate version.
     [(benign_meta,)] = rows(system.paths, "SELECT metadata FROM nodes WHERE id = ?", (benign_id,))
     assert '"redaction":' in benign_meta
@@ -67,12 +77,18 @@ def test_a_second_rescan_changes_nothing_and_audits_nothing(system):
     conn.close()
     assert system.ctl("start", "writer").returncode == 0
     for expect in ("rescanned 1 rows", "rescanned 0 rows"):  # the second finds nothing older than the gate
-        done = subprocess.run([PYTHON, "-m", "memtree.cli", "redact", "--rescan"], cwd=system.project,
-                              env={**system.env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
-                              timeout=deadline(120))
+        done = subprocess.run(
+            [PYTHON, "-m", "memtree.cli", "redact", "--rescan"],
+            cwd=system.project,
+            env={**system.env, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=deadline(120),
+        )
         assert done.returncode == 0 and expect in done.stdout, (done.stdout, done.stderr)
-    assert rows(system.paths, "SELECT node_id, reason LIKE '%metadata%' FROM audit WHERE action = 'redact'") == \
-        [(benign_id, 1)]
+    assert rows(system.paths, "SELECT node_id, reason LIKE '%metadata%' FROM audit WHERE action = 'redact'") == [
+        (benign_id, 1)
+    ]
 
 
 def test_rescan_without_a_writer_says_so_in_one_line(system):
@@ -80,8 +96,13 @@ def test_rescan_without_a_writer_says_so_in_one_line(system):
     conn = apsw.Connection(system.paths.db)
     _old_row(conn, OLD)
     conn.close()
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "redact", "--rescan"], cwd=system.project,
-                          env={**system.env, "MEMTREE_CALL_TIMEOUT_MS": "500"}, capture_output=True, text=True,
-                          timeout=deadline(120))
+    done = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "redact", "--rescan"],
+        cwd=system.project,
+        env={**system.env, "MEMTREE_CALL_TIMEOUT_MS": "500"},
+        capture_output=True,
+        text=True,
+        timeout=deadline(120),
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "writer did not answer" in done.stderr

@@ -11,9 +11,15 @@ from tests.support import COLD_START_S, PYTHON, deadline, spawn
 
 
 def _memtree(*args, cwd, env, stdin=subprocess.DEVNULL, timeout=None):
-    return subprocess.run([PYTHON, "-m", "memtree.cli", *args], cwd=cwd, env={**os.environ, **env},
-                          stdin=stdin, capture_output=True, text=True,
-                          timeout=deadline(60) if timeout is None else timeout)
+    return subprocess.run(
+        [PYTHON, "-m", "memtree.cli", *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=deadline(60) if timeout is None else timeout,
+    )
 
 
 def test_no_command_prints_usage_and_exits_2(tmp_path):
@@ -21,15 +27,19 @@ def test_no_command_prints_usage_and_exits_2(tmp_path):
     assert done.returncode == 2 and "usage: memtree COMMAND" in done.stderr
     done = _memtree("frobnicate", cwd=tmp_path, env={})
     assert done.returncode == 2
-    assert done.stderr.strip() == "memtree: unknown command 'frobnicate'; commands: serve, ctl, install, doctor, demo, reembed, redact, import, stats"
+    assert (
+        done.stderr.strip()
+        == "memtree: unknown command 'frobnicate'; commands: serve, ctl, install, doctor, demo, reembed, redact, import, stats"
+    )
 
 
 def test_ctl_without_a_supervisor_says_so_and_exits_1(system_factory):
     s = system_factory
     done = s.ctl("status")
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.strip() == (f"memtree ctl: no memtree supervisor is running for {s.paths.project_root} "
-                                   f"(store {s.paths.store_dir})")
+    assert done.stderr.strip() == (
+        f"memtree ctl: no memtree supervisor is running for {s.paths.project_root} (store {s.paths.store_dir})"
+    )
     # A socket file left by a dead supervisor is not a supervisor; it is cleaned up.
     os.makedirs(s.paths.run_dir, exist_ok=True)
     dead = subprocess.Popen([PYTHON, "-c", "pass"])
@@ -68,16 +78,20 @@ def test_serve_with_a_bad_config_names_the_key_and_file_and_exits_2(system_facto
     done = _config_error(s, {"actors": {"writer": {"modul": "x"}}})
     assert f"{cfg}: unknown key actors.writer.modul" in done.stderr
     done = _config_error(s, {"actors": {"writer": {"module": "memtree.actors.no_writer"}}})
-    assert done.stderr.strip() == ("memtree serve: built-in actor writer: module memtree.actors.no_writer cannot be found"
-                                   f" (set in {cfg})")
+    assert done.stderr.strip() == (
+        f"memtree serve: built-in actor writer: module memtree.actors.no_writer cannot be found (set in {cfg})"
+    )
 
 
-@pytest.mark.parametrize("front, reason", [
-    # A front that exits on EOF ends the session (whichever the supervisor notices first)...
-    ("tests.support.actors.eof_front", ("mcp exited: the session is over", "stdin closed: Claude Code exited")),
-    # ...and one that never reads stdin does not keep it alive: the supervisor sees the HUP itself.
-    ("tests.support.actors.sleepy", ("stdin closed: Claude Code exited",)),
-])
+@pytest.mark.parametrize(
+    "front, reason",
+    [
+        # A front that exits on EOF ends the session (whichever the supervisor notices first)...
+        ("tests.support.actors.eof_front", ("mcp exited: the session is over", "stdin closed: Claude Code exited")),
+        # ...and one that never reads stdin does not keep it alive: the supervisor sees the HUP itself.
+        ("tests.support.actors.sleepy", ("stdin closed: Claude Code exited",)),
+    ],
+)
 def test_closing_serve_stdin_stops_every_child(system_factory, front, reason):
     s = system_factory
     s.write_config(actors={"mcp": {"module": front}})
@@ -110,8 +124,12 @@ def test_serve_started_elsewhere_finds_the_project_from_claude_project_dir(syste
     system_factory.write_config()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc = spawn([PYTHON, "-m", "memtree.cli", "serve", "--no-front"], cwd=str(elsewhere),
-                 env={**system_factory.env, "CLAUDE_PROJECT_DIR": system_factory.project}, stdin=subprocess.DEVNULL)
+    proc = spawn(
+        [PYTHON, "-m", "memtree.cli", "serve", "--no-front"],
+        cwd=str(elsewhere),
+        env={**system_factory.env, "CLAUDE_PROJECT_DIR": system_factory.project},
+        stdin=subprocess.DEVNULL,
+    )
     system_factory.procs.append(proc)
     system_factory.seen_pids.add(proc.pid)
     actors = system_factory.wait_running()  # found through the project's own store
@@ -124,9 +142,13 @@ def test_ctl_status_json_without_a_supervisor_answers_running_false(system_facto
     done = s.ctl("status", "--json")
     assert done.returncode == 1
     assert json.loads(done.stdout) == {
-        "running": False, "project_root": s.paths.project_root, "store_dir": s.paths.store_dir,
-        "supervisors": [], "actors": [],
-        "message": f"no memtree supervisor is running for {s.paths.project_root} (store {s.paths.store_dir})"}
+        "running": False,
+        "project_root": s.paths.project_root,
+        "store_dir": s.paths.store_dir,
+        "supervisors": [],
+        "actors": [],
+        "message": f"no memtree supervisor is running for {s.paths.project_root} (store {s.paths.store_dir})",
+    }
 
 
 def test_demo_help_prints_help_and_runs_nothing(tmp_path):

@@ -10,15 +10,19 @@ import subprocess
 
 import apsw
 
-from tests.support.hook_support import bash_payload, run_hook
 from tests.support import PYTHON, deadline
+from tests.support.hook_support import bash_payload, run_hook
 
 
 def doctor(system, *args) -> tuple[int, dict]:
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "doctor", "--json", *args], cwd=system.project,
-                          env={**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, **system.env,
-                               "HOME": system.home}, capture_output=True, text=True,
-                          timeout=deadline(180))
+    done = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "doctor", "--json", *args],
+        cwd=system.project,
+        env={**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, **system.env, "HOME": system.home},
+        capture_output=True,
+        text=True,
+        timeout=deadline(180),
+    )
     assert "Traceback" not in done.stderr, done.stderr
     report = json.loads(done.stdout)
     assert report["healthy"] == (done.returncode == 0), (done.returncode, report)
@@ -31,9 +35,14 @@ def failing(checks: dict) -> set[str]:
 
 def install(system) -> None:
     # Claude Code's user config (where the server goes) in the test's home, as doctor reads it.
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "install"], cwd=system.project,
-                          env={**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, **system.env,
-                               "HOME": system.home}, capture_output=True, text=True, timeout=deadline(60))
+    done = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "install"],
+        cwd=system.project,
+        env={**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, **system.env, "HOME": system.home},
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -49,15 +58,20 @@ def test_an_installed_running_capturing_project_is_healthy_then_damage_is_found_
     # Damage: a searchable node drops out of the FTS index; the store file goes world-readable.
     db = apsw.Connection(system.paths.db)
     db.set_busy_timeout(5000)
-    rowid, content, uri = db.execute("SELECT rowid, content, source_uri FROM nodes WHERE content LIKE '%doctorword%'"
-                                     ).fetchone()
-    db.execute("INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri) VALUES('delete', ?, ?, ?)",
-               (rowid, content, uri))
+    rowid, content, uri = db.execute(
+        "SELECT rowid, content, source_uri FROM nodes WHERE content LIKE '%doctorword%'"
+    ).fetchone()
+    db.execute(
+        "INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri) VALUES('delete', ?, ?, ?)", (rowid, content, uri)
+    )
     db.close()
     os.chmod(system.paths.db, 0o644)
     code, checks = doctor(system)
     assert code == 1 and failing(checks) == {"store", "permissions"}, checks
-    assert "1 searchable nodes missing from the FTS index" in checks["store"]["message"] and "--fix" in checks["store"]["fix"]
+    assert (
+        "1 searchable nodes missing from the FTS index" in checks["store"]["message"]
+        and "--fix" in checks["store"]["fix"]
+    )
     assert "store.db is 0o644" in checks["permissions"]["message"]
 
     code, checks = doctor(system, "--fix")
@@ -80,8 +94,24 @@ def test_a_project_without_memtree_fails_each_missing_piece_with_a_fix(system_fa
     # A hook whose interpreter is gone, and a session whose captures were never made.
     os.makedirs(os.path.join(s.project, ".claude"), exist_ok=True)
     with open(os.path.join(s.project, ".claude", "settings.json"), "w") as f:
-        json.dump({"hooks": {"PostToolUse": [{"matcher": "Read|Grep|Bash", "hooks": [
-            {"type": "command", "command": f"/nonexistent/python -I -S {s.project}/memtree/hooks/launch.py"}]}]}}, f)
+        json.dump(
+            {
+                "hooks": {
+                    "PostToolUse": [
+                        {
+                            "matcher": "Read|Grep|Bash",
+                            "hooks": [
+                                {
+                                    "type": "command",
+                                    "command": f"/nonexistent/python -I -S {s.project}/memtree/hooks/launch.py",
+                                }
+                            ],
+                        }
+                    ]
+                }
+            },
+            f,
+        )
     os.makedirs(os.path.join(s.project, "memtree", "hooks"))
     open(os.path.join(s.project, "memtree", "__init__.py"), "w").close()
     from memtree.capture import heartbeat
@@ -93,11 +123,22 @@ def test_a_project_without_memtree_fails_each_missing_piece_with_a_fix(system_fa
 
     # A server entry whose --tools names no tool of memtree's: said before anything is spawned.
     with open(os.path.join(s.project, ".mcp.json"), "w") as f:
-        json.dump({"mcpServers": {"memtree": {"type": "stdio", "command": PYTHON,
-                                              "args": ["-m", "memtree.cli", "serve", "--tools", "recal"]}}}, f)
+        json.dump(
+            {
+                "mcpServers": {
+                    "memtree": {
+                        "type": "stdio",
+                        "command": PYTHON,
+                        "args": ["-m", "memtree.cli", "serve", "--tools", "recal"],
+                    }
+                }
+            },
+            f,
+        )
     _, checks = doctor(s)
     assert checks["mcp"]["status"] == "FAIL" and checks["mcp"]["message"].endswith(
-        "unknown tool 'recal' in --tools; memtree's tools are read, grep, bash, recall"), checks["mcp"]
+        "unknown tool 'recal' in --tools; memtree's tools are read, grep, bash, recall"
+    ), checks["mcp"]
     assert "--tools" in checks["mcp"]["fix"]
 
 
@@ -107,6 +148,10 @@ def test_bad_config_is_one_line_naming_the_key(system_factory):
         json.dump({"storage": {"maxBytes": "lots"}}, f)
     _, checks = doctor(s)
     assert checks["config"]["status"] == "FAIL" and "storage.maxBytes" in checks["config"]["message"]
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "doctor", "--project", "/nonexistent"], capture_output=True,
-                          text=True, timeout=deadline(60))
+    done = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "doctor", "--project", "/nonexistent"],
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+    )
     assert done.returncode == 2 and done.stderr.strip() == "memtree doctor: --project /nonexistent: not a directory"

@@ -13,13 +13,17 @@ import re
 from memtree import protocol
 from memtree.ops import transcripts
 from memtree.runtime.client import Caller
-from tests.support import transcript_fixture as fx
-from tests.support.actor_procs import rows
 from tests.fixtures.transcripts import extend
 from tests.support import deadline, deadline_ms, wait_until
+from tests.support import transcript_fixture as fx
+from tests.support.actor_procs import rows
 
-RAW_SECRETS = ("AKIAQWERTYUIOPASDF7K", "Zx9vB2mQ7rT4yU1iO8pL3kJ6hG5fD0sA2wE9qR7t",
-               "sk-ant-api03-Qm7Xv2Lr9Tz4Kp8Wn3Bc6Hy1Jd5Fs0Ga", "hunter2-Lobster-Quartz-91")
+RAW_SECRETS = (
+    "AKIAQWERTYUIOPASDF7K",
+    "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",
+    "sk-ant-api03-Qm7Xv2Lr9Tz4Kp8Wn3Bc6Hy1Jd5Fs0Ga",
+    "hunter2-Lobster-Quartz-91",
+)
 
 
 def _setup(system, tmp_path, copies: int = 1):
@@ -44,8 +48,14 @@ def _summary(stdout: str) -> dict:
 
 def _captures(system) -> dict[str, tuple]:
     """source_uri -> (kind, status, session_id, created_at, content) of every capture node."""
-    return {r[0]: r[1:] for r in rows(system.paths, "SELECT source_uri, kind, status, session_id, created_at, content"
-                                      " FROM nodes WHERE kind IN ('file_chunk', 'tool_output')")}
+    return {
+        r[0]: r[1:]
+        for r in rows(
+            system.paths,
+            "SELECT source_uri, kind, status, session_id, created_at, content"
+            " FROM nodes WHERE kind IN ('file_chunk', 'tool_output')",
+        )
+    }
 
 
 def _ms(iso: str) -> int:
@@ -55,10 +65,18 @@ def _ms(iso: str) -> int:
 def _forget_notes_first(system) -> None:
     """The user forgot the private notes in an earlier session: stored from another call, then Forget."""
     path = os.path.join(os.path.realpath(system.project), extend.FORGET_FILE)
-    payload = {"session_id": "earlier", "cwd": system.project, "hook_event_name": "PostToolUse",
-               "tool_name": "Read", "tool_use_id": "toolu_earlier", "tool_input": {"file_path": path},
-               "tool_response": {"type": "text", "file": {"filePath": path, "content": extend.FORGET_TEXT,
-                                                          "numLines": 4, "startLine": 1, "totalLines": 4}}}
+    payload = {
+        "session_id": "earlier",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_use_id": "toolu_earlier",
+        "tool_input": {"file_path": path},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": extend.FORGET_TEXT, "numLines": 4, "startLine": 1, "totalLines": 4},
+        },
+    }
     ingest = Caller(system.paths.endpoint(protocol.SOCK_INGEST), src="test", timeout_ms=deadline_ms(10000))
     write = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
     try:
@@ -106,8 +124,9 @@ def test_import_stores_each_call_once_dated_redacted_and_refuses_forgotten(syste
     assert readme[2] == calls[rid]["session"] and readme[3] == _ms(when["ts"]) and "heronbay" in readme[4]
     # every session stored something under its own id, but the one whose new calls were all
     # refused or already stored (its Grep and Bash repeat the first session's)
-    assert {c[2] for c in caps.values() if c[1] != "forgotten"} == {
-        c["session"] for c in calls.values()} - {fx.FORGOTTEN_SESSION}
+    assert {c[2] for c in caps.values() if c[1] != "forgotten"} == {c["session"] for c in calls.values()} - {
+        fx.FORGOTTEN_SESSION
+    }
     # the spilled output is stored from tool-results/, past what the transcript itself kept
     [seq] = [c for c in caps.values() if c[4].startswith("$ seq 1 40000")]
     assert "\n15000\n" in seq[4]
@@ -195,8 +214,11 @@ def test_without_a_writer_the_calls_are_spooled_and_stored_when_memtree_runs(sys
     assert b"heronbay" in spooled and not [s for s in RAW_SECRETS if s.encode() in spooled]
     system.serve()
     system.wait_running()
-    wait_until(lambda: any("heronbay" in c[4] for c in _captures(system).values()), timeout=deadline(60),
-               what="spooled import drained")
+    wait_until(
+        lambda: any("heronbay" in c[4] for c in _captures(system).values()),
+        timeout=deadline(60),
+        what="spooled import drained",
+    )
 
 
 def test_no_transcripts_says_where_it_looked(system, tmp_path):
@@ -218,8 +240,15 @@ def test_the_progress_bar_goes_to_a_terminal_only(system, tmp_path):
     assert "sessions," not in piped.stderr and "[" not in piped.stderr  # negative: stderr is a pipe here
     master, slave = pty.openpty()
     try:
-        done = subprocess.run([PYTHON, "-m", "memtree.cli", "import", "--dry-run"], cwd=system.project, env=env,
-                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=deadline(300))
+        done = subprocess.run(
+            [PYTHON, "-m", "memtree.cli", "import", "--dry-run"],
+            cwd=system.project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+            timeout=deadline(300),
+        )
         os.close(slave)
         slave = None
         out = b""

@@ -12,8 +12,7 @@ import pytest
 
 from memtree.ops.install import hook_argv
 from memtree.ops.transcripts import folder_name
-from tests.support import PYTHON, deadline
-from tests.support import REPO
+from tests.support import PYTHON, REPO, deadline
 
 REPO = REPO
 
@@ -23,8 +22,14 @@ def install(project, *args, home=None) -> subprocess.CompletedProcess:
     beside the project), never the developer's own ~/.claude.json."""
     home = os.path.normpath(str(home or os.path.join(str(project), "..", "claude-home")))
     env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
-    return subprocess.run([PYTHON, "-m", "memtree.cli", "install", "--project", str(project), *args],
-                          capture_output=True, text=True, timeout=deadline(60), cwd=REPO, env={**env, "HOME": home})
+    return subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "install", "--project", str(project), *args],
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+        cwd=REPO,
+        env={**env, "HOME": home},
+    )
 
 
 def in_project(tmp_path):
@@ -57,7 +62,9 @@ def _assert_our_hooks(settings: dict) -> None:
         assert hook["type"] == "command" and hook["timeout"] == 10
         argv = shlex.split(hook["command"])
         assert argv == hook_argv() and argv[1:3] == ["-I", "-S"]
-        assert os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith(os.path.join("hooks", "launch.py"))
+        assert (
+            os.path.isabs(argv[0]) and os.path.isfile(argv[3]) and argv[3].endswith(os.path.join("hooks", "launch.py"))
+        )
     [stop] = settings["hooks"]["Stop"]
     assert "matcher" not in stop and shlex.split(stop["hooks"][0]["command"]) == [*hook_argv(), "stop"]
     for event, arg in (("PostCompact", "post-compact"), ("FileChanged", "file-changed")):
@@ -66,8 +73,9 @@ def _assert_our_hooks(settings: dict) -> None:
 
 
 def _no_transcripts(project) -> str:
-    folder = os.path.join(os.path.dirname(str(project)), "claude-home", ".claude", "projects",
-                          folder_name(os.path.realpath(project)))
+    folder = os.path.join(
+        os.path.dirname(str(project)), "claude-home", ".claude", "projects", folder_name(os.path.realpath(project))
+    )
     return f"memtree: no earlier Claude Code transcripts of this project (looked in {folder})"
 
 
@@ -106,17 +114,22 @@ def test_by_default_install_writes_only_where_this_machine_reads_and_says_so(tmp
         f"created {local} (capture hooks)",
         f"updated {exclude} (ignores /.claude/settings.local.json: it holds this machine's paths)",
         f"created {cfg} (MCP server memtree, local scope: {os.path.realpath(project)}, this machine only)",
-        _no_transcripts(project)]
+        _no_transcripts(project),
+    ]
     _assert_our_hooks(load(local))
     _assert_our_server(local_server(project))
     # Nothing the team commits: no settings.json, no .mcp.json, and git ignores the local file.
-    assert sorted(os.listdir(project)) == [".claude", ".git"] and os.listdir(project / ".claude") == ["settings.local.json"]
+    assert sorted(os.listdir(project)) == [".claude", ".git"] and os.listdir(project / ".claude") == [
+        "settings.local.json"
+    ]
     assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout == ""
     assert {oct(os.stat(p).st_mode & 0o777) for p in (local, cfg)} == {"0o600"}
     again = install(project)
-    assert again.stdout.splitlines() == [f"unchanged {local} (capture hooks)", f"unchanged {cfg} (MCP server memtree, "
-                                         f"local scope: {os.path.realpath(project)}, this machine only)",
-                                         _no_transcripts(project)]
+    assert again.stdout.splitlines() == [
+        f"unchanged {local} (capture hooks)",
+        f"unchanged {cfg} (MCP server memtree, local scope: {os.path.realpath(project)}, this machine only)",
+        _no_transcripts(project),
+    ]
 
 
 def test_shared_writes_the_committed_files_and_moves_our_entries_out_of_the_local_ones(tmp_path):
@@ -137,7 +150,8 @@ def test_shared_writes_the_committed_files_and_moves_our_entries_out_of_the_loca
         f"updated {local} (memtree hooks removed, now in {settings})",
         f"created {project / '.mcp.json'} (MCP server memtree, project scope)",
         f"updated {home / '.claude.json'} (MCP server memtree removed from local scope, now in {project / '.mcp.json'})",
-        _no_transcripts(project)]
+        _no_transcripts(project),
+    ]
     _assert_our_hooks(load(settings))
     _assert_our_server(load(project / ".mcp.json")["mcpServers"]["memtree"])
     assert load(local) == {} and local_server(project) is None
@@ -158,8 +172,15 @@ def test_the_readme_install_command_works_as_written_from_the_checkout(tmp_path)
     project.mkdir()
     env = {**{k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}, "HOME": str(tmp_path / "claude-home")}
     for line in lines:
-        done = subprocess.run(line.replace("/path/to/your/project", str(project)), shell=True, cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=deadline(60))
+        done = subprocess.run(
+            line.replace("/path/to/your/project", str(project)),
+            shell=True,
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=deadline(60),
+        )
         assert done.returncode == 0, (line, done.stderr)
     _assert_our_hooks(load(project / ".claude" / "settings.local.json"))
     _assert_our_server(local_server(project))
@@ -170,8 +191,15 @@ def test_the_installed_hook_command_runs_and_exits_zero_silently(tmp_path):
     install(tmp_path)
     cmd = load(tmp_path / ".claude" / "settings.local.json")["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     env = {**os.environ, "MEMTREE_HOME": str(tmp_path / "home")}
-    done = subprocess.run(cmd, shell=True, input=b'{"cwd": "%s"}' % str(tmp_path).encode(), capture_output=True,
-                          env=env, cwd=tmp_path, timeout=deadline(60))
+    done = subprocess.run(
+        cmd,
+        shell=True,
+        input=b'{"cwd": "%s"}' % str(tmp_path).encode(),
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=deadline(60),
+    )
     assert (done.returncode, done.stdout) == (0, b"")
 
 
@@ -179,9 +207,14 @@ def test_install_keeps_other_hooks_and_servers_and_a_second_run_changes_nothing(
     tmp_path = in_project(tmp_path)
     (tmp_path / ".claude").mkdir()
     other_hook = {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo other"}]}
-    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(
-        {"hooks": {"PostToolUse": [other_hook], "Stop": [{"hooks": [{"type": "command", "command": "x"}]}]},
-         "permissions": {"allow": ["Bash"]}}))
+    (tmp_path / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {
+                "hooks": {"PostToolUse": [other_hook], "Stop": [{"hooks": [{"type": "command", "command": "x"}]}]},
+                "permissions": {"allow": ["Bash"]},
+            }
+        )
+    )
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "other-server"}}}))
     assert install(tmp_path, "--shared").returncode == 0
     settings = load(tmp_path / ".claude" / "settings.json")
@@ -201,8 +234,9 @@ def test_an_earlier_memtree_hook_is_replaced_not_duplicated(tmp_path):
     (tmp_path / ".claude").mkdir()
     old = {"type": "command", "command": f"/old/python -I -S {REPO}/hooks/post_tool_use.py", "timeout": 5}
     keep = {"type": "command", "command": "echo keep"}
-    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(
-        {"hooks": {"PostToolUse": [{"matcher": "Read|Grep|Bash", "hooks": [keep, old]}]}}))
+    (tmp_path / ".claude" / "settings.json").write_text(
+        json.dumps({"hooks": {"PostToolUse": [{"matcher": "Read|Grep|Bash", "hooks": [keep, old]}]}})
+    )
     assert install(tmp_path, "--shared").returncode == 0
     [group] = load(tmp_path / ".claude" / "settings.json")["hooks"]["PostToolUse"]
     assert group["hooks"][0] == keep and len(group["hooks"]) == 2
@@ -210,7 +244,8 @@ def test_an_earlier_memtree_hook_is_replaced_not_duplicated(tmp_path):
     # A default install moves it to the local file; the other hook stays where it was.
     assert install(tmp_path).returncode == 0
     assert load(tmp_path / ".claude" / "settings.json")["hooks"]["PostToolUse"] == [
-        {"matcher": "Read|Grep|Bash", "hooks": [keep]}]
+        {"matcher": "Read|Grep|Bash", "hooks": [keep]}
+    ]
     [group] = load(tmp_path / ".claude" / "settings.local.json")["hooks"]["PostToolUse"]
     assert [shlex.split(h["command"]) for h in group["hooks"]] == [hook_argv()]
 
@@ -244,12 +279,22 @@ def test_the_launcher_without_its_package_still_exits_zero_silently(tmp_path):
     lone = tmp_path / "somewhere" / "hooks"
     lone.mkdir(parents=True)
     shutil.copy(os.path.join(REPO, "hooks", "launch.py"), lone / "launch.py")
-    done = subprocess.run([sys.executable, "-I", "-S", str(lone / "launch.py")], input=b'{"cwd": "/"}',
-                          capture_output=True, timeout=deadline(60))
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(lone / "launch.py")],
+        input=b'{"cwd": "/"}',
+        capture_output=True,
+        timeout=deadline(60),
+    )
     assert (done.returncode, done.stdout) == (0, b"")
     # positive control: the real launcher imports the hook and handles the same input
-    real = subprocess.run(hook_argv(), input=b"not json", capture_output=True, timeout=deadline(60),
-                          env={**os.environ, "MEMTREE_HOME": str(tmp_path / "home")}, cwd=str(tmp_path))
+    real = subprocess.run(
+        hook_argv(),
+        input=b"not json",
+        capture_output=True,
+        timeout=deadline(60),
+        env={**os.environ, "MEMTREE_HOME": str(tmp_path / "home")},
+        cwd=str(tmp_path),
+    )
     assert (real.returncode, real.stdout) == (0, b"")
     assert os.listdir(tmp_path / "home")  # it ran far enough to resolve a store
 
@@ -258,8 +303,9 @@ def test_tools_registers_serve_tools_and_an_unknown_name_is_one_line_that_writes
     project = in_project(tmp_path)
     bad = install(project, "--tools", "recall,forget")  # forget is served by name, never listed
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == ("memtree install: unknown tool 'forget' in --tools; memtree's tools are "
-                          "read, grep, bash, recall\n")
+    assert bad.stderr == (
+        "memtree install: unknown tool 'forget' in --tools; memtree's tools are read, grep, bash, recall\n"
+    )
     assert os.listdir(project) == [] and user_config(project) == {}
     done = install(project, "--tools", "recall")
     assert done.returncode == 0, done.stderr
@@ -274,4 +320,5 @@ def test_tools_registers_serve_tools_and_an_unknown_name_is_one_line_that_writes
     assert no_recall.returncode == 0 and local_server(project)["args"][-2:] == ["--tools", "read,grep"]
     assert [line for line in no_recall.stdout.splitlines() if "without recall" in line] == [
         "note: without recall, the agent cannot fetch what previews and the session brief point to (whole outputs "
-        "stay in the store; `memtree install --tools ...,recall` lists it)"]
+        "stay in the store; `memtree install --tools ...,recall` lists it)"
+    ]

@@ -30,8 +30,11 @@ def test_without_numpy_dedupe_and_embed_idle_with_the_reason_and_the_rest_runs(s
     assert all("numpy" in why for why in idle.values()), idle
     pid = actors["walker.dedupe"]["pid"]
     # Five dedupe intervals later it is the same process, never restarted.
-    later = wait_until(lambda: (a := s.actor("walker.dedupe")) and a["uptime_s"] >= 1.0 and a,
-                       timeout=deadline(30), what="walker.dedupe up for 1 s")
+    later = wait_until(
+        lambda: (a := s.actor("walker.dedupe")) and a["uptime_s"] >= 1.0 and a,
+        timeout=deadline(30),
+        what="walker.dedupe up for 1 s",
+    )
     assert (later["state"], later["pid"], later["restarts"]) == ("RUNNING", pid, 0), later
     assert {a["name"] for a in s.status() if a["restarts"]} == set()
     table = s.ctl("status")

@@ -7,13 +7,18 @@ import zipfile
 
 import pytest
 
-from tests.support import PYTHON, deadline
-from tests.support import REPO
+from tests.support import PYTHON, REPO, deadline
 
 REPO = REPO
 # source folder -> its package in the wheel (pyproject's package-dir)
-LAYOUT = {"memtree": "memtree", "actors": "memtree/actors", "supervisor": "memtree/supervisor",
-          "hooks": "memtree/hooks", "config": "memtree/config", "eval": "memtree/eval"}
+LAYOUT = {
+    "memtree": "memtree",
+    "actors": "memtree/actors",
+    "supervisor": "memtree/supervisor",
+    "hooks": "memtree/hooks",
+    "config": "memtree/config",
+    "eval": "memtree/eval",
+}
 
 
 def _source_modules() -> set[str]:
@@ -41,8 +46,12 @@ def wheel(tmp_path_factory):
         else:
             shutil.copy(path, src / name)
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([PYTHON, "-m", "build", "--wheel", "--outdir", str(out), str(src)],
-                          capture_output=True, text=True, timeout=deadline(300))
+    done = subprocess.run(
+        [PYTHON, "-m", "build", "--wheel", "--outdir", str(out), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=deadline(300),
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (whl,) = [p for p in os.listdir(out) if p.endswith(".whl")]
     with zipfile.ZipFile(out / whl) as z:
@@ -61,14 +70,21 @@ def test_every_source_module_is_in_the_wheel(wheel):
     _, names = wheel
     packaged = {n for n in names if n.endswith(".py")}
     assert _source_modules() - packaged == set()
-    assert {"memtree/supervisor/main.py", "memtree/actors/base.py", "memtree/config/defaults.py",
-            "memtree/cli.py"} <= packaged
+    assert {
+        "memtree/supervisor/main.py",
+        "memtree/actors/base.py",
+        "memtree/config/defaults.py",
+        "memtree/cli.py",
+    } <= packaged
 
 
 def test_console_scripts_memtree_and_memtree_hook_are_declared(wheel):
     contents, _ = wheel
     entry = contents["memtree-0.1.0.dist-info/entry_points.txt"].decode()
-    scripts = dict(line.replace(" ", "").split("=", 1) for line in
-                   entry.split("[console_scripts]", 1)[1].strip().splitlines() if "=" in line)
+    scripts = dict(
+        line.replace(" ", "").split("=", 1)
+        for line in entry.split("[console_scripts]", 1)[1].strip().splitlines()
+        if "=" in line
+    )
     assert scripts["memtree"] == "memtree.cli:main"
     assert scripts["memtree-hook"] == "memtree.hooks.post_tool_use:main"

@@ -11,9 +11,9 @@ import subprocess
 from memtree import tokens
 from memtree.ops import savings
 from memtree.ops.transcripts import folder_name
+from tests.support import PYTHON, deadline
 from tests.support.actor_procs import rows
 from tests.support.hook_support import run_hook
-from tests.support import PYTHON, deadline
 from tests.unit.capture.test_hook_rewrite import SLOW, _bash, _module, _read, _updated
 
 WRAPPED_SHOWN = "tests/test_0.py::test_case PASSED\n… 598 lines left out\ntests/test_599.py::test_case PASSED"
@@ -26,39 +26,113 @@ def _transcript(path: str, sid: str, wrapped_id: str | None = None, replaced: di
     toolUseResult)) and, with ``wrapped_id``, one answer of memtree's bash naming that node;
     without it, a session memtree was not part of."""
     if wrapped_id is None:
-        entries = [{"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T09:00:00.000Z",
-                    "message": {"id": "msg_x", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}}]
+        entries = [
+            {
+                "type": "assistant",
+                "sessionId": sid,
+                "timestamp": "2026-12-01T09:00:00.000Z",
+                "message": {"id": "msg_x", "role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+            }
+        ]
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write(json.dumps(entries[0]) + "\n")
         return
     entries = [
-        {"type": "attachment", "sessionId": sid, "timestamp": "2026-12-01T10:00:00.000Z",
-         "attachment": {"type": "hook_additional_context", "content": [BRIEF], "hookName": "SessionStart",
-                        "toolUseID": "SessionStart", "hookEvent": "SessionStart"}},
-        *({"type": "assistant", "sessionId": sid, "timestamp": f"2026-12-01T10:00:0{i}.000Z",
-           "message": {"id": f"msg_{i}", "role": "assistant",
-                       "content": [{"type": "tool_use", "id": f"toolu_m{i}", "name": name, "input": {}}]}}
-          for i, name in ((1, "Grep"), (2, "mcp__memtree__recall"), (3, "Glob"))),
-        *(e for tuid, (tool, result) in (replaced or {}).items() for e in (
-            {"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T10:00:01.000Z",
-             "message": {"id": "msg_1", "role": "assistant",
-                         "content": [{"type": "tool_use", "id": tuid, "name": tool, "input": {}}]}},
-            {"type": "user", "sessionId": sid, "timestamp": "2026-12-01T10:00:01.500Z", "toolUseResult": result,
-             "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tuid,
-                                                      "content": "(as rendered)"}]}})),
+        {
+            "type": "attachment",
+            "sessionId": sid,
+            "timestamp": "2026-12-01T10:00:00.000Z",
+            "attachment": {
+                "type": "hook_additional_context",
+                "content": [BRIEF],
+                "hookName": "SessionStart",
+                "toolUseID": "SessionStart",
+                "hookEvent": "SessionStart",
+            },
+        },
+        *(
+            {
+                "type": "assistant",
+                "sessionId": sid,
+                "timestamp": f"2026-12-01T10:00:0{i}.000Z",
+                "message": {
+                    "id": f"msg_{i}",
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": f"toolu_m{i}", "name": name, "input": {}}],
+                },
+            }
+            for i, name in ((1, "Grep"), (2, "mcp__memtree__recall"), (3, "Glob"))
+        ),
+        *(
+            e
+            for tuid, (tool, result) in (replaced or {}).items()
+            for e in (
+                {
+                    "type": "assistant",
+                    "sessionId": sid,
+                    "timestamp": "2026-12-01T10:00:01.000Z",
+                    "message": {
+                        "id": "msg_1",
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": tuid, "name": tool, "input": {}}],
+                    },
+                },
+                {
+                    "type": "user",
+                    "sessionId": sid,
+                    "timestamp": "2026-12-01T10:00:01.500Z",
+                    "toolUseResult": result,
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tuid, "content": "(as rendered)"}],
+                    },
+                },
+            )
+        ),
         # a message streamed in two entries is one request
-        {"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T10:00:03.500Z",
-         "message": {"id": "msg_3", "role": "assistant", "content": [{"type": "text", "text": "and"}]}},
-        {"type": "user", "sessionId": sid, "timestamp": "2026-12-01T10:00:02.500Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_m2",
-                                                  "content": "1 result"}]}},
-        {"type": "assistant", "sessionId": sid, "timestamp": "2026-12-01T10:00:04.000Z",
-         "message": {"id": "msg_3", "role": "assistant", "content": [
-             {"type": "tool_use", "id": "toolu_w", "name": "mcp__memtree__bash", "input": {"command": "pytest"}}]}},
-        {"type": "user", "sessionId": sid, "timestamp": "2026-12-01T10:00:05.000Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_w", "content": [
-             {"type": "text", "text": WRAPPED_SHOWN + f"\n[exit 0; memtree {wrapped_id}]"}]}]}},
+        {
+            "type": "assistant",
+            "sessionId": sid,
+            "timestamp": "2026-12-01T10:00:03.500Z",
+            "message": {"id": "msg_3", "role": "assistant", "content": [{"type": "text", "text": "and"}]},
+        },
+        {
+            "type": "user",
+            "sessionId": sid,
+            "timestamp": "2026-12-01T10:00:02.500Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_m2", "content": "1 result"}],
+            },
+        },
+        {
+            "type": "assistant",
+            "sessionId": sid,
+            "timestamp": "2026-12-01T10:00:04.000Z",
+            "message": {
+                "id": "msg_3",
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_w", "name": "mcp__memtree__bash", "input": {"command": "pytest"}}
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": sid,
+            "timestamp": "2026-12-01T10:00:05.000Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_w",
+                        "content": [{"type": "text", "text": WRAPPED_SHOWN + f"\n[exit 0; memtree {wrapped_id}]"}],
+                    }
+                ],
+            },
+        },
     ]
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -79,14 +153,22 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     bash_updated = _updated(run_hook(system, _bash(system, log), **SLOW))
     bash_shown = bash_updated["stdout"]
     run_hook(system, {**_bash(system, "small"), "tool_use_id": "toolu_small"}, **SLOW)  # not replaced: no row
-    [(bash_id, bash_stored)] = rows(system.paths, "SELECT id, content FROM nodes WHERE kind = 'tool_output'"
-                                    " AND content LIKE '$ pytest -q%' AND length(content) > 1000")
-    _transcript(os.path.join(folder, "sess-rw.jsonl"), "sess-rw", wrapped_id=bash_id,
-                replaced={"toolu_rw": ("Read", read_updated), "toolu_rw2": ("Bash", bash_updated)})
+    [(bash_id, bash_stored)] = rows(
+        system.paths,
+        "SELECT id, content FROM nodes WHERE kind = 'tool_output'"
+        " AND content LIKE '$ pytest -q%' AND length(content) > 1000",
+    )
+    _transcript(
+        os.path.join(folder, "sess-rw.jsonl"),
+        "sess-rw",
+        wrapped_id=bash_id,
+        replaced={"toolu_rw": ("Read", read_updated), "toolu_rw2": ("Bash", bash_updated)},
+    )
     _transcript(os.path.join(folder, "sess-other.jsonl"), "sess-other")  # memtree was not part of it: not counted
 
-    chunks = rows(system.paths, "SELECT content FROM nodes WHERE kind = 'file_chunk'"
-                                " ORDER BY json_extract(metadata, '$.start')")
+    chunks = rows(
+        system.paths, "SELECT content FROM nodes WHERE kind = 'file_chunk' ORDER BY json_extract(metadata, '$.start')"
+    )
     read_stored = "".join(c for (c,) in chunks)
     assert len(chunks) > 1 and read_stored == content  # under capture.maxBytes: stored whole, one chunk per symbol
     stored = tokens.count(read_stored) + tokens.count(bash_stored)
@@ -98,9 +180,14 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     defs = savings.definition_tokens()
     assert 150 < defs < 600  # the four listed definitions (ARCHITECTURE: 279 tokens per request on 2026-12-01)
 
-    done = subprocess.run([PYTHON, "-m", "memtree.cli", "stats", "--json"], cwd=system.project,
-                          env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
-                          capture_output=True, text=True, timeout=deadline(60))
+    done = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "stats", "--json"],
+        cwd=system.project,
+        env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+    )
     assert done.returncode == 0, done.stderr
     m = json.loads(done.stdout)
     assert set(m["sessions"]) == {"sess-rw"}
@@ -110,21 +197,47 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     assert s["added"] == defs * 3 + tokens.count(BRIEF) and s["net"] == s["kept"] - s["added"]
     assert m["total"]["kept"] == stored - shown and list(m["days"]) == [s["day"]]
 
-    table = subprocess.run([PYTHON, "-m", "memtree.cli", "stats"], cwd=system.project,
-                           env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
-                           capture_output=True, text=True, timeout=deadline(60))
+    table = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "stats"],
+        cwd=system.project,
+        env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+    )
     assert table.returncode == 0 and table.stdout.splitlines()[0].split()[:2] == ["DAY", "SESSIONS"]
     assert f"{stored - shown:,} tokens kept out of the context" in table.stdout and "formula: kept = " in table.stdout
 
     env = {**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir}
-    status = subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status"], cwd=system.project, env=env,
-                            capture_output=True, text=True, timeout=deadline(60))
+    status = subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "ctl", "status"],
+        cwd=system.project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+    )
     assert status.returncode == 0 and savings.summary_line(m) in status.stdout.splitlines(), status.stdout
-    status_json = json.loads(subprocess.run([PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"],
-                                            cwd=system.project, env=env, capture_output=True, text=True,
-                                            timeout=deadline(60)).stdout)
+    status_json = json.loads(
+        subprocess.run(
+            [PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"],
+            cwd=system.project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=deadline(60),
+        ).stdout
+    )
     assert status_json["savings"] == m["total"]
-    doctor = json.loads(subprocess.run([PYTHON, "-m", "memtree.cli", "doctor", "--json"], cwd=system.project, env=env,
-                                       capture_output=True, text=True, timeout=deadline(300)).stdout)
+    doctor = json.loads(
+        subprocess.run(
+            [PYTHON, "-m", "memtree.cli", "doctor", "--json"],
+            cwd=system.project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=deadline(300),
+        ).stdout
+    )
     [row] = [r for r in doctor["checks"] if r["check"] == "savings"]
     assert row["status"] == "ok" and row["message"].startswith(f"{stored - shown:,} tokens kept out of the context")

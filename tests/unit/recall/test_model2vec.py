@@ -24,7 +24,9 @@ def _folder(tmp_path, dim: int = 8, declared: int | None = None):
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.save(str(tmp_path / "tokenizer.json"))
     rng = np.random.default_rng(16)
-    save_file({"embeddings": rng.normal(size=(len(VOCAB), dim)).astype(np.float32)}, str(tmp_path / "model.safetensors"))
+    save_file(
+        {"embeddings": rng.normal(size=(len(VOCAB), dim)).astype(np.float32)}, str(tmp_path / "model.safetensors")
+    )
     if declared is not None:
         (tmp_path / "config.json").write_text(json.dumps({"hidden_dim": declared, "normalize": True}))
     return str(tmp_path)

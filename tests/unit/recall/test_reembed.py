@@ -49,8 +49,15 @@ def _rows(s, sql, params=()):
 
 
 def _reembed(s, *args, **kw):
-    return subprocess.run([PYTHON, "-m", "memtree.cli", "reembed", *args], cwd=s.project,
-                          env={**os.environ, **s.env}, capture_output=True, text=True, timeout=deadline(120), **kw)
+    return subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "reembed", *args],
+        cwd=s.project,
+        env={**os.environ, **s.env},
+        capture_output=True,
+        text=True,
+        timeout=deadline(120),
+        **kw,
+    )
 
 
 def test_mixed_model_store_is_refused_then_reembed_fixes_it(old_model_store):
@@ -78,12 +85,21 @@ def test_mixed_model_store_is_refused_then_reembed_fixes_it(old_model_store):
 
 def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
     s, ids, stale = old_model_store
-    proc = spawn([PYTHON, "-m", "memtree.cli", "reembed", "--batch", "1"], env=s.env, cwd=s.project,
-                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = spawn(
+        [PYTHON, "-m", "memtree.cli", "reembed", "--batch", "1"],
+        env=s.env,
+        cwd=s.project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         # Interrupt once some but not all batches are committed (each batch is one commit).
-        wait_until(lambda: 0 < _rows(s, "SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,))[0][0],
-                   timeout=deadline(30), interval=0.005, what="the first re-embedded batch")
+        wait_until(
+            lambda: 0 < _rows(s, "SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,))[0][0],
+            timeout=deadline(30),
+            interval=0.005,
+            what="the first re-embedded batch",
+        )
         proc.send_signal(signal.SIGINT)
         err = proc.communicate(timeout=deadline(30))[1].decode()
     finally:

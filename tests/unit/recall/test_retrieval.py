@@ -12,8 +12,8 @@ import time
 import pytest
 
 from memtree import protocol, tokens
-from tests.support.front_harness import Front, ids_in
 from tests.support import deadline, wait_until
+from tests.support.front_harness import Front, ids_in
 
 HIDDEN = ("stale", "superseded", "pruned", "dropped", "forgotten")
 
@@ -29,13 +29,18 @@ def _hidden_family(front, word: str):
     """A live root R with a live child L and one child per hidden status, all
     linked from L by edges; X is live and linked from L only by an edge."""
     root = front.add(f"Root observation for the {word[:3]} family tree, parent of the rest.", kind="note")
-    live = front.add(f"The live {word} node: positive control for every retrieval tool.", kind="observation",
-                     parent_id=root)
+    live = front.add(
+        f"The live {word} node: positive control for every retrieval tool.", kind="observation", parent_id=root
+    )
     linked = front.add(f"Linked {word} node reachable only by an edge from the live one.", kind="observation")
     hidden = {}
     for status in HIDDEN:
-        nid = front.add(f"A {status} {word} node that must never come back by default.", kind="observation",
-                        parent_id=root, status="pending")
+        nid = front.add(
+            f"A {status} {word} node that must never come back by default.",
+            kind="observation",
+            parent_id=root,
+            status="pending",
+        )
         if status == "forgotten":
             front.set_status([nid], "live")
             front.caller.call(protocol.Forget(node_id=nid, reason="test"))
@@ -44,8 +49,9 @@ def _hidden_family(front, word: str):
         hidden[status] = nid
     for dst in [linked, *hidden.values()]:
         front.edge(live, dst, "references")
-    statuses = dict(front.rows("SELECT id, status FROM nodes WHERE id IN (%s)" % ",".join("?" * len(hidden)),
-                               list(hidden.values())))
+    statuses = dict(
+        front.rows(f"SELECT id, status FROM nodes WHERE id IN ({','.join('?' * len(hidden))})", list(hidden.values()))
+    )
     assert statuses == {nid: s for s, nid in hidden.items()}
     return root, live, linked, hidden
 
@@ -66,7 +72,9 @@ def test_hidden_statuses_come_back_only_when_named(front):
     root, live, linked, hidden = _hidden_family(front, "tapir")
     got = ids_in(front.ok("recall", {"query": "tapir", "filters": {"status": ["stale", "superseded"]}}))
     assert got == {hidden["stale"], hidden["superseded"]}
-    got = ids_in(front.ok("recall", {"filters": {"kind": "observation", "since": t0, "status": list(HIDDEN)}, "limit": 100}))
+    got = ids_in(
+        front.ok("recall", {"filters": {"kind": "observation", "since": t0, "status": list(HIDDEN)}, "limit": 100})
+    )
     assert got == set(hidden.values())
     # pruned, dropped and forgotten have left the search index for good
     got = ids_in(front.ok("recall", {"query": "tapir", "filters": {"status": ["pruned", "dropped", "forgotten"]}}))
@@ -76,7 +84,7 @@ def test_hidden_statuses_come_back_only_when_named(front):
 def test_compose_drops_a_hidden_seed_and_says_why(front):
     root, live, linked, hidden = _hidden_family(front, "okapi")
     out = front.ok("recall", {"ids": [hidden["stale"], live], "budget_tokens": 3000, "depth": 0})
-    manifest = out[out.index("manifest:"):]
+    manifest = out[out.index("manifest:") :]
     assert f"{hidden['stale']}(stale)" in manifest.split("dropped:")[1]
     assert "okapi node that must never" not in out
     # The same call in the form the schema shows: ids as one string, the rest in opts.
@@ -101,8 +109,14 @@ def _put_file(front, name: str, text: str) -> tuple[str, str]:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     st = os.stat(path)
-    res = front.caller.call(protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=st.st_size, chunks=[
-        {"start": 1, "end": text.count("\n"), "symbol": None, "kind": "window", "content": text}]))
+    res = front.caller.call(
+        protocol.PutFile(
+            path=path,
+            mtime=st.st_mtime_ns,
+            size=st.st_size,
+            chunks=[{"start": 1, "end": text.count("\n"), "symbol": None, "kind": "window", "content": text}],
+        )
+    )
     return path, res["chunk_ids"][0]
 
 
@@ -122,7 +136,9 @@ def test_a_chunk_whose_file_changed_is_marked_stale_in_the_answer_and_in_the_sto
     changed = front.ok("recall", {"query": "wombat_burrow"})
     line = next(ln for ln in changed.splitlines() if chunk in ln)
     assert "STALE" in line
-    wait_until(lambda: _status(front, chunk) == "stale", timeout=deadline(10), what="the writer to learn the chunk is stale")
+    wait_until(
+        lambda: _status(front, chunk) == "stale", timeout=deadline(10), what="the writer to learn the chunk is stale"
+    )
     assert ids_in(front.ok("recall", {"query": "wombat_burrow"})) == set()
 
 
@@ -131,56 +147,78 @@ def test_a_chunk_whose_file_was_deleted_is_marked_stale(front):
     keep_path, keep = _put_file(front, "zebra.py", "QUAGGA_STRIPES_ZEBRA = 1\nprint('zebra quagga')\n")
     os.unlink(path)
     out = front.ok("recall", {"ids": [chunk, keep], "budget_tokens": 2000, "depth": 0})
-    assert f'id={chunk}' in out and "stale=" in out.split(f"id={chunk}")[1].split(">")[0]
+    assert f"id={chunk}" in out and "stale=" in out.split(f"id={chunk}")[1].split(">")[0]
     assert "stale=" not in out.split(f"id={keep}")[1].split(">")[0]
-    wait_until(lambda: _status(front, chunk) == "stale", timeout=deadline(10), what="the writer to learn the chunk is stale")
+    wait_until(
+        lambda: _status(front, chunk) == "stale", timeout=deadline(10), what="the writer to learn the chunk is stale"
+    )
     assert _status(front, keep) == "live"
 
 
 UNKNOWN = "01HZZZZZZZZZZZZZZZZZZZZZZZ"
 BAD_CALLS = [
-    ("note", {}, "text"), ("note", {"text": 5}, "text"), ("note", {"text": "   "}, "text"),
+    ("note", {}, "text"),
+    ("note", {"text": 5}, "text"),
+    ("note", {"text": "   "}, "text"),
     ("note", {"text": "ok text", "parent_id": "nope"}, "parent_id"),
     ("note", {"text": "ok text", "colour": "red"}, "colour"),
-    ("recall", {"ids": "x"}, "ids"), ("recall", {"ids": [UNKNOWN]}, "ids"),
+    ("recall", {"ids": "x"}, "ids"),
+    ("recall", {"ids": [UNKNOWN]}, "ids"),
     ("recall", {"ids": ["{live}"], "budget_tokens": -1}, "budget_tokens"),
     ("recall", {"ids": ["{live}"], "filters": {"status": ["bogus"]}}, "status"),
-    ("recall", {"ids": ["{live}"], "limit": 3}, "limit"), ("recall", {"op": "fetch"}, "op"),
-    ("recall", {"op": "get"}, "ids"), ("recall", {"ids": 5}, "ids"),
-    ("recall", {"filters": {"since": "the other day"}}, "since"), ("recall", {"limit": 0}, "limit"),
-    ("recall", {"filters": {"kind": "widget"}}, "kind"), ("recall", {"filters": {"status": "nope"}}, "status"),
+    ("recall", {"ids": ["{live}"], "limit": 3}, "limit"),
+    ("recall", {"op": "fetch"}, "op"),
+    ("recall", {"op": "get"}, "ids"),
+    ("recall", {"ids": 5}, "ids"),
+    ("recall", {"filters": {"since": "the other day"}}, "since"),
+    ("recall", {"limit": 0}, "limit"),
+    ("recall", {"filters": {"kind": "widget"}}, "kind"),
+    ("recall", {"filters": {"status": "nope"}}, "status"),
     ("recall", {"budget_tokens": 0}, "budget_tokens"),
-    ("recall", {"query": ""}, "query"), ("recall", {"query": "x", "mode": "fuzzy"}, "mode"),
-    ("recall", {"query": "x", "limit": 1000}, "limit"), ("recall", {"query": "x", "filters": {"colour": 1}}, "colour"),
-    ("recall", {"query": "x", "filters": {"status": "bogus"}}, "status"), ("recall", {"query": ["x"]}, "query"),
+    ("recall", {"query": ""}, "query"),
+    ("recall", {"query": "x", "mode": "fuzzy"}, "mode"),
+    ("recall", {"query": "x", "limit": 1000}, "limit"),
+    ("recall", {"query": "x", "filters": {"colour": 1}}, "colour"),
+    ("recall", {"query": "x", "filters": {"status": "bogus"}}, "status"),
+    ("recall", {"query": ["x"]}, "query"),
     ("recall", {"op": "neighbors", "ids": ["{live}"], "depth": 9}, "depth"),
     ("recall", {"op": "neighbors", "ids": ["{live}"], "filters": {"edge_kinds": ["bogus"]}}, "edge_kinds"),
     ("recall", {"op": "neighbors", "ids": [UNKNOWN]}, "ids"),
-    ("recall", {"op": "path", "ids": [123]}, "ids"), ("recall", {"op": "path", "ids": [UNKNOWN]}, "ids"),
+    ("recall", {"op": "path", "ids": [123]}, "ids"),
+    ("recall", {"op": "path", "ids": [UNKNOWN]}, "ids"),
     ("recall", {"op": "compose", "ids": []}, "ids"),
     ("recall", {"op": "compose", "ids": ["x"]}, "ids"),
     ("recall", {"op": "compose", "ids": [UNKNOWN]}, "ids"),
     ("recall", {"op": "compose", "ids": ["{live}"], "budget_tokens": 0}, "budget_tokens"),
     ("recall", {"op": "compose", "ids": ["{live}"], "format": "fancy"}, "format"),
     ("recall", {"op": "compose", "ids": ["{live}"], "depth": -1}, "depth"),
-    ("forget", {"node_id": "{live}", "reason": ""}, "reason"), ("forget", {"node_id": UNKNOWN, "reason": "x"}, "node_id"),
+    ("forget", {"node_id": "{live}", "reason": ""}, "reason"),
+    ("forget", {"node_id": UNKNOWN, "reason": "x"}, "node_id"),
     ("forget", {"node_id": "{live}"}, "reason"),
-    ("read", {"path": 5}, "path"), ("read", {"path": "big.txt", "lines": "abc"}, "lines"),
+    ("read", {"path": 5}, "path"),
+    ("read", {"path": "big.txt", "lines": "abc"}, "lines"),
     ("read", {"path": "big.txt", "budget_tokens": -1}, "budget_tokens"),
-    ("grep", {}, "pattern"), ("grep", {"pattern": "x", "context": -1}, "context"),
-    ("bash", {}, "command"), ("bash", {"command": "touch SHOULD_NOT_EXIST", "timeout_s": -1}, "timeout_s"),
+    ("grep", {}, "pattern"),
+    ("grep", {"pattern": "x", "context": -1}, "context"),
+    ("bash", {}, "command"),
+    ("bash", {"command": "touch SHOULD_NOT_EXIST", "timeout_s": -1}, "timeout_s"),
     ("bash", {"command": "touch SHOULD_NOT_EXIST", "opts": "timeout=-1"}, "timeout_s"),
     ("bash", {"command": "touch SHOULD_NOT_EXIST", "opts": "timeout=soon"}, "timeout"),
-    ("recall", {"query": "x", "opts": "colour=red"}, "colour"), ("recall", {"query": "x", "opts": 5}, "opts"),
+    ("recall", {"query": "x", "opts": "colour=red"}, "colour"),
+    ("recall", {"query": "x", "opts": 5}, "opts"),
     ("recall", {"query": "x", "limit": 2, "opts": "limit=3"}, "twice"),
     ("read", {"path": "big.txt", "opts": "budget=0"}, "budget_tokens"),
     ("note", {"text": "an opts note that must not be stored", "opts": "parent=x"}, "parent"),
     # note and forget folded into recall: the same checks, naming recall's arguments.
-    ("recall", {"note": ""}, "note"), ("recall", {"note": 5}, "note"), ("recall", {"note": "   "}, "note"),
-    ("recall", {"note": "ok text", "ids": "nope"}, "ids"), ("recall", {"note": "ok text", "ids": [UNKNOWN]}, "ids"),
+    ("recall", {"note": ""}, "note"),
+    ("recall", {"note": 5}, "note"),
+    ("recall", {"note": "   "}, "note"),
+    ("recall", {"note": "ok text", "ids": "nope"}, "ids"),
+    ("recall", {"note": "ok text", "ids": [UNKNOWN]}, "ids"),
     ("recall", {"note": "ok text", "limit": 2}, "limit"),
     ("recall", {"note": "ok text", "opts": "op=search"}, "note"),
-    ("recall", {"opts": "op=forget"}, "ids"), ("recall", {"ids": "{live}", "opts": "op=forget"}, "note"),
+    ("recall", {"opts": "op=forget"}, "ids"),
+    ("recall", {"ids": "{live}", "opts": "op=forget"}, "note"),
     ("recall", {"ids": "{live}", "note": "  ", "opts": "op=forget"}, "note"),
     ("recall", {"ids": UNKNOWN, "note": "x", "opts": "op=forget"}, "ids"),
     ("recall", {"ids": ["{live}", UNKNOWN], "note": "x", "opts": "op=forget"}, "one id"),
@@ -195,6 +233,7 @@ def _fill(args: dict, live: str) -> dict:
         if isinstance(v, list):
             return [sub(x) for x in v]
         return v
+
     return {k: sub(v) for k, v in args.items()}
 
 
@@ -213,7 +252,9 @@ def test_bad_arguments_to_every_tool_are_one_line_errors_that_change_nothing(fro
 
 @pytest.mark.parametrize("budget", [1, 5, 20, 100, 1000])
 def test_no_tool_answer_ever_exceeds_its_budget(front, budget):
-    big = f"budget sweep {budget}\n" + "\n".join(f"capybara line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(800))
+    big = f"budget sweep {budget}\n" + "\n".join(
+        f"capybara line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(800)
+    )
     parent = front.add(f"Capybara parent node for the budget sweep {budget}, it has a large child.")
     nid = front.add(big, parent_id=parent)
     for i in range(5):
@@ -221,17 +262,25 @@ def test_no_tool_answer_ever_exceeds_its_budget(front, budget):
     with open(os.path.join(front.root, "capybara.txt"), "w") as f:
         f.write(big)
     calls = [
-        ("recall", {"ids": [nid]}), ("recall", {"limit": 100}), ("recall", {"query": "capybara", "limit": 100}),
-        ("recall", {"op": "neighbors", "ids": [nid], "depth": 3}), ("recall", {"op": "path", "ids": [nid]}),
-        ("recall", {"ids": [nid, parent]}), ("read", {"path": "capybara.txt"}),
-        ("read", {"path": "capybara.txt", "lines": "1-700"}), ("grep", {"pattern": "capybara"}),
+        ("recall", {"ids": [nid]}),
+        ("recall", {"limit": 100}),
+        ("recall", {"query": "capybara", "limit": 100}),
+        ("recall", {"op": "neighbors", "ids": [nid], "depth": 3}),
+        ("recall", {"op": "path", "ids": [nid]}),
+        ("recall", {"ids": [nid, parent]}),
+        ("read", {"path": "capybara.txt"}),
+        ("read", {"path": "capybara.txt", "lines": "1-700"}),
+        ("grep", {"pattern": "capybara"}),
         ("bash", {"command": "seq 1 5000"}),
     ]
     for tool, args in calls:
         text = front.ok(tool, {**args, "budget_tokens": budget})
         assert tokens.count(text) <= budget, f"{tool} at budget {budget}: {tokens.count(text)} tokens"
-    for tool, args in [("note", {"text": "capybara note " * 2000}), ("recall", {"note": "capybara note " * 2000}),
-                       ("forget", {"node_id": nid, "reason": "sweep"})]:
+    for tool, args in [
+        ("note", {"text": "capybara note " * 2000}),
+        ("recall", {"note": "capybara note " * 2000}),
+        ("forget", {"node_id": nid, "reason": "sweep"}),
+    ]:
         err, text = front.call(tool, args)
         assert tokens.count(text) <= 2000
 
@@ -260,8 +309,12 @@ def test_files_op_gives_one_hit_per_file_and_counts_its_other_matching_chunks(fr
         with open(os.path.join(front.root, name), "w") as f:
             f.write(text)
         front.ok("read", {"path": name})
-    chunks = dict(front.rows("SELECT id, json_extract(metadata, '$.path') FROM nodes "
-                             "WHERE kind = 'file_chunk' AND status = 'live' AND content LIKE '%quokka%'"))
+    chunks = dict(
+        front.rows(
+            "SELECT id, json_extract(metadata, '$.path') FROM nodes "
+            "WHERE kind = 'file_chunk' AND status = 'live' AND content LIKE '%quokka%'"
+        )
+    )
     by_chunk = ids_in(front.ok("recall", {"query": "quokka hop", "filters": {"kind": "file_chunk"}}))
     assert len(by_chunk & set(chunks)) == 4  # control: every matching chunk is a hit of its own
     grouped = front.ok("recall", {"op": "files", "query": "quokka hop", "filters": {"kind": "file_chunk"}})
@@ -288,12 +341,29 @@ def test_neighbors_stops_at_its_node_cap_and_says_so(front):
 def test_a_hit_shows_its_best_matching_line_and_the_best_line_near_it_exactly():
     from memtree.recall import render
 
-    log = "\n".join(["Version 9.1.0", "-------------", "", "Released 2030-01-02", "- other change",
-                     "Version 9.0.0", "-------------", "", "Released 2029-05-11", "- first change"])
-    assert render.matching_lines({"content": log, "kind": "tool_output"}, "Version 9.0.0 Released") == \
-        "Version 9.0.0\nReleased 2029-05-11"
-    chunk = {"content": "x = 1\nif width is None:\n    width = parent.width\n", "kind": "file_chunk",
-             "metadata": '{"start": 40}'}
+    log = "\n".join(
+        [
+            "Version 9.1.0",
+            "-------------",
+            "",
+            "Released 2030-01-02",
+            "- other change",
+            "Version 9.0.0",
+            "-------------",
+            "",
+            "Released 2029-05-11",
+            "- first change",
+        ]
+    )
+    assert (
+        render.matching_lines({"content": log, "kind": "tool_output"}, "Version 9.0.0 Released")
+        == "Version 9.0.0\nReleased 2029-05-11"
+    )
+    chunk = {
+        "content": "x = 1\nif width is None:\n    width = parent.width\n",
+        "kind": "file_chunk",
+        "metadata": '{"start": 40}',
+    }
     # In file order, with file line numbers: the match and its neighbour holding "width".
     assert render.matching_lines(chunk, "parent.width") == "41:if width is None:\n42:    width = parent.width"
     assert render.matching_lines(chunk, "pangolin") == ""  # control: no line holds a query word

@@ -12,9 +12,9 @@ import pytest
 from memtree.errors import BadRequest
 from memtree.recall import search
 from memtree.store import db as store_db
+from tests.support import COLD_START_S, reap, wait_until
 from tests.support.actor_procs import start_actor
 from tests.support.front_harness import Front, ids_in
-from tests.support import COLD_START_S, reap, wait_until
 
 HELPERS = '''"""Small helpers."""
 
@@ -48,8 +48,10 @@ PARAPHRASE = "weather thermometer reading"
 # words (repeated, in a long unrelated text), one only by meaning.
 QUERY = "retry a failing network call"
 BOTH = "with_retries: call the function again when the network call is failing, up to three attempts"
-WORDS_ONLY = ("retry a failing network call; " * 10 + "The quarterly calendar lists holidays, "
-              "month names, leap years, weekday headers, and the spelling of every public festival. " * 10)
+WORDS_ONLY = (
+    "retry a failing network call; " * 10 + "The quarterly calendar lists holidays, "
+    "month names, leap years, weekday headers, and the spelling of every public festival. " * 10
+)
 MEANING_ONLY = "re-send remote requests after connectivity errors"
 
 
@@ -61,15 +63,26 @@ def store(tmp_path_factory):
         with open(os.path.join(f.root, "helpers.py"), "w") as fh:
             fh.write(HELPERS)
         f.ok("read", {"path": "helpers.py"})
-        f.notes = {name: f.add(text, kind="note") for name, text in
-                   (("both", BOTH), ("words", WORDS_ONLY), ("meaning", MEANING_ONLY))}
+        f.notes = {
+            name: f.add(text, kind="note")
+            for name, text in (("both", BOTH), ("words", WORDS_ONLY), ("meaning", MEANING_ONLY))
+        }
         walker = start_actor(f.paths, f.config, "memtree.actors.walkers.embed", "walker.embed")
         # The walker loads the model and drains the backlog; allows for a cold start.
-        wait_until(lambda: f.rows("SELECT count(*) FROM nodes n WHERE n.status = 'live' AND n.kind IN "
-                                  "('file_chunk', 'note') AND n.id NOT IN (SELECT node_id FROM nodes_vec)")[0][0] == 0,
-                   timeout=COLD_START_S * 2, what="every live chunk and note embedded")
-        f.celsius = f.rows("SELECT id FROM nodes WHERE json_extract(metadata, '$.symbol') = 'to_celsius'"
-                           " AND status = 'live'")[0][0]
+        wait_until(
+            lambda: (
+                f.rows(
+                    "SELECT count(*) FROM nodes n WHERE n.status = 'live' AND n.kind IN "
+                    "('file_chunk', 'note') AND n.id NOT IN (SELECT node_id FROM nodes_vec)"
+                )[0][0]
+                == 0
+            ),
+            timeout=COLD_START_S * 2,
+            what="every live chunk and note embedded",
+        )
+        f.celsius = f.rows(
+            "SELECT id FROM nodes WHERE json_extract(metadata, '$.symbol') = 'to_celsius' AND status = 'live'"
+        )[0][0]
         yield f
     finally:
         if walker is not None:
@@ -155,8 +168,14 @@ def test_a_query_vector_that_is_not_unit_length_degrades_hybrid_and_refuses_sema
                 search.run(conn, QUERY, "semantic", {}, 10, query_vector=emb)
             out = search.run(conn, QUERY, "hybrid", {"kind": ["note"]}, 10, query_vector=emb)
             assert out.mode == "keyword" and "not a unit vector" in out.degraded
-        ok = search.run(conn, QUERY, "hybrid", {"kind": ["note"]}, 10,  # control: the same vector, normalised
-                        query_vector={"model": provider.name, "dim": provider.dim, "vector": good.tolist()})
+        ok = search.run(
+            conn,
+            QUERY,
+            "hybrid",
+            {"kind": ["note"]},
+            10,  # control: the same vector, normalised
+            query_vector={"model": provider.name, "dim": provider.dim, "vector": good.tolist()},
+        )
         assert (ok.mode, ok.degraded) == ("hybrid", None)
     finally:
         conn.close()

@@ -5,21 +5,49 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from memtree.recall import search
 from memtree.errors import BadRequest
+from memtree.recall import search
 
-NASTY = ['"', '""', "'", "a\"b", "NEAR(", "foo AND", "OR", "NOT x", "col:val", "x*", "^start", "(a OR b",
-         "a) OR (b", "{x}", "-minus", "+plus", "a:b:c", "\\", "名前 検索", "emoji 🎉 ok", "x" * 500,
-         "AND OR NOT NEAR", "content:secret", "*", "a NEAR/3 b", "\"unbalanced quote here"]
+NASTY = [
+    '"',
+    '""',
+    "'",
+    'a"b',
+    "NEAR(",
+    "foo AND",
+    "OR",
+    "NOT x",
+    "col:val",
+    "x*",
+    "^start",
+    "(a OR b",
+    "a) OR (b",
+    "{x}",
+    "-minus",
+    "+plus",
+    "a:b:c",
+    "\\",
+    "名前 検索",
+    "emoji 🎉 ok",
+    "x" * 500,
+    "AND OR NOT NEAR",
+    "content:secret",
+    "*",
+    "a NEAR/3 b",
+    '"unbalanced quote here',
+]
 
 
 @pytest.fixture(scope="module")
 def fts():
     conn = apsw.Connection(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, source_uri, "
-                 "tokenize='porter unicode61 remove_diacritics 2')")
-    conn.execute("INSERT INTO t(content, source_uri) VALUES ('the minus sign and NEAR words, AND/OR', 'x'),"
-                 "('名前 検索 🎉', 'y'), ('plain text about col val', 'z')")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(content, source_uri, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        "INSERT INTO t(content, source_uri) VALUES ('the minus sign and NEAR words, AND/OR', 'x'),"
+        "('名前 検索 🎉', 'y'), ('plain text about col val', 'z')"
+    )
     return conn
 
 
@@ -45,11 +73,20 @@ def test_empty_queries_are_clear_errors(query):
     assert "query" in e.value.message
 
 
-@pytest.mark.parametrize("filters,word", [
-    ({"colour": "red"}, "colour"), ({"status": "bogus"}, "status"), ({"status": []}, "status"),
-    ({"kind": "widget"}, "kind"), ({"since": "soonish"}, "since"), ({"until": -4}, "until"),
-    ({"parent_id": 7}, "parent_id"), ({"session_id": ""}, "session_id"), ("live", "filters"),
-])
+@pytest.mark.parametrize(
+    "filters,word",
+    [
+        ({"colour": "red"}, "colour"),
+        ({"status": "bogus"}, "status"),
+        ({"status": []}, "status"),
+        ({"kind": "widget"}, "kind"),
+        ({"since": "soonish"}, "since"),
+        ({"until": -4}, "until"),
+        ({"parent_id": 7}, "parent_id"),
+        ({"session_id": ""}, "session_id"),
+        ("live", "filters"),
+    ],
+)
 def test_bad_filters_name_the_key(filters, word):
     with pytest.raises(BadRequest) as e:
         search.check_filters(filters)
@@ -57,8 +94,9 @@ def test_bad_filters_name_the_key(filters, word):
 
 
 def test_filters_are_normalised():
-    f = search.check_filters({"status": "stale", "kind": ["note", "note"], "since": "2h", "until": 5,
-                              "parent_id": "P", "session_id": "S"})
+    f = search.check_filters(
+        {"status": "stale", "kind": ["note", "note"], "since": "2h", "until": 5, "parent_id": "P", "session_id": "S"}
+    )
     assert f["status"] == ["stale"] and f["kind"] == ["note"] and f["until"] == 5
     assert isinstance(f["since"], int) and f["since"] > 0
 
@@ -81,16 +119,21 @@ def test_unknown_mode_is_a_clear_error():
     assert "fuzzy" in e.value.message
 
 
-@pytest.mark.parametrize("query,content", [
-    ("how does the scheduler decide when a job runs next", "the scheduler decide when a job runs next"),
-    ("where is the cache eviction handled", "the cache eviction"),
-    ("what happens when a signature is expired", "a signature is expired"),
-    ("which function converts a timestamp to a datetime", "converts a timestamp to a datetime"),
-    ("how does TTLCache work?", "TTLCache"),
-    ("find the code that retries failed requests", "retries failed requests"),
-    # short queries and identifiers are left alone; so is a query that is all scaffolding
-    ("parse_interval", "parse_interval"), ("list directory", "list directory"), ("where is it", "where is it"),
-])
+@pytest.mark.parametrize(
+    "query,content",
+    [
+        ("how does the scheduler decide when a job runs next", "the scheduler decide when a job runs next"),
+        ("where is the cache eviction handled", "the cache eviction"),
+        ("what happens when a signature is expired", "a signature is expired"),
+        ("which function converts a timestamp to a datetime", "converts a timestamp to a datetime"),
+        ("how does TTLCache work?", "TTLCache"),
+        ("find the code that retries failed requests", "retries failed requests"),
+        # short queries and identifiers are left alone; so is a query that is all scaffolding
+        ("parse_interval", "parse_interval"),
+        ("list directory", "list directory"),
+        ("where is it", "where is it"),
+    ],
+)
 def test_question_scaffolding_is_dropped_from_what_is_searched(query, content):
     from memtree.recall.ranking import content_query
 
@@ -100,6 +143,11 @@ def test_question_scaffolding_is_dropped_from_what_is_searched(query, content):
 def test_adjacent_words_are_also_searched_joined_so_a_camelcase_identifier_matches():
     from memtree.recall.search import _prose_words
 
-    assert _prose_words("where is the directory listing done") == ["directory", "listing", "done",
-                                                                    "directorylisting", "listingdone"]
+    assert _prose_words("where is the directory listing done") == [
+        "directory",
+        "listing",
+        "done",
+        "directorylisting",
+        "listingdone",
+    ]
     assert _prose_words("get_in x") == ["get_in", "x"]  # an identifier is not joined with its neighbour

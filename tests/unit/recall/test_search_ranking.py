@@ -30,17 +30,21 @@ def parse_interval(text):
 # Three files that use the name, each more often than the definition names it.
 USES = {
     "runner.py": "from timing import parse_interval\n\n\ndef every(spec):\n"
-                 "    # parse_interval: the spec's interval, parse_interval again for the retry\n"
-                 "    return parse_interval(spec), parse_interval(spec) * 2, parse_interval\n",
+    "    # parse_interval: the spec's interval, parse_interval again for the retry\n"
+    "    return parse_interval(spec), parse_interval(spec) * 2, parse_interval\n",
     "cli.py": "from timing import parse_interval\n\n\ndef main(argv):\n"
-              "    return [parse_interval(a) for a in argv if parse_interval(a)]  # parse_interval each\n",
+    "    return [parse_interval(a) for a in argv if parse_interval(a)]  # parse_interval each\n",
     "config_check.py": "import timing\n\n\ndef check(cfg):\n"
-                       "    ok = timing.parse_interval(cfg['every']) and timing.parse_interval(cfg['retry'])\n"
-                       "    return ok  # parse_interval parse_interval\n",
+    "    ok = timing.parse_interval(cfg['every']) and timing.parse_interval(cfg['retry'])\n"
+    "    return ok  # parse_interval parse_interval\n",
 }
 # Each shares a word with the store (parse, interval, retry, check), none is answered by it.
-NO_ANSWER = ["parse an email address into its local part and domain", "interval tree for overlapping ranges",
-             "retry failed HTTP requests through a proxy", "check the spelling of a document"]
+NO_ANSWER = [
+    "parse an email address into its local part and domain",
+    "interval tree for overlapping ranges",
+    "retry failed HTTP requests through a proxy",
+    "check the spelling of a document",
+]
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +56,21 @@ def store(tmp_path_factory):
             with open(os.path.join(f.root, name), "w") as fh:
                 fh.write(text)
             f.ok("read", {"path": name})
-        chunk = {name: dict(f.rows(
-            "SELECT json_extract(metadata, '$.symbol'), id FROM nodes WHERE kind = 'file_chunk' AND status = 'live'"
-            " AND json_extract(metadata, '$.path') = ?", (os.path.join(f.root, name),))) for name in files}
+        chunk = {
+            name: dict(
+                f.rows(
+                    "SELECT json_extract(metadata, '$.symbol'), id FROM nodes WHERE kind = 'file_chunk' AND status = 'live'"
+                    " AND json_extract(metadata, '$.path') = ?",
+                    (os.path.join(f.root, name),),
+                )
+            )
+            for name in files
+        }
         f.defining = chunk["timing.py"]["parse_interval"]
-        f.users = {name: chunk[name]["every" if name == "runner.py" else "main" if name == "cli.py" else "check"]
-                   for name in USES}
+        f.users = {
+            name: chunk[name]["every" if name == "runner.py" else "main" if name == "cli.py" else "check"]
+            for name in USES
+        }
         yield f
     finally:
         f.close()
@@ -124,12 +137,19 @@ def test_one_file_cannot_crowd_out_the_others_and_group_files_merges_a_files_chu
     assert set(timing.also) and timing.node["id"] not in timing.also
 
 
-@pytest.mark.parametrize("query,names", [
-    ("parse_interval", {"parse_interval"}), ("Job.run", {"Job.run", "run"}), ("TTLCache", {"TTLCache"}),
-    ("curry", {"curry"}), ("where is the string passed to at() checked", {"at"}),
-    ("how does `Job.run` reschedule", {"Job.run", "run"}), ("the LRU eviction in CacheManager", {"CacheManager"}),
-    ("strip common leading whitespace", set()),
-])
+@pytest.mark.parametrize(
+    "query,names",
+    [
+        ("parse_interval", {"parse_interval"}),
+        ("Job.run", {"Job.run", "run"}),
+        ("TTLCache", {"TTLCache"}),
+        ("curry", {"curry"}),
+        ("where is the string passed to at() checked", {"at"}),
+        ("how does `Job.run` reschedule", {"Job.run", "run"}),
+        ("the LRU eviction in CacheManager", {"CacheManager"}),
+        ("strip common leading whitespace", set()),
+    ],
+)
 def test_the_names_whose_definitions_a_query_asks_for(query, names):
     from memtree.recall import ranking
 

@@ -9,18 +9,29 @@ import subprocess
 from memtree import protocol, tokens
 from memtree.ops.install import hook_argv
 from memtree.runtime.client import Caller
+from tests.support import COLD_START_S, deadline, deadline_ms, wait_until
 from tests.support.actor_procs import rows
 from tests.support.hook_support import hook_env, run_hook
-from tests.support import COLD_START_S, deadline, deadline_ms, wait_until
 
 SLOW = {"MEMTREE_HOOK_TIMEOUT_MS": "10000"}
 
 
 def _session_start(system, source: str = "startup", session: str = "sess-new") -> subprocess.CompletedProcess:
-    payload = {"session_id": session, "transcript_path": "/dev/null", "cwd": system.project,
-               "hook_event_name": "SessionStart", "source": source}
-    done = subprocess.run(hook_argv() + ["session-start"], input=json.dumps(payload).encode(), cwd=system.project,
-                          env=hook_env(system), capture_output=True, timeout=deadline(60))
+    payload = {
+        "session_id": session,
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "SessionStart",
+        "source": source,
+    }
+    done = subprocess.run(
+        hook_argv() + ["session-start"],
+        input=json.dumps(payload).encode(),
+        cwd=system.project,
+        env=hook_env(system),
+        capture_output=True,
+        timeout=deadline(60),
+    )
     assert done.returncode == 0 and done.stderr == b"", done.stderr[-400:]
     return done
 
@@ -37,12 +48,21 @@ def _base(system, session="sess-old") -> dict:
 
 def _bash(system, command: str, stdout: str, failed_exit: int | None = None, session="sess-old") -> dict:
     if failed_exit is not None:
-        return {**_base(system, session), "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
-                "tool_input": {"command": command}, "error": f"Exit code {failed_exit}\n{stdout}",
-                "is_interrupt": False}
-    return {**_base(system, session), "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        return {
+            **_base(system, session),
+            "hook_event_name": "PostToolUseFailure",
+            "tool_name": "Bash",
             "tool_input": {"command": command},
-            "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False}}
+            "error": f"Exit code {failed_exit}\n{stdout}",
+            "is_interrupt": False,
+        }
+    return {
+        **_base(system, session),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False},
+    }
 
 
 def _live(system) -> int:
@@ -55,21 +75,41 @@ def test_the_brief_recalls_files_commands_searches_notes_and_open_threads_of_liv
     with open(path, "w") as f:
         f.write(content)
     n = content.count("\n")
-    run_hook(system, {**_base(system), "hook_event_name": "PostToolUse", "tool_name": "Read",
-                      "tool_input": {"file_path": path},
-                      "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": n,
-                                                                 "startLine": 1, "totalLines": n}}}, **SLOW)
+    run_hook(
+        system,
+        {
+            **_base(system),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": path},
+            "tool_response": {
+                "type": "text",
+                "file": {"filePath": path, "content": content, "numLines": n, "startLine": 1, "totalLines": n},
+            },
+        },
+        **SLOW,
+    )
     run_hook(system, _bash(system, "pytest tests/test_billing.py", "FAILED test_refund - rounding " * 5, 1), **SLOW)
     run_hook(system, _bash(system, "git log --oneline -5", "abc123 refund rounding fix\n" * 5), **SLOW)
     run_hook(system, _bash(system, "echo hi", "hi"), **SLOW)  # too small: the filter drops it
-    run_hook(system, {**_base(system), "hook_event_name": "PostToolUse", "tool_name": "Grep",
-                      "tool_input": {"pattern": "def refund", "path": system.project},
-                      "tool_response": {"mode": "files_with_matches", "filenames": ["billing.py", "refunds.py"],
-                                        "numFiles": 2}}, **SLOW)
+    run_hook(
+        system,
+        {
+            **_base(system),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Grep",
+            "tool_input": {"pattern": "def refund", "path": system.project},
+            "tool_response": {"mode": "files_with_matches", "filenames": ["billing.py", "refunds.py"], "numFiles": 2},
+        },
+        **SLOW,
+    )
     caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
-        caller.call(protocol.AddNode(kind="note", content="Refunds round half-even; see charge_7.", status="live",
-                                     session_id="sess-old"))
+        caller.call(
+            protocol.AddNode(
+                kind="note", content="Refunds round half-even; see charge_7.", status="live", session_id="sess-old"
+            )
+        )
         gone = caller.call(protocol.AddNode(kind="note", content="GONE-NOTE a forgotten idea", status="live"))["id"]
         caller.call(protocol.Forget(node_id=gone, reason="test: forgotten notes are not recalled"))
     finally:
@@ -98,9 +138,14 @@ def test_a_large_store_still_gives_a_brief_within_1500_tokens(system):
     try:
         for i in range(200):
             caller.call(protocol.AddNode(kind="note", content=f"finding {i}: " + "detail " * 60, status="live"))
-            caller.call(protocol.AddNode(kind="tool_output", content=f"$ make target-{i}\nexit: 2\n" + "x" * 200,
-                                         status="live", metadata={"tool": "Bash", "command": f"make target-{i}",
-                                                                  "exit": 2}))
+            caller.call(
+                protocol.AddNode(
+                    kind="tool_output",
+                    content=f"$ make target-{i}\nexit: 2\n" + "x" * 200,
+                    status="live",
+                    metadata={"tool": "Bash", "command": f"make target-{i}", "exit": 2},
+                )
+            )
     finally:
         caller.close()
     text = _brief(_session_start(system))
@@ -123,8 +168,9 @@ def test_the_first_session_offers_the_import_of_the_transcripts_once(system_fact
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", config_dir)
     first = json.loads(_session_start(system_factory, session=fx.SECRETS_SESSION).stdout)
     # the session starting is not an earlier one: 5 in the folder, 4 before it
-    assert first["systemMessage"].startswith(f"memtree: 4 earlier Claude Code session transcripts of this project "
-                                             f"in {folder}; `"), first
+    assert first["systemMessage"].startswith(
+        f"memtree: 4 earlier Claude Code session transcripts of this project in {folder}; `"
+    ), first
     assert first["systemMessage"].endswith(" import` stores their Read/Grep/Bash calls (not imported yet)")
     assert "\n" not in first["systemMessage"] and not os.path.exists(system_factory.paths.db)  # nothing imported
     assert _session_start(system_factory, session="next").stdout == b""

@@ -12,9 +12,9 @@ from memtree import protocol
 from memtree.ids import now_ms
 from memtree.runtime.client import Caller
 from memtree.store.write.bookkeeping import RETRY_WINDOW_MS
+from tests.support import deadline_ms
 from tests.support.actor_procs import rows
 from tests.support.hook_support import run_hook
-from tests.support import deadline_ms
 
 HOUR_MS = 3_600_000
 
@@ -24,11 +24,19 @@ def _read(system, name: str, marker: str) -> dict:
     content = f"# {marker}\n" + "".join(f"line {k} of {name}, something worth keeping\n" for k in range(12))
     with open(path, "w") as f:
         f.write(content)
-    return {"session_id": "sess-keys", "transcript_path": "/dev/null", "cwd": system.project,
-            "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
-            "tool_use_id": f"toolu_{marker}",
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": 13,
-                                                       "startLine": 1, "totalLines": 13}}}
+    return {
+        "session_id": "sess-keys",
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_use_id": f"toolu_{marker}",
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": 13, "startLine": 1, "totalLines": 13},
+        },
+    }
 
 
 def _keys(system) -> set[str]:
@@ -36,8 +44,9 @@ def _keys(system) -> set[str]:
 
 
 def _marked(system, marker: str) -> list[tuple[str, str]]:
-    return rows(system.paths, "SELECT id, status FROM nodes WHERE kind = 'file_chunk' AND content LIKE ?",
-                (f"# {marker}\n%",))
+    return rows(
+        system.paths, "SELECT id, status FROM nodes WHERE kind = 'file_chunk' AND content LIKE ?", (f"# {marker}\n%",)
+    )
 
 
 def test_capture_keys_expire_after_their_retry_window_and_a_forgotten_capture_stays_refused(system):

@@ -17,9 +17,9 @@ from memtree.capture import spool
 from memtree.runtime.client import Caller
 from memtree.store import budget
 from memtree.store.db import open_read
+from tests.support import WaitTimeout, deadline, deadline_ms, wait_until
 from tests.support.actor_procs import rows
 from tests.support.hook_support import bash_payload, start_hook
-from tests.support import WaitTimeout, deadline, deadline_ms, wait_until
 
 BUDGET = 512 * 1024
 FLOOD = 800
@@ -31,8 +31,13 @@ def _flood(system, start: int, count: int, **env) -> None:
     running = []
     for i in range(start, start + count):
         p = start_hook(system, **env)
-        p.stdin.write(json.dumps(bash_payload(system, i, session="sess-flood",
-                                              extra=f"flood-{i} " + f"row {i} of the nightly export " * 30)).encode())
+        p.stdin.write(
+            json.dumps(
+                bash_payload(
+                    system, i, session="sess-flood", extra=f"flood-{i} " + f"row {i} of the nightly export " * 30
+                )
+            ).encode()
+        )
         p.stdin.close()
         running.append(p)
         if len(running) >= PARALLEL:
@@ -68,8 +73,12 @@ def test_a_flood_through_the_hook_ends_under_budget_with_bookkeeping_bounded_and
     s.wait_running()
     w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
-        notes = {w.call(protocol.AddNode(kind="note", content=f"decision {i}: keep the export job on tuesdays",
-                                         status="live"))["id"] for i in range(3)}
+        notes = {
+            w.call(
+                protocol.AddNode(kind="note", content=f"decision {i}: keep the export job on tuesdays", status="live")
+            )["id"]
+            for i in range(3)
+        }
     finally:
         w.close()
 
@@ -85,17 +94,23 @@ def test_a_flood_through_the_hook_ends_under_budget_with_bookkeeping_bounded_and
         spool_left = [n for n in os.listdir(s.paths.store_dir) if n.startswith("spool.jsonl")]
         used, files, wal = _sizes(s)
         applied = rows(s.paths, "SELECT count(*) FROM spool_applied")[0][0]
-        return (not spool_left and used <= BUDGET and files <= BUDGET and wal == 0 and applied == 0,
-                (spool_left, used, files, wal, applied))
+        return (
+            not spool_left and used <= BUDGET and files <= BUDGET and wal == 0 and applied == 0,
+            (spool_left, used, files, wal, applied),
+        )
+
     state = {}
 
     def done():
         ok, state["last"] = settled()
         return ok
+
     try:
         wait_until(done, timeout=deadline(120), interval=0.5, what=f"the store under {BUDGET} bytes in pages and files")
     except WaitTimeout as e:
-        raise WaitTimeout(f"{e}; (spool files, pages in use, files, WAL, spool_applied rows): {state['last']}") from None
+        raise WaitTimeout(
+            f"{e}; (spool files, pages in use, files, WAL, spool_applied rows): {state['last']}"
+        ) from None
 
     kept_notes = {r[0] for r in rows(s.paths, "SELECT id FROM nodes WHERE kind = 'note'")}
     assert kept_notes == notes

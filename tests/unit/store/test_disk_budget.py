@@ -11,8 +11,8 @@ from memtree import protocol
 from memtree.runtime.client import Caller
 from memtree.store import budget
 from tests import support
-from tests.support.actor_procs import start_actor
 from tests.support import COLD_START_S, deadline_ms, reap, wait_until
+from tests.support.actor_procs import start_actor
 from tests.support.tools_harness import Harness
 
 SIZE = 60_000  # bytes per capture
@@ -30,12 +30,19 @@ def _fill(h) -> dict[str, list[str]]:
         session = caller.call(protocol.AddNode(kind="session", content="", source_uri="session:s", status="live"))["id"]
 
         def add(kind: str, tag: str, **meta) -> str:
-            return caller.call(protocol.AddNode(kind=kind, content=_text(rng, tag), parent_id=session,
-                                                metadata=meta, status="live", session_id="s"))["id"]
+            return caller.call(
+                protocol.AddNode(
+                    kind=kind, content=_text(rng, tag), parent_id=session, metadata=meta, status="live", session_id="s"
+                )
+            )["id"]
+
         ids = {"note": [add("note", "note")], "pinned": [add("tool_output", "pin", pinned=True)]}
         ids["live"] = [add("tool_output", f"live{i}") for i in range(6)]
-        ids["hit"] = [caller.call(protocol.AddNode(kind="tool_output", content=_text(rng, "hit"),
-                                                   parent_id=ids["live"][0], status="live"))["id"]]
+        ids["hit"] = [
+            caller.call(
+                protocol.AddNode(kind="tool_output", content=_text(rng, "hit"), parent_id=ids["live"][0], status="live")
+            )["id"]
+        ]
         for status in ("stale", "superseded"):
             ids[status] = []
             for i in range(2):
@@ -65,9 +72,13 @@ def test_a_store_over_budget_loses_superseded_then_stale_then_oldest_and_shrinks
         def gone():
             present = {r[0] for r in h.rows("SELECT id FROM nodes")}
             return {i for i in order if i not in present} if ids["stale"][-1] not in present else None
+
         removed = wait_until(gone, timeout=COLD_START_S, what="the budget pass")
-        wait_until(lambda: budget.file_bytes(h.paths.db) <= limit, timeout=COLD_START_S,
-                   what=f"the file back under {limit} bytes")
+        wait_until(
+            lambda: budget.file_bytes(h.paths.db) <= limit,
+            timeout=COLD_START_S,
+            what=f"the file back under {limit} bytes",
+        )
         present = {r[0] for r in h.rows("SELECT id FROM nodes")}
         # Removal follows the order: a prefix of superseded, stale, oldest live.
         k = len([i for i in order if i not in present])
@@ -76,7 +87,9 @@ def test_a_store_over_budget_loses_superseded_then_stale_then_oldest_and_shrinks
         assert set(ids["note"] + ids["pinned"]) <= present
         # A removed capture takes its children (a grep result's hits) with it.
         assert (ids["hit"][0] in present) == (ids["live"][0] in present)
-        audited = {r[0] for r in h.rows("SELECT node_id FROM audit WHERE action = 'purge' AND reason LIKE 'disk budget%'")}
+        audited = {
+            r[0] for r in h.rows("SELECT node_id FROM audit WHERE action = 'purge' AND reason LIKE 'disk budget%'")
+        }
         assert audited == set(order[:k]) | ({ids["hit"][0]} - present)
         assert budget.file_bytes(h.paths.db) < before
         db.close()
@@ -91,16 +104,23 @@ def test_under_budget_nothing_is_removed(tmp_path):
     pruner = None
     try:
         ids = _fill(h)
-        config = support.test_config({"walkers": {"prunerIntervalMs": 200}, "storage": {"maxBytes": 1 << 30},
-                                      "retention": {"supersededDays": 0}})
+        config = support.test_config(
+            {"walkers": {"prunerIntervalMs": 200}, "storage": {"maxBytes": 1 << 30}, "retention": {"supersededDays": 0}}
+        )
         pruner = start_actor(h.paths, config, "memtree.actors.walkers.pruner", "walker.pruner")
         # The retention step runs in the same sweep: once it has pruned the superseded, the budget step ran too.
-        wait_until(lambda: {r[0] for r in h.rows("SELECT status FROM nodes WHERE id IN (?, ?)",
-                                                 tuple(ids["superseded"]))} == {"pruned"},
-                   timeout=COLD_START_S, what="a pruner sweep")
+        wait_until(
+            lambda: (
+                {r[0] for r in h.rows("SELECT status FROM nodes WHERE id IN (?, ?)", tuple(ids["superseded"]))}
+                == {"pruned"}
+            ),
+            timeout=COLD_START_S,
+            what="a pruner sweep",
+        )
         everything = [i for group in ids.values() for i in group]
-        assert len(h.rows(f"SELECT id FROM nodes WHERE id IN ({','.join('?' * len(everything))})",
-                          tuple(everything))) == len(everything)
+        assert len(
+            h.rows(f"SELECT id FROM nodes WHERE id IN ({','.join('?' * len(everything))})", tuple(everything))
+        ) == len(everything)
         assert not h.rows("SELECT 1 FROM audit WHERE reason LIKE 'disk budget%'")
     finally:
         if pruner is not None:
@@ -125,8 +145,8 @@ def support_db(h):
 def test_an_older_store_without_auto_vacuum_is_converted_once_with_its_rows_kept(tmp_path):
     import apsw
 
-    from tests.support.actor_procs import start_writer
     from tests.support import make_paths
+    from tests.support.actor_procs import start_writer
 
     paths = make_paths(tmp_path)
     old = apsw.Connection(paths.db)
@@ -150,6 +170,7 @@ def test_status_gives_the_stored_per_captured_ratio_only_once_a_mebibyte_was_cap
     caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     rng = random.Random(3)
     try:
+
         def line() -> str:
             conn = store_db.open_read(h.paths.db)
             try:

@@ -10,8 +10,8 @@ import apsw
 from memtree import protocol
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
-from tests.support.actor_procs import rows
 from tests.support import deadline_ms
+from tests.support.actor_procs import rows
 from tests.unit.ops.test_doctor import doctor
 
 DIM = 256  # the bundled model's dimension, so the embed walker's own vectors do not mix with these
@@ -26,12 +26,23 @@ def _vec(axis: int) -> list[float]:
 def test_kept_vectors_of_stale_and_superseded_nodes_are_healthy_and_real_damage_is_named_and_fixed(system):
     w = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
-        ids = {name: w.call(protocol.AddNode(kind="tool_output", content=f"doctor store check row {name} " * 4,
-                                             status="live"))["id"]
-               for name in ("live", "stale", "old", "new", "forgotten", "purged")}
+        ids = {
+            name: w.call(
+                protocol.AddNode(kind="tool_output", content=f"doctor store check row {name} " * 4, status="live")
+            )["id"]
+            for name in ("live", "stale", "old", "new", "forgotten", "purged")
+        }
         hashes = dict(rows(system.paths, "SELECT id, content_hash FROM nodes"))
-        w.call(protocol.PutVectors(model=LOCAL_MODEL, dim=DIM, items=[
-            {"node_id": nid, "content_hash": hashes[nid], "vector": _vec(i)} for i, nid in enumerate(ids.values())]))
+        w.call(
+            protocol.PutVectors(
+                model=LOCAL_MODEL,
+                dim=DIM,
+                items=[
+                    {"node_id": nid, "content_hash": hashes[nid], "vector": _vec(i)}
+                    for i, nid in enumerate(ids.values())
+                ],
+            )
+        )
         w.call(protocol.SetStatus(ids=[ids["stale"]], status="stale", reason="file changed"))
         assert w.call(protocol.Supersede(keep_id=ids["new"], old_id=ids["old"], score=0.99))["superseded"]
     finally:
@@ -51,10 +62,13 @@ def test_kept_vectors_of_stale_and_superseded_nodes_are_healthy_and_real_damage_
         db.execute("UPDATE nodes SET status = 'forgotten', content = '' WHERE id = ?", (ids["forgotten"],))
         db.execute("DELETE FROM nodes WHERE id = ?", (ids["purged"],))
         # a searchable node missing from the FTS index, and an FTS row of no node
-        rowid, content, uri = db.execute("SELECT rowid, content, source_uri FROM nodes WHERE id = ?",
-                                         (ids["live"],)).fetchone()
-        db.execute("INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri) VALUES('delete', ?, ?, ?)",
-                   (rowid, content, uri))
+        rowid, content, uri = db.execute(
+            "SELECT rowid, content, source_uri FROM nodes WHERE id = ?", (ids["live"],)
+        ).fetchone()
+        db.execute(
+            "INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri) VALUES('delete', ?, ?, ?)",
+            (rowid, content, uri),
+        )
         db.execute("INSERT INTO nodes_fts(rowid, content, source_uri) VALUES (987654321, 'ghost row', '')")
     db.close()
     code, checks = doctor(system)
@@ -67,6 +81,7 @@ def test_kept_vectors_of_stale_and_superseded_nodes_are_healthy_and_real_damage_
     code, checks = doctor(system, "--fix")
     assert checks["store"]["status"] == "ok" and checks["store"]["message"].startswith("fixed"), checks["store"]
     # Exactly the stray vectors went; the kept ones stay.
-    assert {r[0] for r in rows(system.paths, "SELECT node_id FROM nodes_vec")} == \
-        {ids[n] for n in ("live", "stale", "old", "new")}
+    assert {r[0] for r in rows(system.paths, "SELECT node_id FROM nodes_vec")} == {
+        ids[n] for n in ("live", "stale", "old", "new")
+    }
     assert rows(system.paths, "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'ghost'") == [(0,)]

@@ -10,37 +10,62 @@ import os
 from memtree import protocol
 from memtree.recall.retrieval import forget_text
 from memtree.runtime.client import Caller
-from tests.support import leak_scan
+from tests.support import COLD_START_S, deadline_ms, leak_scan, wait_until
 from tests.support.actor_procs import rows
 from tests.support.hook_support import run_hook
-from tests.support import COLD_START_S, deadline_ms, wait_until
 
 # Distinctive tokens (one per line) so "no token left" is checkable in raw bytes.
-NOTE = ("Quarterly plan: migrate billing to quokkaflux7731 by March\n"
-        "Vendor contact is zentharionby9 at the usual address\n"
-        "Budget line pelmiradoxq58 stays confidential until launch\n")
+NOTE = (
+    "Quarterly plan: migrate billing to quokkaflux7731 by March\n"
+    "Vendor contact is zentharionby9 at the usual address\n"
+    "Budget line pelmiradoxq58 stays confidential until launch\n"
+)
 TOKENS = ["quokkaflux7731", "zentharionby9", "pelmiradoxq58"]
 CONTROL = "an unrelated keeper line mentions wobbleganzite42 and must stay\n"
 
 
 def _payload(system, tool: str, tool_input: dict, response: dict, n: int) -> dict:
-    return {"session_id": "sess-forget-all", "cwd": system.project, "hook_event_name": "PostToolUse",
-            "tool_name": tool, "tool_input": tool_input, "tool_response": response, "tool_use_id": f"toolu_f{n}"}
+    return {
+        "session_id": "sess-forget-all",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_response": response,
+        "tool_use_id": f"toolu_f{n}",
+    }
 
 
 def _read(system, rel: str, text: str, n: int) -> dict:
     full = os.path.join(system.project, rel)
     with open(full, "w") as f:
         f.write(text)
-    return _payload(system, "Read", {"file_path": full}, {"type": "text", "file": {
-        "filePath": full, "content": text, "numLines": text.count("\n"), "startLine": 1,
-        "totalLines": text.count("\n")}}, n)
+    return _payload(
+        system,
+        "Read",
+        {"file_path": full},
+        {
+            "type": "text",
+            "file": {
+                "filePath": full,
+                "content": text,
+                "numLines": text.count("\n"),
+                "startLine": 1,
+                "totalLines": text.count("\n"),
+            },
+        },
+        n,
+    )
 
 
 def _grep(system, rel: str, line_no: int, line: str, n: int) -> dict:
-    return _payload(system, "Grep", {"pattern": line.split()[-3], "output_mode": "content", "-n": True},
-                    {"mode": "content", "numFiles": 1, "filenames": [], "content": f"{rel}:{line_no}:{line}",
-                     "numLines": 1}, n)
+    return _payload(
+        system,
+        "Grep",
+        {"pattern": line.split()[-3], "output_mode": "content", "-n": True},
+        {"mode": "content", "numFiles": 1, "filenames": [], "content": f"{rel}:{line_no}:{line}", "numLines": 1},
+        n,
+    )
 
 
 def _status(system, nid: str) -> str:
@@ -65,8 +90,14 @@ def test_forget_leaves_no_token_of_any_copy_and_refuses_recaptures(system):
         run_hook(system, _read(system, "plan.md", "# Notes\n" + NOTE + CONTROL, 1), MEMTREE_HOOK_TIMEOUT_MS="10000")
         run_hook(system, _grep(system, "plan.md", 3, lines[1], 2), MEMTREE_HOOK_TIMEOUT_MS="10000")
         run_hook(system, _read(system, "keep.md", CONTROL * 2, 3), MEMTREE_HOOK_TIMEOUT_MS="10000")
-        summary = writer.call(protocol.AddNode(kind="summary", content="Summary: " + lines[2], status="live",
-                                               refs=[{"dst": first, "kind": "summarizes"}]))["id"]
+        summary = writer.call(
+            protocol.AddNode(
+                kind="summary",
+                content="Summary: " + lines[2],
+                status="live",
+                refs=[{"dst": first, "kind": "summarizes"}],
+            )
+        )["id"]
         assert _raw_hits(system, TOKENS + ["wobbleganzite42"]) == set(TOKENS + ["wobbleganzite42"])  # all there
 
         res = writer.call(protocol.Forget(node_id=first, reason="user asked"))
@@ -83,10 +114,15 @@ def test_forget_leaves_no_token_of_any_copy_and_refuses_recaptures(system):
 
     # The same text again, sliced differently: a read of another file around it, one grep hit line.
     refused_before = rows(system.paths, "SELECT count(*) FROM audit WHERE action = 'refused'")[0][0]
-    run_hook(system, _read(system, "copy.md", "header of the copy is fine\n" + NOTE, 4), MEMTREE_HOOK_TIMEOUT_MS="10000")
+    run_hook(
+        system, _read(system, "copy.md", "header of the copy is fine\n" + NOTE, 4), MEMTREE_HOOK_TIMEOUT_MS="10000"
+    )
     run_hook(system, _grep(system, "copy.md", 3, lines[1], 5), MEMTREE_HOOK_TIMEOUT_MS="10000")
-    wait_until(lambda: rows(system.paths, "SELECT count(*) FROM audit WHERE action = 'refused'")[0][0]
-               >= refused_before + 2, timeout=COLD_START_S, what="both re-captures audited")
+    wait_until(
+        lambda: rows(system.paths, "SELECT count(*) FROM audit WHERE action = 'refused'")[0][0] >= refused_before + 2,
+        timeout=COLD_START_S,
+        what="both re-captures audited",
+    )
     stored = "".join(r[0] for r in rows(system.paths, "SELECT content FROM nodes"))
     assert [t for t in TOKENS if t in stored] == []
     assert "header of the copy is fine" in stored  # the rest of the new read was kept

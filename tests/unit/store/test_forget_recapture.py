@@ -6,9 +6,9 @@ import os
 
 from memtree import protocol
 from memtree.runtime.client import Caller
+from tests.support import COLD_START_S, deadline_ms, wait_until
 from tests.support.actor_procs import rows
 from tests.support.hook_support import bash_payload, run_hook
-from tests.support import COLD_START_S, deadline_ms, wait_until
 
 
 def _ids_with(system, like: str) -> set[str]:
@@ -16,10 +16,23 @@ def _ids_with(system, like: str) -> set[str]:
 
 
 def _read_payload(system, path: str, text: str) -> dict:
-    return {"session_id": "sess-forget", "cwd": system.project, "hook_event_name": "PostToolUse",
-            "tool_name": "Read", "tool_input": {"file_path": path},
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": text, "numLines":
-                                                       text.count("\n"), "startLine": 1, "totalLines": text.count("\n")}}}
+    return {
+        "session_id": "sess-forget",
+        "cwd": system.project,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_response": {
+            "type": "text",
+            "file": {
+                "filePath": path,
+                "content": text,
+                "numLines": text.count("\n"),
+                "startLine": 1,
+                "totalLines": text.count("\n"),
+            },
+        },
+    }
 
 
 def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
@@ -53,8 +66,10 @@ def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
     assert _ids_with(system, "%billing endpoint layout%") == set()  # forgotten rows hold no content
     assert _ids_with(system, "%Private roadmap notes%") == set()
     assert _ids_with(system, "%unrelated build log%") == {control_id}
-    assert rows(system.paths, "SELECT status FROM nodes WHERE id IN (?, ?)", (bash_id, chunk_id)) == \
-        [("forgotten",), ("forgotten",)]
+    assert rows(system.paths, "SELECT status FROM nodes WHERE id IN (?, ?)", (bash_id, chunk_id)) == [
+        ("forgotten",),
+        ("forgotten",),
+    ]
     refused = rows(system.paths, "SELECT actor, reason FROM audit WHERE action = 'refused'")
     assert len(refused) - audit_before == 2 and {a for a, _ in refused} == {"hook"}
     assert {r for _, r in refused} == {"content was forgotten (tombstoned)"}

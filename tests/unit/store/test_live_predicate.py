@@ -25,7 +25,7 @@ READ = re.compile(r"\bSELECT\b[\s\S]*?\b(?:FROM|JOIN)\s+(?:nodes|nodes_fts|edges
 ALLOW: dict[str, str] = {
     "memtree/store/reads.py::doc_counts": "document frequencies for IDF weights: counts only, no node or content",
     "memtree/store/vector_index.py::_load": "the first-pass cache holds every status as data (filtered per query"
-                                            " as the SQL filters; vectors.knn reranks under the live predicate)",
+    " as the SQL filters; vectors.knn reranks under the live predicate)",
     "memtree/store/vector_index.py::_sync": "the same cache's changes since its position, every status as data",
 }
 
@@ -121,8 +121,9 @@ def _sql_text(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
-                       for v in node.values)
+        return "".join(
+            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}" for v in node.values
+        )
     return None
 
 
@@ -162,8 +163,9 @@ def _filter_of(call: ast.Call):
         return frozenset(e.value for e in arg.elts)
     if isinstance(arg, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in arg.elts):
         return CALLER  # [status]: one the caller names
-    if isinstance(arg, ast.Name) or (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute)
-                                     and arg.func.attr == "get"):
+    if isinstance(arg, ast.Name) or (
+        isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "get"
+    ):
         return CALLER  # a parameter or a filter the caller passed
     return UNNAMED  # built on the spot (list(STATUSES), a comprehension): name the set in store/live.py
 
@@ -228,9 +230,11 @@ def all_sites() -> dict[str, frozenset]:
 
 def test_every_read_site_is_pinned_to_the_statuses_it_filters_by():
     sites = {k: set(v) for k, v in all_sites().items()}
-    assert sites == PINNED, ("read sites and their status filters changed; pin them here:\n"
-                             + "\n".join(f"{k}: {sites.get(k)} (pinned {PINNED.get(k)})"
-                                          for k in sorted(set(sites) | set(PINNED)) if sites.get(k) != PINNED.get(k)))
+    assert sites == PINNED, "read sites and their status filters changed; pin them here:\n" + "\n".join(
+        f"{k}: {sites.get(k)} (pinned {PINNED.get(k)})"
+        for k in sorted(set(sites) | set(PINNED))
+        if sites.get(k) != PINNED.get(k)
+    )
 
 
 def test_every_read_filters_or_is_allow_listed_and_none_names_every_status():
@@ -266,9 +270,13 @@ def test_the_scanner_flags_a_read_without_the_predicate_and_one_that_filters_not
         "def unrelated(conn):\n"
         "    return conn.execute('SELECT name FROM sqlite_master')\n"
     )
-    assert read_sites(src, "x.py") == {"x.py::leaky": frozenset(), "x.py::fine": {frozenset(live.LIVE)},
-                                       "x.py::everything": {frozenset(live.STATUSES)}, "x.py::built": {UNNAMED},
-                                       "x.py::marked": {ANY}}
+    assert read_sites(src, "x.py") == {
+        "x.py::leaky": frozenset(),
+        "x.py::fine": {frozenset(live.LIVE)},
+        "x.py::everything": {frozenset(live.STATUSES)},
+        "x.py::built": {UNNAMED},
+        "x.py::marked": {ANY},
+    }
 
 
 def test_each_named_set_returns_exactly_its_statuses_from_a_real_table():
@@ -281,6 +289,7 @@ def test_each_named_set_returns_exactly_its_statuses_from_a_real_table():
     def ids(statuses) -> set:
         where, params = live.status_clause("n", statuses)
         return {r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE {where}", params)}
+
     assert ids(None) == {"id-live"}  # the default: live only
     for name in ("LIVE", "PENDING", "CURRENT", "INDEXED", "NOT_FORGOTTEN"):
         assert ids(getattr(live, name)) == {f"id-{s}" for s in getattr(live, name)}, name

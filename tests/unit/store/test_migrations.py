@@ -17,8 +17,10 @@ def test_migrations_apply_once_and_keep_rows_on_reopen(tmp_path):
     conn = store_db.open_write(path)
     applied = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
     assert applied == [name for name, _ in MIGRATIONS] and applied[0] == "m001_initial"
-    conn.execute("INSERT INTO nodes(id, kind, content, content_hash, created_at, updated_at, status)"
-                 " VALUES ('N1', 'note', 'kept across reopen', 'h', 1, 1, 'live')")
+    conn.execute(
+        "INSERT INTO nodes(id, kind, content, content_hash, created_at, updated_at, status)"
+        " VALUES ('N1', 'note', 'kept across reopen', 'h', 1, 1, 'live')"
+    )
     conn.close()
 
     again = store_db.open_write(path)  # a second writer start on an existing store

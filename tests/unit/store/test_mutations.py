@@ -8,9 +8,8 @@ from memtree import protocol
 from memtree.capture.ingest import Plan, Skip
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms
-from memtree.store.write import captures
-from memtree.store.write import mutations
 from memtree.store import db as store_db
+from memtree.store.write import captures, mutations
 from memtree.store.write.mutations import Tx
 from tests.support import test_config as make_config
 
@@ -42,11 +41,20 @@ def test_content_is_redacted_before_it_reaches_the_row_and_the_fts_index(db):
     clean_id = add(db, "nothing secret here at all")
     assert SECRET not in one(db, "SELECT content FROM nodes WHERE id=?", (secret_id,))[0]
     assert "[REDACTED:" in one(db, "SELECT content FROM nodes WHERE id=?", (secret_id,))[0]
-    hits = {r[0] for r in db.execute(
-        "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid=f.rowid WHERE nodes_fts MATCH ?", ('"' + SECRET + '"',))}
+    hits = {
+        r[0]
+        for r in db.execute(
+            "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid=f.rowid WHERE nodes_fts MATCH ?",
+            ('"' + SECRET + '"',),
+        )
+    }
     assert hits == set()
-    assert {r[0] for r in db.execute(
-        "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid=f.rowid WHERE nodes_fts MATCH 'secret'")} == {clean_id}
+    assert {
+        r[0]
+        for r in db.execute(
+            "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid=f.rowid WHERE nodes_fts MATCH 'secret'"
+        )
+    } == {clean_id}
 
 
 def test_truncation_is_utf8_safe_and_records_the_original_size(db):
@@ -58,16 +66,23 @@ def test_truncation_is_utf8_safe_and_records_the_original_size(db):
     assert (content, truncated, original) == ("ab" + "é" * 4, 1, 22)
     assert one(db, "SELECT truncated, original_bytes FROM nodes WHERE id=?", (short,)) == (0, 3)
     import hashlib
-    assert one(db, "SELECT content_hash FROM nodes WHERE id=?", (nid,))[0] == hashlib.sha256(content.encode()).hexdigest()
+
+    assert (
+        one(db, "SELECT content_hash FROM nodes WHERE id=?", (nid,))[0] == hashlib.sha256(content.encode()).hexdigest()
+    )
 
 
 def test_every_insert_and_status_change_writes_an_audit_row_with_the_actor(db):
     nid = add(db, "a note long enough")
     t = tx(db, actor="walker.filter")
     assert mutations.set_status(t, [nid], "live", "promoted", expect=["pending"]) == [nid]
-    rows = db.execute("SELECT actor, action, node_id, from_status, to_status, reason FROM audit ORDER BY seq").fetchall()
-    assert [tuple(r) for r in rows] == [("test", "insert", nid, None, "pending", ""),
-                                        ("walker.filter", "status", nid, "pending", "live", "promoted")]
+    rows = db.execute(
+        "SELECT actor, action, node_id, from_status, to_status, reason FROM audit ORDER BY seq"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [
+        ("test", "insert", nid, None, "pending", ""),
+        ("walker.filter", "status", nid, "pending", "live", "promoted"),
+    ]
 
 
 def test_set_status_with_expect_changes_only_rows_in_the_expected_status(db):
@@ -83,13 +98,17 @@ def test_set_status_with_expect_changes_only_rows_in_the_expected_status(db):
 
 def test_forget_empties_content_drops_vectors_and_tombstones_the_hash(db):
     nid, other = add(db, "remember this text"), add(db, "keep this other text")
-    db.execute("INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at) VALUES (?, 'm', 1, x'00', 0)", (nid,))
+    db.execute(
+        "INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at) VALUES (?, 'm', 1, x'00', 0)", (nid,)
+    )
     out = mutations.forget(tx(db), nid, "user asked")
     assert out["id"] == nid and out["forgotten"] == [nid]
     assert one(db, "SELECT status, content FROM nodes WHERE id=?", (nid,)) == ("forgotten", "")
     assert one(db, "SELECT count(*) FROM nodes_vec")[0] == 0
-    assert {r[0] for r in db.execute(
-        "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid=f.rowid WHERE nodes_fts MATCH 'text'")} == {other}
+    assert {
+        r[0]
+        for r in db.execute("SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid=f.rowid WHERE nodes_fts MATCH 'text'")
+    } == {other}
     assert one(db, "SELECT reason FROM audit WHERE action='forget' AND node_id=?", (nid,))[0] == "user asked"
     t = tx(db, actor="mcp")
     with pytest.raises(Refused):
@@ -119,8 +138,15 @@ def put_file(db, mtime, chunks, path="/proj/a.py"):
 
 
 def test_put_file_reuses_unchanged_and_supersedes_changed_chunks_with_edges(db):
-    first = put_file(db, 100, [chunk(1, 10, "alpha", "def alpha(): 1"), chunk(11, 20, "beta", "def beta(): 2"),
-                               chunk(21, 30, None, "tail window")])
+    first = put_file(
+        db,
+        100,
+        [
+            chunk(1, 10, "alpha", "def alpha(): 1"),
+            chunk(11, 20, "beta", "def beta(): 2"),
+            chunk(21, 30, None, "tail window"),
+        ],
+    )
     n_rows = one(db, "SELECT count(*) FROM nodes")[0]
     again = put_file(db, 100, [chunk(1, 10, "alpha", "def alpha(): 1")])
     assert again == {"root_id": first["root_id"], "chunk_ids": first["chunk_ids"], "reused": True, "superseded": []}
@@ -131,17 +157,32 @@ def test_put_file_reuses_unchanged_and_supersedes_changed_chunks_with_edges(db):
     assert second["root_id"] == first["root_id"] and set(second["superseded"]) == set(first["chunk_ids"])
     edges = {tuple(r) for r in db.execute("SELECT src_id, dst_id, kind FROM edges")}
     # by symbol; the tail (no symbol, lines 21-30) overlaps alpha's new 13-40 most
-    assert edges == {(new_alpha, old_alpha, "supersedes"), (new_beta, old_beta, "supersedes"),
-                     (new_alpha, old_tail, "supersedes")}
+    assert edges == {
+        (new_alpha, old_alpha, "supersedes"),
+        (new_beta, old_beta, "supersedes"),
+        (new_alpha, old_tail, "supersedes"),
+    }
     statuses = dict(db.execute("SELECT id, status FROM nodes WHERE kind='file_chunk'").fetchall())
-    assert statuses == {old_alpha: "superseded", old_beta: "superseded", old_tail: "superseded",
-                        new_alpha: "live", new_beta: "live"}
-    trail = [tuple(r) for r in db.execute(
-        "SELECT from_status, to_status FROM audit WHERE node_id=? AND action != 'insert' ORDER BY seq", (old_alpha,))]
+    assert statuses == {
+        old_alpha: "superseded",
+        old_beta: "superseded",
+        old_tail: "superseded",
+        new_alpha: "live",
+        new_beta: "live",
+    }
+    trail = [
+        tuple(r)
+        for r in db.execute(
+            "SELECT from_status, to_status FROM audit WHERE node_id=? AND action != 'insert' ORDER BY seq", (old_alpha,)
+        )
+    ]
     assert trail == [("live", "stale"), ("stale", "superseded")]
     uri, meta = one(db, "SELECT source_uri, metadata FROM nodes WHERE id=?", (new_alpha,))
     assert uri == "file:///proj/a.py#L13-40" and '"symbol":"alpha"' in meta and '"tokens":' in meta
-    assert one(db, "SELECT source_uri, kind FROM nodes WHERE id=?", (first["root_id"],)) == ("file:///proj/a.py", "file")
+    assert one(db, "SELECT source_uri, kind FROM nodes WHERE id=?", (first["root_id"],)) == (
+        "file:///proj/a.py",
+        "file",
+    )
 
 
 def test_put_file_rejects_relative_paths_and_bad_chunks(db):
@@ -163,11 +204,32 @@ def test_put_tool_output_is_deduplicated_only_within_the_window(db):
 
 
 def grep_plan(sid="s1", output="a.py:1:def greet(name):\nb.py:2:greet()", hits=("def greet(name):", "greet()")):
-    return Plan(sid, [
-        {"ref": "n0", "parent": {"session": sid}, "kind": "tool_output", "content": output,
-         "source_uri": "tool:Grep#x", "metadata": {"tool": "Grep"}, "mtime": 0},
-        *({"ref": f"n{i + 1}", "parent": {"ref": "n0"}, "kind": "file_chunk", "content": h,
-           "source_uri": f"file:///p/a.py#L{i + 1}-{i + 1}", "metadata": {}, "mtime": 0} for i, h in enumerate(hits))])
+    return Plan(
+        sid,
+        [
+            {
+                "ref": "n0",
+                "parent": {"session": sid},
+                "kind": "tool_output",
+                "content": output,
+                "source_uri": "tool:Grep#x",
+                "metadata": {"tool": "Grep"},
+                "mtime": 0,
+            },
+            *(
+                {
+                    "ref": f"n{i + 1}",
+                    "parent": {"ref": "n0"},
+                    "kind": "file_chunk",
+                    "content": h,
+                    "source_uri": f"file:///p/a.py#L{i + 1}-{i + 1}",
+                    "metadata": {},
+                    "mtime": 0,
+                }
+                for i, h in enumerate(hits)
+            ),
+        ],
+    )
 
 
 def test_an_ingest_plan_lands_pending_under_resolved_parents(db):
@@ -176,14 +238,33 @@ def test_an_ingest_plan_lands_pending_under_resolved_parents(db):
     assert out["skipped"] is None and len(hit_ids) == 2
     session = one(db, "SELECT id, status FROM nodes WHERE kind='session' AND source_uri='session:s1'")
     assert session[1] == "live"
-    assert one(db, "SELECT parent_id, status, session_id FROM nodes WHERE id=?", (out_id,)) == (session[0], "pending", "s1")
+    assert one(db, "SELECT parent_id, status, session_id FROM nodes WHERE id=?", (out_id,)) == (
+        session[0],
+        "pending",
+        "s1",
+    )
     assert {r[0] for r in db.execute("SELECT id FROM nodes WHERE parent_id=?", (out_id,))} == set(hit_ids)
-    read = Plan("s1", [
-        {"ref": "n0", "parent": {"file": "/p/a.py"}, "kind": "file_chunk", "content": "def greet(name): ...",
-         "source_uri": "file:///p/a.py#L1-1", "metadata": {}, "mtime": 5}])
+    read = Plan(
+        "s1",
+        [
+            {
+                "ref": "n0",
+                "parent": {"file": "/p/a.py"},
+                "kind": "file_chunk",
+                "content": "def greet(name): ...",
+                "source_uri": "file:///p/a.py#L1-1",
+                "metadata": {},
+                "mtime": 5,
+            }
+        ],
+    )
     (chunk_id,) = captures.apply_plan(tx(db, actor="hook"), read)["stored"]
     root = one(db, "SELECT parent_id FROM nodes WHERE id=?", (chunk_id,))[0]
-    assert one(db, "SELECT kind, source_uri, status FROM nodes WHERE id=?", (root,)) == ("file", "file:///p/a.py", "live")
+    assert one(db, "SELECT kind, source_uri, status FROM nodes WHERE id=?", (root,)) == (
+        "file",
+        "file:///p/a.py",
+        "live",
+    )
     captures.apply_plan(tx(db, actor="hook"), read)  # a second read of the file reuses its root
     assert one(db, "SELECT count(*) FROM nodes WHERE kind='file'")[0] == 1
 
@@ -203,9 +284,20 @@ def test_an_ingest_plan_dedupes_tool_outputs_with_their_children_and_refuses_for
 
 def test_plan_metadata_is_redacted_once_at_insert(db):
     secret = "abcdefghijklmnop0123456789"
-    plan = Plan("s1", [{"ref": "n0", "parent": {"session": "s1"}, "kind": "tool_output",
-                        "content": "$ curl\nexit: 0", "source_uri": "tool:Bash", "mtime": 0,
-                        "metadata": {"tool": "Bash", "command": f"curl -H 'Authorization: Bearer {secret}' https://x"}}])
+    plan = Plan(
+        "s1",
+        [
+            {
+                "ref": "n0",
+                "parent": {"session": "s1"},
+                "kind": "tool_output",
+                "content": "$ curl\nexit: 0",
+                "source_uri": "tool:Bash",
+                "mtime": 0,
+                "metadata": {"tool": "Bash", "command": f"curl -H 'Authorization: Bearer {secret}' https://x"},
+            }
+        ],
+    )
     assert secret in plan.nodes[0]["metadata"]["command"]  # the plan keeps it raw: one pass, at insert
     (node_id,) = captures.apply_plan(tx(db, actor="hook"), plan)["stored"]
     meta = one(db, "SELECT metadata FROM nodes WHERE id = ?", (node_id,))[0]
@@ -217,7 +309,8 @@ def test_a_skipped_plan_stores_nothing_and_audits_the_reason_only(db):
     assert out == {"stored": [], "skipped": "denied"}
     assert one(db, "SELECT count(*) FROM nodes")[0] == 0
     assert [tuple(r) for r in db.execute("SELECT actor, action, node_id, reason FROM audit")] == [
-        ("hook", "skipped", None, "denied command")]
+        ("hook", "skipped", None, "denied command")
+    ]
 
 
 def test_huge_content_is_cut_before_redaction_yet_redacted_and_sized_right():

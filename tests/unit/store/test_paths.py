@@ -8,9 +8,19 @@ from memtree import paths
 
 
 def _git(cwd, *args):
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
 
 
 def test_project_hash_in_git_is_root_plus_first_commit(tmp_path, monkeypatch):
@@ -21,8 +31,9 @@ def test_project_hash_in_git_is_root_plus_first_commit(tmp_path, monkeypatch):
     (repo / "a.txt").write_text("a")
     _git(repo, "add", "a.txt")
     _git(repo, "commit", "-qm", "first")
-    first = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=repo,
-                           capture_output=True, text=True).stdout.strip()
+    first = subprocess.run(
+        ["git", "rev-list", "--max-parents=0", "HEAD"], cwd=repo, capture_output=True, text=True
+    ).stdout.strip()
     root = os.path.realpath(repo)
     want = hashlib.sha256(f"{root}:{first}".encode()).hexdigest()[:16]
     assert paths.compute_project(str(repo / "sub")) == (root, want, True)
@@ -82,7 +93,8 @@ def test_deep_store_moves_sockets_to_a_short_runtime_dir(tmp_path, monkeypatch):
     try:
         monkeypatch.setenv("MEMTREE_HOME", shallow)
         assert paths.store_paths("/proj", "0123456789abcdef").run_dir == os.path.join(
-            shallow, "0123456789abcdef", "run")
+            shallow, "0123456789abcdef", "run"
+        )
     finally:
         os.rmdir(shallow)
 

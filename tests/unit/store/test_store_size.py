@@ -9,8 +9,8 @@ import os
 
 from memtree.store import budget
 from memtree.store.db import open_read
-from tests.support.hook_support import bash_payload, run_hook
 from tests.support import COLD_START_S, wait_until
+from tests.support.hook_support import bash_payload, run_hook
 from tests.unit.ops.test_doctor import doctor
 
 MIB = 1048576
@@ -39,20 +39,26 @@ def test_doctor_status_and_pruner_agree_on_the_size_and_the_wal_is_truncated_aft
         try:
             used = budget.store_bytes(db)
             # quiet: every capture filtered and embedded, so nothing writes after this
-            busy = db.execute("SELECT count(*) FROM nodes n WHERE n.kind = 'tool_output' AND (n.status = 'pending'"
-                              " OR (n.status = 'live' AND n.id NOT IN (SELECT node_id FROM nodes_vec)))").fetchone()[0]
+            busy = db.execute(
+                "SELECT count(*) FROM nodes n WHERE n.kind = 'tool_output' AND (n.status = 'pending'"
+                " OR (n.status = 'live' AND n.id NOT IN (SELECT node_id FROM nodes_vec)))"
+            ).fetchone()[0]
         finally:
             db.close()
         return used if not busy and _wal(s) == 0 and os.path.getsize(s.paths.db) == used else None
+
     used = wait_until(truncated, timeout=2 * COLD_START_S, interval=0.2, what="a pruner pass truncating the WAL")
 
     _, checks = doctor(s)
     assert checks["disk"]["status"] == "ok", checks["disk"]
-    assert f"store {used / MIB:.1f} MiB of a 1024 MiB budget (files {used / MIB:.1f} MiB with the WAL)" \
-        in checks["disk"]["message"], (used, checks["disk"])
+    assert (
+        f"store {used / MIB:.1f} MiB of a 1024 MiB budget (files {used / MIB:.1f} MiB with the WAL)"
+        in checks["disk"]["message"]
+    ), (used, checks["disk"])
     status = s.ctl("status")
     assert status.returncode == 0, status.stderr
-    assert f"store: {used / MIB:.1f} MiB (budget storage.maxBytes 1024 MiB; files {used / MIB:.1f} MiB" \
-        in status.stdout, status.stdout
+    assert (
+        f"store: {used / MIB:.1f} MiB (budget storage.maxBytes 1024 MiB; files {used / MIB:.1f} MiB" in status.stdout
+    ), status.stdout
     pruner = s.actor("walker.pruner", {"RUNNING"})
     assert pruner["info"]["store_mib"] == round(used / MIB, 1), pruner

@@ -10,9 +10,9 @@ from memtree import protocol
 from memtree.errors import BadRequest
 from memtree.runtime.client import Caller
 from memtree.store.vectors import ModelMismatch, check_model, knn
-from tests.support.actor_procs import read_db, rows, start_writer
 from tests.support import deadline, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import read_db, rows, start_writer
 
 
 @pytest.fixture()
@@ -47,13 +47,18 @@ def test_knn_ranks_live_nodes_by_cosine_and_leaves_out_the_rest(store):
     northish, h_northish = node("north-north-east note")
     gone, h_gone = node("a north note the user forgets")
     chunk, h_chunk = node("north as a file chunk", kind="file_chunk")
-    res = put(w, "m", 2, [
-        {"node_id": east, "content_hash": h_east, "vector": [1.0, 0.0]},
-        {"node_id": north, "content_hash": h_north, "vector": [0.0, 1.0]},
-        {"node_id": northish, "content_hash": h_northish, "vector": [0.3, 0.95]},
-        {"node_id": gone, "content_hash": h_gone, "vector": [0.0, 1.0]},
-        {"node_id": chunk, "content_hash": h_chunk, "vector": [0.01, 1.0]},
-    ])
+    res = put(
+        w,
+        "m",
+        2,
+        [
+            {"node_id": east, "content_hash": h_east, "vector": [1.0, 0.0]},
+            {"node_id": north, "content_hash": h_north, "vector": [0.0, 1.0]},
+            {"node_id": northish, "content_hash": h_northish, "vector": [0.3, 0.95]},
+            {"node_id": gone, "content_hash": h_gone, "vector": [0.0, 1.0]},
+            {"node_id": chunk, "content_hash": h_chunk, "vector": [0.01, 1.0]},
+        ],
+    )
     assert res == {"stored": 5, "skipped": []}
     w.call(protocol.Forget(node_id=gone, reason="test"))
     db = read_db(paths)
@@ -78,10 +83,15 @@ def test_put_vectors_skips_nodes_not_indexed_or_with_other_content_and_checks_sh
     live, h_live = node("a live note with enough text")
     dropped, h_dropped = node("a note the filter dropped", status="pending")
     w.call(protocol.SetStatus(ids=[dropped], status="dropped", reason="test"))
-    res = put(w, "m", 2, [
-        {"node_id": live, "content_hash": "not-its-hash", "vector": [1.0, 0.0]},
-        {"node_id": dropped, "content_hash": h_dropped, "vector": [1.0, 0.0]},
-    ])
+    res = put(
+        w,
+        "m",
+        2,
+        [
+            {"node_id": live, "content_hash": "not-its-hash", "vector": [1.0, 0.0]},
+            {"node_id": dropped, "content_hash": h_dropped, "vector": [1.0, 0.0]},
+        ],
+    )
     assert res == {"stored": 0, "skipped": [live, dropped]}
     with pytest.raises(BadRequest, match="must be 2 numbers"):
         put(w, "m", 2, [{"node_id": live, "content_hash": h_live, "vector": [1.0]}])
@@ -102,8 +112,9 @@ def test_supersede_keeps_the_newer_with_edge_and_scored_audit_and_refuses_nonsen
     with pytest.raises(BadRequest, match="one kind"):
         w.call(protocol.Supersede(keep_id=other_kind, old_id=old, score=0.99))
     assert w.call(protocol.Supersede(keep_id=new, old_id=old, score=0.9812)) == {"superseded": True}
-    assert rows(paths, "SELECT id, status FROM nodes WHERE id IN (?, ?) ORDER BY id", (old, new)) == \
-        sorted([(old, "superseded"), (new, "live")])
+    assert rows(paths, "SELECT id, status FROM nodes WHERE id IN (?, ?) ORDER BY id", (old, new)) == sorted(
+        [(old, "superseded"), (new, "live")]
+    )
     assert rows(paths, "SELECT src_id, dst_id, kind FROM edges") == [(new, old, "supersedes")]
     audit = rows(paths, "SELECT node_id, reason, detail FROM audit WHERE action = 'supersede'")
     assert len(audit) == 1 and audit[0][0] == old and "0.9812" in audit[0][1] and '"score":0.9812' in audit[0][2]
@@ -126,8 +137,10 @@ def test_first_pass_never_lets_nearer_non_live_vectors_starve_the_live_hit(store
 
     def add(n, prefix, status="live"):
         # file chunks: notes are kept (no status change reaches them)
-        ids = [w.call(protocol.AddNode(kind="file_chunk", content=f"{prefix} chunk number {i}", status=status))["id"]
-               for i in range(n)]
+        ids = [
+            w.call(protocol.AddNode(kind="file_chunk", content=f"{prefix} chunk number {i}", status=status))["id"]
+            for i in range(n)
+        ]
         hashes = dict(rows(paths, f"SELECT id, content_hash FROM nodes WHERE id IN ({','.join('?' * n)})", ids))
         return ids, hashes
 
@@ -137,16 +150,19 @@ def test_first_pass_never_lets_nearer_non_live_vectors_starve_the_live_hit(store
     (hit,), hit_h = add(1, "the live near")
     items = [{"node_id": i, "content_hash": far_h[i], "vector": away} for i in far]
     # Each a little further than the last (3 + j of 16 signs flipped): one right answer, no ties.
-    items += [{"node_id": i, "content_hash": mid_h[i], "vector": [-1.0] * (3 + j) + [1.0] * (dim - 3 - j)}
-              for j, i in enumerate(mid)]
+    items += [
+        {"node_id": i, "content_hash": mid_h[i], "vector": [-1.0] * (3 + j) + [1.0] * (dim - 3 - j)}
+        for j, i in enumerate(mid)
+    ]
     items += [{"node_id": i, "content_hash": near_h[i], "vector": query} for i in near]
     items += [{"node_id": hit, "content_hash": hit_h[hit], "vector": [1.0] * (dim - 1) + [-1.0]}]
     for i in range(0, len(items), 300):
-        assert put(w, "m", dim, items[i:i + 300])["skipped"] == []
+        assert put(w, "m", dim, items[i : i + 300])["skipped"] == []
     # Vectors first, statuses after: the way a live node later goes stale, superseded, dropped or pruned.
     # (dropped and pruned nodes lose their vectors; stale and superseded keep them.)
-    for part, status in zip((near[:150], near[150:250], near[250:275], near[275:]),
-                            ("stale", "superseded", "dropped", "pruned")):
+    for part, status in zip(
+        (near[:150], near[150:250], near[250:275], near[275:]), ("stale", "superseded", "dropped", "pruned")
+    ):
         assert sorted(w.call(protocol.SetStatus(ids=part, status=status, reason="test"))["changed"]) == sorted(part)
     db = read_db(paths)
     try:
@@ -188,8 +204,15 @@ def test_forget_erases_the_vector_and_its_sign_bits_from_the_file(store):
     kept, h_kept = node("a note whose vector stays")
     vec_gone = [rng.uniform(-1, 1) for _ in range(256)]
     vec_kept = [rng.uniform(-1, 1) for _ in range(256)]
-    put(w, "m", 256, [{"node_id": gone, "content_hash": h_gone, "vector": vec_gone},
-                      {"node_id": kept, "content_hash": h_kept, "vector": vec_kept}])
+    put(
+        w,
+        "m",
+        256,
+        [
+            {"node_id": gone, "content_hash": h_gone, "vector": vec_gone},
+            {"node_id": kept, "content_hash": h_kept, "vector": vec_kept},
+        ],
+    )
     blob_gone, code_gone = to_blob(vec_gone), code_of(to_blob(vec_gone))
     blob_kept, code_kept = to_blob(vec_kept), code_of(to_blob(vec_kept))
     assert len(code_gone) == 32 and code_gone != code_kept

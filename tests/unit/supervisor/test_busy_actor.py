@@ -19,8 +19,9 @@ BIG = " ".join(f"w{i}" for i in range(1_000_000))
 
 
 def _config(system, **sup):
-    system.write_config({"supervisor": {"heartbeatMs": HB_MS, "missedHeartbeats": MISSED, **sup},
-                         "capture": {"maxBytes": 10_000_000}})
+    system.write_config(
+        {"supervisor": {"heartbeatMs": HB_MS, "missedHeartbeats": MISSED, **sup}, "capture": {"maxBytes": 10_000_000}}
+    )
     system.serve()
     system.wait_running(["writer"])
     return system.pid("writer")
@@ -70,9 +71,12 @@ def test_a_writer_stuck_in_one_call_past_the_busy_limit_is_killed_and_restarted(
         pass  # the writer died under the call (no reply): expected
     finally:
         caller.close()
-    new = wait_until(lambda: (s.actor("writer", {"RUNNING"}) or {}).get("pid") not in (None, pid),
-                     timeout=COLD_START_S, what="a new writer after the busy kill")
+    new = wait_until(
+        lambda: (s.actor("writer", {"RUNNING"}) or {}).get("pid") not in (None, pid),
+        timeout=COLD_START_S,
+        what="a new writer after the busy kill",
+    )
     assert new
     log = s.log_tail(lines=200)
-    assert f"writer: busy in one handler for" in log and f"SIGKILL pid={pid}" in log, log
+    assert "writer: busy in one handler for" in log and f"SIGKILL pid={pid}" in log, log
     assert "writer: no heartbeat" not in log, log

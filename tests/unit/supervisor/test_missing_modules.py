@@ -28,17 +28,26 @@ def _tree_without(tmp_path, *missing: str) -> str:
 # The checkout's editable install maps memtree.actors & co. back to this worktree
 # for any module the copy lacks; without its finder the copy is all there is,
 # as in an installed wheel.
-_ONLY_THE_TREE = ("import runpy, sys; sys.meta_path[:] = [f for f in sys.meta_path if 'Editable' not in "
-                  "getattr(f, '__name__', type(f).__name__)]; sys.argv[0] = '-m'; "
-                  "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+_ONLY_THE_TREE = (
+    "import runpy, sys; sys.meta_path[:] = [f for f in sys.meta_path if 'Editable' not in "
+    "getattr(f, '__name__', type(f).__name__)]; sys.argv[0] = '-m'; "
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
 
 
 def _run(tree: str, tmp_path, module: str, *argv: str) -> subprocess.CompletedProcess:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     env = {"PYTHONPATH": tree, "MEMTREE_HOME": str(tmp_path / "home")}
-    proc = spawn([PYTHON, "-c", _ONLY_THE_TREE, module, *argv], env=env, cwd=project, stdin=subprocess.DEVNULL,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = spawn(
+        [PYTHON, "-c", _ONLY_THE_TREE, module, *argv],
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         out, err = proc.communicate(timeout=COLD_START_S)
     finally:
@@ -63,21 +72,25 @@ def test_the_copied_tree_is_the_one_imported(tmp_path):
         f.write("import memtree.actors.writer as w, memtree.tools.grep as g\nprint(w.__file__, g.__file__)\n")
     done = _run(tree, tmp_path, "probe")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [os.path.join(tree, "actors", "writer.py"),
-                                   os.path.join(tree, "memtree", "tools", "grep.py")]
+    assert done.stdout.split() == [
+        os.path.join(tree, "actors", "writer.py"),
+        os.path.join(tree, "memtree", "tools", "grep.py"),
+    ]
 
 
 def test_a_missing_walker_module_is_a_startup_error_naming_it(tmp_path):
     tree = _tree_without(tmp_path, "actors/walkers/dedupe.py")
     assert _one_line_error(_run(tree, tmp_path, "memtree.cli", "serve", "--no-front")) == (
         "memtree serve: built-in actor walker.dedupe: module memtree.actors.walkers.dedupe cannot be found"
-        " (a broken install?)")
+        " (a broken install?)"
+    )
 
 
 def test_a_missing_writer_module_is_a_startup_error_naming_it(tmp_path):
     tree = _tree_without(tmp_path, "actors/writer.py")
     assert _one_line_error(_run(tree, tmp_path, "memtree.cli", "serve", "--no-front")) == (
-        "memtree serve: built-in actor writer: module memtree.actors.writer cannot be found (a broken install?)")
+        "memtree serve: built-in actor writer: module memtree.actors.writer cannot be found (a broken install?)"
+    )
 
 
 def test_a_missing_tool_module_is_a_startup_error_naming_it_for_serve_and_the_front(tmp_path):
@@ -94,8 +107,13 @@ def test_a_missing_tool_module_is_a_startup_error_naming_it_for_serve_and_the_fr
 def test_a_user_added_actor_whose_module_is_missing_is_skipped_and_the_rest_run(system_factory):
     s = system_factory
     off = {name: {"enabled": False} for name in s.expected}  # one cheap actor is enough to watch
-    s.write_config(actors={**off, "extra.gone": {"module": "tests.support.actors.gone"},
-                           "extra.sleepy": {"module": "tests.support.actors.sleepy"}})
+    s.write_config(
+        actors={
+            **off,
+            "extra.gone": {"module": "tests.support.actors.gone"},
+            "extra.sleepy": {"module": "tests.support.actors.sleepy"},
+        }
+    )
     s.serve()
     wait_until(lambda: s.actor("extra.sleepy", {"RUNNING"}), timeout=COLD_START_S, what="extra.sleepy RUNNING")
     assert [a["name"] for a in s.status()] == ["extra.sleepy"]

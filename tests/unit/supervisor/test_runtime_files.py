@@ -35,7 +35,7 @@ def _use_home(s, monkeypatch, home: str) -> None:
 
 def _not_private(home: str) -> set[str]:
     bad = set()
-    for d, dirs, files in os.walk(home):
+    for d, _dirs, files in os.walk(home):
         if stat.S_IMODE(os.stat(d).st_mode) != 0o700:
             bad.add(f"{d} {oct(stat.S_IMODE(os.stat(d).st_mode))}")
         for f in files:
@@ -46,8 +46,7 @@ def _not_private(home: str) -> set[str]:
 
 
 @pytest.mark.parametrize("depth", ["short", "deep"])
-def test_a_clean_shutdown_leaves_no_runtime_files_and_the_home_is_private(system_factory, monkeypatch, tmp_path,
-                                                                           depth):
+def test_a_clean_shutdown_leaves_no_runtime_files_and_the_home_is_private(system_factory, monkeypatch, tmp_path, depth):
     s = system_factory
     _git_project(s)
     base = tempfile.mkdtemp(prefix="mt", dir="/tmp") if depth == "short" else str(tmp_path / ("d" * 80))
@@ -60,8 +59,15 @@ def test_a_clean_shutdown_leaves_no_runtime_files_and_the_home_is_private(system
         s.wait_running()
         running = set(os.listdir(s.paths.run_dir))
         # Positive control: while up, the sockets and locks are there.
-        assert {"write.sock", "ingest.sock", "events.sock", "writer.lock", f"sup-{sup.pid}.ctl.sock",
-                f"sup-{sup.pid}.hb.sock", *(f"{n}.lock" for n in s.expected)} <= running
+        assert {
+            "write.sock",
+            "ingest.sock",
+            "events.sock",
+            "writer.lock",
+            f"sup-{sup.pid}.ctl.sock",
+            f"sup-{sup.pid}.hb.sock",
+            *(f"{n}.lock" for n in s.expected),
+        } <= running
         assert os.path.isfile(os.path.join(s.home, "roots", os.listdir(os.path.join(s.home, "roots"))[0]))
 
         done = s.ctl("shutdown")
@@ -88,8 +94,14 @@ def test_a_standby_takes_over_a_cleanly_stopped_singleton_and_holds_the_lock_at_
     done = s.ctl("stop", "writer")
     assert done.returncode == 0, done.stderr
     other = second.pid if holder == first.pid else first.pid
-    wait_until(lambda: {a["supervisor_pid"]: a["state"] for a in s.status() if a["name"] == "writer"}
-               == {holder: "STOPPED", other: "RUNNING"}, timeout=COLD_START_S, what="the standby writer taking over")
+    wait_until(
+        lambda: (
+            {a["supervisor_pid"]: a["state"] for a in s.status() if a["name"] == "writer"}
+            == {holder: "STOPPED", other: "RUNNING"}
+        ),
+        timeout=COLD_START_S,
+        what="the standby writer taking over",
+    )
     # The old holder removed its lock file; the new one must hold the lock on the
     # file now at the path, or a third writer could take it too.
     fd = os.open(s.paths.lock_file("writer"), os.O_RDWR | os.O_CREAT, 0o600)

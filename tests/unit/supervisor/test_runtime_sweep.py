@@ -50,17 +50,29 @@ def _age(*dirs: str) -> None:
 
 
 def test_only_dead_sessions_dirs_are_removed(parent):
-    dead = _run_dir(parent, "dead0000000000aa", files=["writer.lock", "walker.filter.lock"],
-                    sockets=["write.sock", "ingest.sock", "sup-999999.ctl.sock"])
+    dead = _run_dir(
+        parent,
+        "dead0000000000aa",
+        files=["writer.lock", "walker.filter.lock"],
+        sockets=["write.sock", "ingest.sock", "sup-999999.ctl.sock"],
+    )
     empty = _run_dir(parent, "empty00000000000b")
     held = _run_dir(parent, "held000000000000c", files=["writer.lock"], sockets=["write.sock"])
     listening = _run_dir(parent, "listen0000000000d", files=["writer.lock"])
     young = _run_dir(parent, "young00000000000e", files=["writer.lock"], sockets=["write.sock"])
     ours = _run_dir(parent, "ours000000000000f")
     # A live session: another process holds its lock (flock), another binds a real zmq socket.
-    holder = spawn([PYTHON, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
-                    "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
-                    os.path.join(held, "writer.lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = spawn(
+        [
+            PYTHON,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            os.path.join(held, "writer.lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     ctx = zmq.Context()
     sock = ctx.socket(zmq.ROUTER)
     sock.setsockopt(zmq.LINGER, 0)

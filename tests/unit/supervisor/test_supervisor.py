@@ -19,12 +19,16 @@ def test_killed_walker_restarts_with_a_new_pid_and_other_pids_are_unchanged(syst
     before = system.pids()
     os.kill(before["walker.filter"], signal.SIGKILL)
     # Allows for a cold interpreter start of the replacement.
-    new = wait_until(lambda: _new_running_pid(system, "walker.filter", before["walker.filter"]),
-                     timeout=COLD_START_S, what="a new walker.filter RUNNING")
+    new = wait_until(
+        lambda: _new_running_pid(system, "walker.filter", before["walker.filter"]),
+        timeout=COLD_START_S,
+        what="a new walker.filter RUNNING",
+    )
     after = system.pids()
     assert new != before["walker.filter"]
-    assert {k: v for k, v in after.items() if k != "walker.filter"} == \
-        {k: v for k, v in before.items() if k != "walker.filter"}
+    assert {k: v for k, v in after.items() if k != "walker.filter"} == {
+        k: v for k, v in before.items() if k != "walker.filter"
+    }
     assert system.actor("walker.filter")["restarts"] == 1
     assert "walker.filter: exited signal=9, restart in" in system.log_tail(lines=50)
 
@@ -32,12 +36,18 @@ def test_killed_walker_restarts_with_a_new_pid_and_other_pids_are_unchanged(syst
 def test_stopped_walker_is_found_by_missed_heartbeats_killed_and_restarted(system):
     before = system.pids()
     os.kill(before["walker.filter"], signal.SIGSTOP)
-    new = wait_until(lambda: _new_running_pid(system, "walker.filter", before["walker.filter"]),
-                     timeout=COLD_START_S, what="the stopped walker.filter replaced")
+    new = wait_until(
+        lambda: _new_running_pid(system, "walker.filter", before["walker.filter"]),
+        timeout=COLD_START_S,
+        what="the stopped walker.filter replaced",
+    )
     assert new != before["walker.filter"]
     assert system.pids()["writer"] == before["writer"]
     log = system.log_tail(lines=50)
-    assert "walker.filter: no heartbeat for" in log and f"({MISSED_BEATS} missed), SIGKILL pid={before['walker.filter']}" in log
+    assert (
+        "walker.filter: no heartbeat for" in log
+        and f"({MISSED_BEATS} missed), SIGKILL pid={before['walker.filter']}" in log
+    )
     assert system.actor("walker.filter")["restarts"] == 1
 
 
@@ -45,14 +55,15 @@ def test_crashing_actor_goes_fatal_after_max_restarts_while_the_rest_keep_runnin
     flag = tmp_path / "crash"
     flag.write_text("")
     system_factory.env["CRASHY_FLAG"] = str(flag)
-    system_factory.write_config({"supervisor": {"maxRestarts": 3, "restartPeriodS": 60}},
-                                actors={"crashy": {"module": "tests.support.actors.crashy"}})
+    system_factory.write_config(
+        {"supervisor": {"maxRestarts": 3, "restartPeriodS": 60}},
+        actors={"crashy": {"module": "tests.support.actors.crashy"}},
+    )
     system_factory.serve()
     system = system_factory
     system.wait_running()
     before = system.pids()
-    crashy = wait_until(lambda: system.actor("crashy", {"FATAL"}), timeout=COLD_START_S * 2,
-                        what="crashy FATAL")
+    crashy = wait_until(lambda: system.actor("crashy", {"FATAL"}), timeout=COLD_START_S * 2, what="crashy FATAL")
     assert crashy["restarts"] == 3 and crashy["pid"] is None
     assert system.pids() == before  # the others never moved
     assert "crashy: FATAL, 3 restarts in 60s" in system.log_tail(lines=80)
@@ -78,14 +89,15 @@ def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_
     holders = {a["name"]: a["pid"] for a in actors if a["supervisor_pid"] == first.pid}
     assert {a["name"]: (a["state"], a["info"]) for a in actors if a["supervisor_pid"] == second.pid} == {
         name: ("STANDBY", {"waiting": f"the {name} lock held by pid {pid} (supervisor {first.pid})"})
-        for name, pid in holders.items()}
+        for name, pid in holders.items()
+    }
     assert not [a for a in actors if a["supervisor_pid"] == first.pid and "waiting" in a["info"]]
     table = system.ctl("status")
     assert table.returncode == 0, table.stderr
     standby_lines = [line for line in table.stdout.splitlines() if " STANDBY " in line]
     assert len(standby_lines) == len(holders) and all(
-        f"waiting=the {line.split()[0]} lock held by pid {holders[line.split()[0]]}" in line
-        for line in standby_lines), table.stdout
+        f"waiting=the {line.split()[0]} lock held by pid {holders[line.split()[0]]}" in line for line in standby_lines
+    ), table.stdout
 
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=deadline(10))
@@ -95,12 +107,15 @@ def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_
 
     caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(2000))
     try:
+
         def write():
             try:
-                return caller.call(protocol.AddNode(kind="note", content="written after the takeover " * 4,
-                                                    status="live"))
+                return caller.call(
+                    protocol.AddNode(kind="note", content="written after the takeover " * 4, status="live")
+                )
             except MemtreeError:
                 return None
+
         result = wait_until(write, timeout=COLD_START_S, what="a write through the new writer")
         assert result["id"]
         assert caller.call(protocol.Ping())["pid"] == system.pid("writer")
@@ -112,8 +127,10 @@ def test_actor_without_ready_is_killed_at_the_start_timeout_and_counted_as_a_cra
     s = system_factory
     # Alone, so no real actor's cold start races the 1 s start timeout.
     alone = {name: {"enabled": False} for name in s.expected}
-    s.write_config({"supervisor": {"startTimeoutS": 1, "maxRestarts": 1, "restartPeriodS": 600}},
-                   actors={**alone, "mute": {"module": "tests.support.actors.mute"}})
+    s.write_config(
+        {"supervisor": {"startTimeoutS": 1, "maxRestarts": 1, "restartPeriodS": 600}},
+        actors={**alone, "mute": {"module": "tests.support.actors.mute"}},
+    )
     s.serve()
     mute = wait_until(lambda: s.actor("mute", {"FATAL"}), timeout=COLD_START_S, what="mute FATAL")
     assert mute["restarts"] == 1

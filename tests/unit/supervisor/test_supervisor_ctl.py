@@ -76,8 +76,10 @@ def test_second_lifecycle_command_on_the_same_actor_gets_busy(system):
             assert sock.poll(60000), f"no reply; got {replies}"
             replies.append(protocol.decode(sock.recv()))
         assert [r.id for r in replies] == [second_id, first_id]
-        assert replies[0].body == {"ok": False, "error": {
-            "code": "busy", "message": "walker.filter: a restart is already in progress"}}
+        assert replies[0].body == {
+            "ok": False,
+            "error": {"code": "busy", "message": "walker.filter: a restart is already in progress"},
+        }
         assert protocol.reply_result(replies[1])["state"] == "RUNNING"
     finally:
         sock.close(linger=0)
@@ -91,8 +93,10 @@ def test_ctl_shutdown_stops_every_process(system):
     assert system.leftovers() == []
     after = system.ctl("status")
     assert after.returncode == 1
-    assert after.stderr.strip() == (f"memtree ctl: no memtree supervisor is running for {system.paths.project_root} "
-                                    f"(store {system.paths.store_dir})")
+    assert after.stderr.strip() == (
+        f"memtree ctl: no memtree supervisor is running for {system.paths.project_root} "
+        f"(store {system.paths.store_dir})"
+    )
 
 
 def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_holder(system_factory):
@@ -117,8 +121,14 @@ def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_hold
 
     sub = os.path.join(s.project, "src", "deep")
     os.makedirs(sub)
-    table = subprocess.run([sys.executable, "-m", "memtree.cli", "ctl", "status"], cwd=sub,
-                           env={**os.environ, **s.env}, capture_output=True, text=True, timeout=deadline(60))
+    table = subprocess.run(
+        [sys.executable, "-m", "memtree.cli", "ctl", "status"],
+        cwd=sub,
+        env={**os.environ, **s.env},
+        capture_output=True,
+        text=True,
+        timeout=deadline(60),
+    )
     assert table.returncode == 0, table.stderr
     col = table.stdout.splitlines()[0].split().index("SUPERVISOR")
     filters = {ln.split()[col]: ln.split()[1] for ln in table.stdout.splitlines() if ln.startswith("walker.filter")}
@@ -127,8 +137,14 @@ def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_hold
     done = s.ctl("stop", "filter")
     assert done.returncode == 0, done.stderr
     # The holder's filter stopped; the standby in the other supervisor takes the role.
-    rows = wait_until(lambda: {a["supervisor_pid"]: a["state"] for a in s.status() if a["name"] == "walker.filter"}
-                      == {first.pid: "STOPPED", second.pid: "RUNNING"}, timeout=deadline(20), what="standby filter takeover")
+    rows = wait_until(
+        lambda: (
+            {a["supervisor_pid"]: a["state"] for a in s.status() if a["name"] == "walker.filter"}
+            == {first.pid: "STOPPED", second.pid: "RUNNING"}
+        ),
+        timeout=deadline(20),
+        what="standby filter takeover",
+    )
     assert rows
 
 
@@ -139,8 +155,14 @@ def test_a_stopped_row_shows_no_heartbeat_cpu_or_counters_of_its_last_run(system
     stopped = rows["walker.filter"]
     assert stopped["state"] == "STOPPED"
     assert {k: stopped[k] for k in ("pid", "uptime_s", "rss", "cpu", "last_heartbeat_s", "backlog", "info")} == {
-        "pid": None, "uptime_s": None, "rss": None, "cpu": None, "last_heartbeat_s": None, "backlog": None,
-        "info": {}}
+        "pid": None,
+        "uptime_s": None,
+        "rss": None,
+        "cpu": None,
+        "last_heartbeat_s": None,
+        "backlog": None,
+        "info": {},
+    }
     # Positive control: a running walker still reports all of them.
     running = rows["walker.staleness"] if "walker.staleness" in rows else rows["writer"]
     assert running["pid"] and running["last_heartbeat_s"] is not None and running["backlog"] is not None
@@ -153,8 +175,10 @@ def test_ctl_on_the_front_of_a_headless_system_says_there_is_no_front(system):
     for cmd in ("restart", "stop", "start"):
         done = system.ctl(cmd, "mcp")
         assert (done.returncode, done.stdout) == (1, "")
-        assert done.stderr == ("memtree ctl: there is no MCP front (mcp): this memtree runs headless "
-                               "(serve --no-front); a front runs only inside a Claude Code session and ends with it\n")
+        assert done.stderr == (
+            "memtree ctl: there is no MCP front (mcp): this memtree runs headless "
+            "(serve --no-front); a front runs only inside a Claude Code session and ends with it\n"
+        )
     # Positive control: a name that is no actor at all is still "unknown".
     done = system.ctl("restart", "mcpx")
     assert done.returncode == 2 and done.stderr.startswith("memtree ctl: unknown actor 'mcpx'")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memtree import tokens
-from memtree.text import budget
 from memtree.errors import BadRequest
+from memtree.text import budget
 
 TEXTS = [
     "",
@@ -14,7 +14,7 @@ TEXTS = [
     "one line that is rather long " * 200,  # a single long line
     "\n".join(f"line {i}: " + "x" * (i % 37) for i in range(2000)),
     "ünïcödé ✓ 漢字 " * 300,
-    "{\"json\": [1, 2, 3]}\n" * 500,
+    '{"json": [1, 2, 3]}\n' * 500,
 ]
 BUDGETS = [1, 2, 5, 20, 37, 100, 1000, 20000]
 
@@ -67,5 +67,5 @@ def test_a_cut_answer_names_the_exact_call_for_all_of_it():
     assert tokens.count(out) <= 300
     assert out.splitlines()[-1].endswith(f'all of it: recall(ids=["01ABC"], budget_tokens={total})]'), out
     huge = "y" * (budget.MAX_BUDGET * 4)
-    last = budget.enforce(huge, 300, "recall(ids=[\"01ABC\"], budget_tokens={budget})").splitlines()[-1]
+    last = budget.enforce(huge, 300, 'recall(ids=["01ABC"], budget_tokens={budget})').splitlines()[-1]
     assert "over the 20000-token cap" in last and "budget_tokens=" not in last.split("shown;")[1]

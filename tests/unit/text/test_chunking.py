@@ -24,7 +24,7 @@ def test_chunks_tile_every_line_of_real_files_exactly_once():
         covered = [n for c in chunked.chunks for n in range(c["start"], c["end"] + 1)]
         assert covered == list(range(1, len(lines) + 1)), path
         for c in chunked.chunks:
-            assert c["content"] == "".join(lines[c["start"] - 1:c["end"]])
+            assert c["content"] == "".join(lines[c["start"] - 1 : c["end"]])
             assert c["end"] - c["start"] < WINDOW_LINES
 
 
@@ -33,10 +33,18 @@ def test_methods_are_named_class_dot_method_with_ast_ranges():
     chunked = chunk_text("m.py", text)
     assert [(c["symbol"], c["kind"], c["start"], c["end"]) for c in chunked.chunks] == [
         # blank lines and comments above a symbol belong to its chunk
-        (None, "module", 1, 1), ("A", "class", 2, 5), ("A.f", "method", 6, 9), ("A.g", "method", 10, 12),
-        ("h", "function", 13, 16)]
+        (None, "module", 1, 1),
+        ("A", "class", 2, 5),
+        ("A.f", "method", 6, 9),
+        ("A.g", "method", 10, 12),
+        ("h", "function", 13, 16),
+    ]
     assert {s.name: (s.start, s.end) for s in chunked.symbols} == {
-        "A": (4, 12), "A.f": (7, 9), "A.g": (11, 12), "h": (15, 16)}
+        "A": (4, 12),
+        "A.f": (7, 9),
+        "A.g": (11, 12),
+        "h": (15, 16),
+    }
     tree = ast.parse(text)
     assert tree.body[1].end_lineno == 12
 
@@ -78,14 +86,14 @@ def test_a_read_slice_is_cut_by_the_files_symbols_tiling_exactly_the_lines_read(
         for _ in range(5):
             start = rnd.randint(1, len(lines) - 10)
             end = rnd.randint(start, len(lines))
-            part = "".join(lines[start - 1:end])
+            part = "".join(lines[start - 1 : end])
             for min_bytes, source in ((0, text), (0, None), (50, text)):
                 chunks = chunk_read(path, part, start, source, min_bytes)
                 covered = [n for c in chunks for n in range(c["start"], c["end"] + 1)]
                 assert covered == list(range(start, end + 1)), (path, start, end, min_bytes)
                 assert "".join(c["content"] for c in chunks) == part
                 for c in chunks:
-                    assert c["content"] == "".join(lines[c["start"] - 1:c["end"]])
+                    assert c["content"] == "".join(lines[c["start"] - 1 : c["end"]])
                     if source is not None and min_bytes == 0:  # the file's own cuts, clipped to the slice
                         assert {whole[n] for n in range(c["start"], c["end"] + 1)} == {c["symbol"]}
                     if min_bytes and len(chunks) > 1:

@@ -21,7 +21,9 @@ def test_command_exit_stdout_and_stderr_are_stored(h):
     assert "exit 3" in out and h.root in out and "to-stderr" in out
     kind, content, code, cmd = h.rows(
         "SELECT kind, content, json_extract(metadata,'$.exit'), json_extract(metadata,'$.command')"
-        " FROM nodes WHERE id=?", (node,))[0]
+        " FROM nodes WHERE id=?",
+        (node,),
+    )[0]
     assert kind == "tool_output" and code == 3 and cmd == "pwd; echo to-stderr >&2; exit 3"
     assert "--- stdout ---\n" + h.root in content and "--- stderr ---\nto-stderr" in content
 
@@ -43,6 +45,7 @@ def test_timeout_kills_the_whole_process_group(h, tmp_path):
             return psutil.Process(child).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
+
     wait_until(gone, timeout=deadline(10), what=f"background child {child} killed")
 
 
@@ -87,9 +90,19 @@ def test_output_over_the_cap_is_counted_and_dropped(tmp_path):
         h.close()
 
 
-@pytest.mark.parametrize("kw", [{"command": ""}, {"command": "  "}, {"command": 5}, {"command": "true", "timeout_s": 0},
-                                {"command": "true", "timeout_s": -1}, {"command": "true", "timeout_s": "9"},
-                                {"command": "true", "timeout_s": 100000}, {"command": "true", "budget_tokens": 0}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"command": ""},
+        {"command": "  "},
+        {"command": 5},
+        {"command": "true", "timeout_s": 0},
+        {"command": "true", "timeout_s": -1},
+        {"command": "true", "timeout_s": "9"},
+        {"command": "true", "timeout_s": 100000},
+        {"command": "true", "budget_tokens": 0},
+    ],
+)
 def test_bad_arguments_are_clear_errors_and_nothing_runs(h, kw):
     before = h.counts()
     with pytest.raises(BadRequest):
@@ -129,11 +142,17 @@ def test_background_child_holding_the_output_gets_the_same_answer_every_time(h):
     answers = [h.run(bash, command, timeout_s=deadline(3)) for _ in range(3)]
     for out in answers:
         assert "started" in out and "timeout" not in out, out
-        assert "[exit 0; background processes still held the output after the shell exited: killed with its " \
-               "process group;" in out, out
+        assert (
+            "[exit 0; background processes still held the output after the shell exited: killed with its "
+            "process group;" in out
+        ), out
     assert {_status_line(out) for out in answers} == {_status_line(answers[0])}
-    durations = [r[0] for r in h.rows("SELECT json_extract(metadata,'$.duration_ms') FROM nodes"
-                                      " WHERE kind='tool_output' ORDER BY created_at")]
+    durations = [
+        r[0]
+        for r in h.rows(
+            "SELECT json_extract(metadata,'$.duration_ms') FROM nodes WHERE kind='tool_output' ORDER BY created_at"
+        )
+    ]
     assert len(durations) == 1 and durations[0] < 3000  # returned when the shell exited, not at the timeout
 
 
@@ -183,10 +202,12 @@ def _start_sleeper(f, pidfile):
     """A bash call through the front that leaves a ``sleep 300`` child and waits
     on it: (the pending call, the child's pid) once the child runs."""
     pending = f.portal.start_task_soon(
-        f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600})
+        f.client.call_tool, "bash", {"command": f"sleep 300 & echo $! > {pidfile}; wait", "timeout_s": 600}
+    )
     # Allows for the front's cold start (the mcp SDK import) on a loaded box.
-    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3,
-               what="command started")
+    wait_until(
+        lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=COLD_START_S * 3, what="command started"
+    )
     return pending, int(pidfile.read_text())
 
 

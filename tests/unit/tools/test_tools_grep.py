@@ -24,10 +24,16 @@ def test_hits_are_stored_as_one_node_with_a_child_per_hit(h):
     out = h.run(grep, "needle_\\w+")
     node = stored_node_id(out)
     # Native Grep's lines, then only what the model cannot see: the node id.
-    assert out.splitlines() == ["src/a.py:2:needle_one = 2", "src/a.py:4:needle_two = 4", "src/b.txt:1:needle_three",
-                                f"[memtree {node}]"]
+    assert out.splitlines() == [
+        "src/a.py:2:needle_one = 2",
+        "src/a.py:4:needle_two = 4",
+        "src/b.txt:1:needle_three",
+        f"[memtree {node}]",
+    ]
     assert _children(h, node) == {f"file://{a}#L2-2", f"file://{a}#L4-4", f"file://{b}#L1-1"}
-    kind, content, meta = h.rows("SELECT kind, content, json_extract(metadata,'$.hits') FROM nodes WHERE id=?", (node,))[0]
+    kind, content, meta = h.rows(
+        "SELECT kind, content, json_extract(metadata,'$.hits') FROM nodes WHERE id=?", (node,)
+    )[0]
     assert kind == "tool_output" and meta == 3 and "needle_three" in content
     assert "src/a.py:2:needle_one = 2" in out.splitlines()
 
@@ -84,6 +90,7 @@ def test_config_path_deny_extends_the_denylist(tmp_path):
 def test_path_glob_case_and_context_narrow_the_search(h):
     h.write("a/x.py", "Needle\nneedle\n")
     h.write("b/y.txt", "needle\n")
+
     def hits(out):
         return {line for line in out.splitlines() if not line.startswith("[")}
 
@@ -165,10 +172,16 @@ def test_symbol_context_shows_each_hit_inside_its_definition(h):
     # The method (innermost, not the class) and the function, numbered as native
     # Read numbers lines; a module-level hit stays one grep line.
     assert out.splitlines() == [
-        "box.py Box.open L7-9:", "7\t    def open(self):", "8\t        lid = self.lid", "9\t        return lid.lift()",
-        "box.py helper L15-16:", "15\tdef helper():", "16\t    return Box().open()",
+        "box.py Box.open L7-9:",
+        "7\t    def open(self):",
+        "8\t        lid = self.lid",
+        "9\t        return lid.lift()",
+        "box.py helper L15-16:",
+        "15\tdef helper():",
+        "16\t    return Box().open()",
         "box.py:19:LIMIT = 3",
-        f"[memtree {node}]"]
+        f"[memtree {node}]",
+    ]
     # Stored as any grep: one node, one child per hit.
     assert _children(h, node) == {f"file://{h.root}/box.py#L{n}-{n}" for n in (9, 16, 19)}
 
@@ -193,8 +206,12 @@ def test_symbol_context_names_a_long_definition_instead_of_showing_it(h):
 def test_symbol_context_in_other_languages_uses_the_outline(h):
     h.write("web/app.js", "const x = 1;\n\nfunction handle(req) {\n  return req.needle;\n}\n")
     out = h.run(grep, "needle", context="symbol")
-    assert out.splitlines()[:4] == ["web/app.js handle L3-5:", "3\tfunction handle(req) {", "4\t  return req.needle;",
-                                    "5\t}"]
+    assert out.splitlines()[:4] == [
+        "web/app.js handle L3-5:",
+        "3\tfunction handle(req) {",
+        "4\t  return req.needle;",
+        "5\t}",
+    ]
 
 
 def test_symbol_context_is_the_only_word_context_takes(h):

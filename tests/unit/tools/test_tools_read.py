@@ -9,15 +9,14 @@ import re
 import pytest
 
 from memtree import tokens
-from memtree.text.chunking import WINDOW_LINES, split_lines
 from memtree.errors import BadRequest, NotFound, Refused
+from memtree.text.chunking import WINDOW_LINES, split_lines
 from memtree.tools.read import read
-from tests.support.tools_harness import numbered
 from tests.support import REPO
+from tests.support.tools_harness import numbered
 
 REPO = REPO
 SOURCE = os.path.join(REPO, "actors", "base.py")  # a real Python file with classes, methods, functions
-
 
 
 def _copy_source(h) -> tuple[str, list[str]]:
@@ -101,10 +100,17 @@ def test_read_of_a_file_the_hook_captured_supersedes_the_capture_without_calling
     from memtree import protocol
 
     full = h.write("pkg/small.py", "def one():\n    return 1\n\n\ndef two():\n    return 2\n")
-    payload = {"session_id": "s1", "cwd": h.root, "hook_event_name": "PostToolUse", "tool_name": "Read",
-               "tool_input": {"file_path": full},
-               "tool_response": {"type": "text", "file": {"filePath": full, "content": open(full).read(),
-                                                          "numLines": 6, "startLine": 1, "totalLines": 6}}}
+    payload = {
+        "session_id": "s1",
+        "cwd": h.root,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": full},
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": full, "content": open(full).read(), "numLines": 6, "startLine": 1, "totalLines": 6},
+        },
+    }
 
     async def capture(svc):
         return await svc.call(protocol.Ingest(payload=payload))
@@ -113,8 +119,12 @@ def test_read_of_a_file_the_hook_captured_supersedes_the_capture_without_calling
     h.run(lambda svc: svc.call(protocol.SetStatus(ids=[captured], status="live", expect=["pending"])))
     out = h.run(read, "pkg/small.py", symbol="two", with_ids=True)
     assert "1 earlier capture(s) of this version superseded" in out and "changed since" not in out
-    reasons = {r for (r,) in h.rows("SELECT reason FROM audit WHERE node_id = ? AND to_status IN ('stale', 'superseded')",
-                                    (captured,))}
+    reasons = {
+        r
+        for (r,) in h.rows(
+            "SELECT reason FROM audit WHERE node_id = ? AND to_status IN ('stale', 'superseded')", (captured,)
+        )
+    }
     assert reasons == {"re-chunked by read (same file version)"}
 
 
@@ -131,7 +141,9 @@ def test_cut_answer_names_the_exact_call_for_the_rest(h):
     rel, lines = _copy_source(h)
     out = h.run(read, rel, lines=f"1-{len(lines)}", budget_tokens=400)
     shown = numbered(out)
-    m = re.search(r'left out for budget_tokens=400: lines (\d+)-(\d+).*read\(path="pkg/base.py", lines="(\d+)-(\d+)"\)', out)
+    m = re.search(
+        r'left out for budget_tokens=400: lines (\d+)-(\d+).*read\(path="pkg/base.py", lines="(\d+)-(\d+)"\)', out
+    )
     assert m, out
     a, b = int(m.group(3)), int(m.group(4))
     assert a == max(shown) + 1 and b == len(lines)
@@ -208,8 +220,10 @@ def test_broken_python_and_other_files_are_cut_into_windows(h):
     out = h.run(read, "broken.py", lines="1-3")
     assert "does not parse" in out
     h.run(read, "notes.txt", lines="440-450")
-    spans = h.rows("SELECT json_extract(metadata,'$.start'), json_extract(metadata,'$.end') FROM nodes "
-                   "WHERE kind='file_chunk' AND source_uri LIKE '%notes.txt%' ORDER BY 1")
+    spans = h.rows(
+        "SELECT json_extract(metadata,'$.start'), json_extract(metadata,'$.end') FROM nodes "
+        "WHERE kind='file_chunk' AND source_uri LIKE '%notes.txt%' ORDER BY 1"
+    )
     assert spans == [(1, WINDOW_LINES), (WINDOW_LINES + 1, 2 * WINDOW_LINES), (2 * WINDOW_LINES + 1, 450)]
 
 
@@ -218,8 +232,10 @@ def test_a_deeply_nested_python_expression_falls_back_to_windows(h, expr):
     h.write("deep.py", "def first():\n    return 1\n" + f"x = {expr}\n" + "y = 2\n" * 250)
     out = h.run(read, "deep.py", lines="1-2")
     assert "nested too deeply" in out and numbered(out) == {1: "def first():", 2: "    return 1"}
-    spans = h.rows("SELECT json_extract(metadata,'$.start'), json_extract(metadata,'$.end') FROM nodes "
-                   "WHERE kind='file_chunk' AND source_uri LIKE '%deep.py%' ORDER BY 1")
+    spans = h.rows(
+        "SELECT json_extract(metadata,'$.start'), json_extract(metadata,'$.end') FROM nodes "
+        "WHERE kind='file_chunk' AND source_uri LIKE '%deep.py%' ORDER BY 1"
+    )
     assert spans == [(1, WINDOW_LINES), (WINDOW_LINES + 1, 253)]
 
 

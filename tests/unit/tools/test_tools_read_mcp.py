@@ -10,9 +10,9 @@ import re
 import pytest
 
 from memtree import tokens
+from tests.support import REPO
 from tests.support.front_harness import Front
 from tests.support.tools_harness import numbered
-from tests.support import REPO
 
 REPO = REPO
 

@@ -11,9 +11,9 @@ import pytest
 from memtree import protocol
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
-from tests.support.actor_procs import rows, start_actor, start_writer
 from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import rows, start_actor, start_writer
 
 DIM = 256
 
@@ -47,23 +47,37 @@ def test_dedupe_supersedes_the_older_near_duplicate_and_leaves_the_rest(store):
     nodes = {}
 
     def add(name, kind="tool_output", parent=None):  # notes: tests/unit/walkers/test_notes_kept.py
-        nodes[name] = w.call(protocol.AddNode(kind=kind, content=f"content of {name} " * 5, status="live",
-                                              parent_id=parent))["id"]
+        nodes[name] = w.call(
+            protocol.AddNode(kind=kind, content=f"content of {name} " * 5, status="live", parent_id=parent)
+        )["id"]
 
     vecs = {}
-    add("old"); add("new"); vecs.update(old=basis(0), new=unit(0.99))            # a pair at 0.99
-    add("below_a"); add("below_b"); vecs.update(below_a=basis(2), below_b=unit(0.965, 2))  # just below 0.97
-    add("as_note", kind="note"); add("as_chunk", kind="file_chunk")
+    add("old")
+    add("new")
+    vecs.update(old=basis(0), new=unit(0.99))  # a pair at 0.99
+    add("below_a")
+    add("below_b")
+    vecs.update(below_a=basis(2), below_b=unit(0.965, 2))  # just below 0.97
+    add("as_note", kind="note")
+    add("as_chunk", kind="file_chunk")
     vecs.update(as_note=basis(4), as_chunk=basis(4))  # kinds differ
-    add("forgotten"); add("keeps"); vecs.update(forgotten=basis(6), keeps=basis(6))  # one is forgotten first
+    add("forgotten")
+    add("keeps")
+    vecs.update(forgotten=basis(6), keeps=basis(6))  # one is forgotten first
     root = w.call(protocol.AddNode(kind="file", content="", status="live"))["id"]
-    add("m1", kind="file_chunk", parent=root); add("m2", kind="file_chunk", parent=root)
-    vecs.update(m1=basis(8), m2=unit(0.999, 8))                                   # two chunks of one file
+    add("m1", kind="file_chunk", parent=root)
+    add("m2", kind="file_chunk", parent=root)
+    vecs.update(m1=basis(8), m2=unit(0.999, 8))  # two chunks of one file
 
     def put_vectors(names):
         hashes = dict(rows(paths, "SELECT id, content_hash FROM nodes"))
-        w.call(protocol.PutVectors(model=LOCAL_MODEL, dim=DIM, items=[
-            {"node_id": nodes[n], "content_hash": hashes[nodes[n]], "vector": vecs[n]} for n in names]))
+        w.call(
+            protocol.PutVectors(
+                model=LOCAL_MODEL,
+                dim=DIM,
+                items=[{"node_id": nodes[n], "content_hash": hashes[nodes[n]], "vector": vecs[n]} for n in names],
+            )
+        )
 
     def is_superseded(name):
         return rows(paths, "SELECT status FROM nodes WHERE id=?", (nodes[name],)) == [("superseded",)]
@@ -76,14 +90,20 @@ def test_dedupe_supersedes_the_older_near_duplicate_and_leaves_the_rest(store):
     # The pass that did it may still be running (pairs go best first, one
     # Supersede call each). A sentinel pair stored now is examined by a later
     # pass, which starts only once that one has ended: then nothing else is due.
-    add("sentinel_old"); add("sentinel_new"); vecs.update(sentinel_old=basis(10), sentinel_new=unit(0.999, 10))
+    add("sentinel_old")
+    add("sentinel_new")
+    vecs.update(sentinel_old=basis(10), sentinel_new=unit(0.999, 10))
     put_vectors(["sentinel_old", "sentinel_new"])
     wait_until(lambda: is_superseded("sentinel_old"), timeout=COLD_START_S, what="the sentinel pair deduped")
     superseded = {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE status = 'superseded'")}
     assert superseded == {nodes["old"], nodes["sentinel_old"]}
     assert rows(paths, "SELECT status FROM nodes WHERE id=?", (nodes["forgotten"],)) == [("forgotten",)]
     assert set(rows(paths, "SELECT src_id, dst_id FROM edges WHERE kind = 'supersedes'")) == {
-        (nodes["new"], nodes["old"]), (nodes["sentinel_new"], nodes["sentinel_old"])}
-    audit = dict(rows(paths, "SELECT node_id, detail FROM audit WHERE action = 'supersede' AND actor = 'walker.dedupe'"))
+        (nodes["new"], nodes["old"]),
+        (nodes["sentinel_new"], nodes["sentinel_old"]),
+    }
+    audit = dict(
+        rows(paths, "SELECT node_id, detail FROM audit WHERE action = 'supersede' AND actor = 'walker.dedupe'")
+    )
     assert set(audit) == {nodes["old"], nodes["sentinel_old"]}
     assert '"score":0.99' in audit[nodes["old"]] and nodes["new"] in audit[nodes["old"]]

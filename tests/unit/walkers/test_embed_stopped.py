@@ -11,16 +11,21 @@ import signal
 import pytest
 
 from memtree.recall.embeddings import LOCAL_MODEL
+from tests.support import COLD_START_S, reap, wait_until
 from tests.support.actor_procs import start_actor
 from tests.support.front_harness import Front, ids_in
-from tests.support import COLD_START_S, reap, wait_until
 
 QUERY = "retry a failing network call"
 
 
 def unembedded(f) -> set[str]:
-    return {r[0] for r in f.rows("SELECT n.id FROM nodes n WHERE n.status = 'live' AND n.kind = 'note' "
-                                 "AND n.id NOT IN (SELECT node_id FROM nodes_vec)")}
+    return {
+        r[0]
+        for r in f.rows(
+            "SELECT n.id FROM nodes n WHERE n.status = 'live' AND n.kind = 'note' "
+            "AND n.id NOT IN (SELECT node_id FROM nodes_vec)"
+        )
+    }
 
 
 @pytest.fixture()
@@ -52,8 +57,10 @@ def test_stopped_embed_walker_degrades_hybrid_keeps_ingest_and_drains_after_sigc
         # Ingest keeps working while the walker is stopped: through the MCP note tool and the writer.
         noted = ids_in(f.ok("note", {"text": "network calls that fail are retried with exponential backoff"}))
         assert len(noted) == 1 and f.rows("SELECT count(*) FROM nodes WHERE id = ?", (noted.pop(),)) == [(1,)]
-        later = {f.add(f"captured while the embed walker was stopped, number {i}, about retry loops", kind="note")
-                 for i in range(20)}
+        later = {
+            f.add(f"captured while the embed walker was stopped, number {i}, about retry loops", kind="note")
+            for i in range(20)
+        }
         assert unembedded(f) == later
     finally:
         os.kill(f.walker.pid, signal.SIGCONT)

@@ -14,10 +14,10 @@ from memtree.errors import Unavailable
 from memtree.recall.embeddings import LOCAL_MODEL, StaticProvider
 from memtree.runtime.client import Caller
 from memtree.store.vectors import from_blob
-from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
-from tests.support.ollama_standin import OllamaStandIn, letter_vector
 from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
+from tests.support.ollama_standin import OllamaStandIn, letter_vector
 
 WALKER = "memtree.actors.walkers.embed"
 
@@ -43,7 +43,9 @@ def add(caller, content, status="live", kind="note"):
 
 
 def vectors(paths):
-    return {r[0]: (r[1], r[2], from_blob(r[3])) for r in rows(paths, "SELECT node_id, model, dim, embedding FROM nodes_vec")}
+    return {
+        r[0]: (r[1], r[2], from_blob(r[3])) for r in rows(paths, "SELECT node_id, model, dim, embedding FROM nodes_vec")
+    }
 
 
 def test_live_nodes_get_vectors_with_model_and_dim_and_pending_ones_do_not(system):
@@ -66,8 +68,11 @@ def test_query_embedding_is_served_on_the_embed_socket(system):
     paths, w = system()
     q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
     try:
-        res = wait_until(lambda: q.call(protocol.EmbedQuery(text="strip common leading whitespace")),
-                         timeout=COLD_START_S, what="an EmbedQuery answer")
+        res = wait_until(
+            lambda: q.call(protocol.EmbedQuery(text="strip common leading whitespace")),
+            timeout=COLD_START_S,
+            what="an EmbedQuery answer",
+        )
     finally:
         q.close()
     assert (res["model"], res["dim"], len(res["vector"])) == (LOCAL_MODEL, 256, 256)
@@ -89,8 +94,11 @@ def test_missing_ollama_leaves_the_walker_idle_with_the_reason_and_queries_refus
         url = f"http://127.0.0.1:{_closed_port()}"
         paths, w = system({"embeddingModel": "ollama:nomic-embed-text", "ollama": {"url": url}}, sink)
         node = add(w, "some live content that would be embedded if a model were there")
-        hb = wait_until(lambda: (lambda b: b if b.info.get("idle") else None)(sink.wait_state("walker.embed")),
-                        timeout=COLD_START_S, what="an idle heartbeat")
+        hb = wait_until(
+            lambda: (lambda b: b if b.info.get("idle") else None)(sink.wait_state("walker.embed")),
+            timeout=COLD_START_S,
+            what="an idle heartbeat",
+        )
         assert "ollama" in hb.info["idle"] and url in hb.info["idle"]
         q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
         try:
@@ -116,8 +124,9 @@ def test_ollama_provider_embeds_over_real_http(system):
         want = np.asarray(letter_vector("alpha alpha alpha content for the ollama provider"), np.float32)
         assert np.allclose(got[a][2], want / np.linalg.norm(want), atol=1e-6)
         embeds = [r for r in ollama.requests if r["path"] == "/api/embed"]
-        assert embeds and all(r["body"]["model"] == "test-embed" and isinstance(r["body"]["input"], list)
-                              for r in embeds)
+        assert embeds and all(
+            r["body"]["model"] == "test-embed" and isinstance(r["body"]["input"], list) for r in embeds
+        )
 
 
 def test_ctl_status_shows_why_the_embed_walker_is_idle(system_factory):
@@ -126,8 +135,11 @@ def test_ctl_status_shows_why_the_embed_walker_is_idle(system_factory):
     s.write_config({"embeddingModel": "ollama:nomic-embed-text", "ollama": {"url": url}})
     s.serve()
     s.wait_running()
-    row = wait_until(lambda: (s.actor("walker.embed") or {}).get("info", {}).get("idle"), timeout=COLD_START_S,
-                     what="the idle reason in status")
+    row = wait_until(
+        lambda: (s.actor("walker.embed") or {}).get("info", {}).get("idle"),
+        timeout=COLD_START_S,
+        what="the idle reason in status",
+    )
     assert url in row
     done = s.ctl("status")
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("walker.embed"))
@@ -139,9 +151,14 @@ def test_a_slow_ollama_batch_does_not_get_the_walker_killed_as_hung(system_facto
     # Longer than the kill window (15 beats x 200 ms = 3 s), shorter than the walker's 5 s probe
     # timeout (memtree/recall/embeddings.py): the window is fixed here, not stretched by slowness.
     with OllamaStandIn(delay_s=4.0) as ollama:
-        s.write_config({"supervisor": {"missedHeartbeats": 15},
-                        "embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url},
-                        "walkers": {"embeddingIdleMs": 100}})
+        s.write_config(
+            {
+                "supervisor": {"missedHeartbeats": 15},
+                "embeddingModel": "ollama:test-embed",
+                "ollama": {"url": ollama.url},
+                "walkers": {"embeddingIdleMs": 100},
+            }
+        )
         s.serve()
         s.wait_running()
         pid = s.pid("walker.embed")

@@ -8,9 +8,9 @@ from memtree import protocol
 from memtree.actors.walkers.filter import decide
 from memtree.runtime.client import Caller
 from memtree.store.triage import Pending
-from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 
 LONG = "x" * 60  # over the default capture.filterMinSize (50 bytes)
 
@@ -60,7 +60,10 @@ def write_mix(caller):
     first = add(caller, "the same output twice, first copy wins the race " + LONG)
     second = add(caller, "the same output twice, first copy wins the race " + LONG)
     out = add(caller, "grep output with two hits " + LONG, kind="tool_output")
-    hits = [add(caller, "hit", kind="file_chunk", parent_id=out), add(caller, "hit two", kind="file_chunk", parent_id=out)]
+    hits = [
+        add(caller, "hit", kind="file_chunk", parent_id=out),
+        add(caller, "hit two", kind="file_chunk", parent_id=out),
+    ]
     tiny_out = add(caller, "no", kind="tool_output")
     tiny_hit = add(caller, "hit under a dropped parent " + LONG, kind="file_chunk", parent_id=tiny_out)
     live = {kept, normal, first, out, *hits}
@@ -104,8 +107,11 @@ def test_the_filter_keeps_running_without_a_writer_and_catches_up_when_it_return
             nid = add(caller, "written once the writer is up " + LONG)
         finally:
             caller.close()
-        wait_until(lambda: rows(paths, "SELECT status FROM nodes WHERE id=?", (nid,)) == [("live",)],
-                   timeout=COLD_START_S, what="the note going live")
+        wait_until(
+            lambda: rows(paths, "SELECT status FROM nodes WHERE id=?", (nid,)) == [("live",)],
+            timeout=COLD_START_S,
+            what="the note going live",
+        )
         assert filt.poll() is None
     finally:
         if writer is not None:
@@ -118,7 +124,9 @@ def pending(node_id, parent=None, kind="note", digest="h", size=100, parent_kind
 
 
 def test_decide_leaves_children_of_an_undecided_parent_pending():
-    batch = [pending("C", parent="P", parent_kind="tool_output", parent_status="pending"),
-             pending("D", parent="Q", parent_kind="tool_output", parent_status="live"),
-             pending("E", digest="e", size=10)]
+    batch = [
+        pending("C", parent="P", parent_kind="tool_output", parent_status="pending"),
+        pending("D", parent="Q", parent_kind="tool_output", parent_status="live"),
+        pending("E", digest="e", size=10),
+    ]
     assert decide(batch, {}, 50) == {"D": ("live", "parent live"), "E": ("dropped", "too small")}

@@ -10,9 +10,9 @@ import math
 from memtree import protocol
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
-from tests.support.actor_procs import rows, start_actor, start_writer
 from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import rows, start_actor, start_writer
 
 DIM = 256
 
@@ -45,8 +45,13 @@ def _run(paths, config, procs: list) -> None:
 
         def put_vectors(names):
             hashes = dict(rows(paths, "SELECT id, content_hash FROM nodes"))
-            w.call(protocol.PutVectors(model=LOCAL_MODEL, dim=DIM, items=[
-                {"node_id": ids[n], "content_hash": hashes[ids[n]], "vector": vecs[n]} for n in names]))
+            w.call(
+                protocol.PutVectors(
+                    model=LOCAL_MODEL,
+                    dim=DIM,
+                    items=[{"node_id": ids[n], "content_hash": hashes[ids[n]], "vector": vecs[n]} for n in names],
+                )
+            )
 
         def status(name):
             got = rows(paths, "SELECT status FROM nodes WHERE id = ?", (ids[name],))
@@ -64,8 +69,11 @@ def _run(paths, config, procs: list) -> None:
         add("cap_new", "output of the nightly job, run 2 " * 4, unit(0.996, 6), kind="tool_output")
         put_vectors(list(vecs))
         procs.append(start_actor(paths, config, "memtree.actors.walkers.dedupe", "walker.dedupe"))
-        wait_until(lambda: status("same_old") == "superseded" and status("cap_old") == "superseded",
-                   timeout=COLD_START_S, what="the dedupe pass")
+        wait_until(
+            lambda: status("same_old") == "superseded" and status("cap_old") == "superseded",
+            timeout=COLD_START_S,
+            what="the dedupe pass",
+        )
         # A sentinel pair stored now is examined by a later pass: then the first one has ended.
         add("sent_old", "sentinel capture text one " * 4, unit(1.0, 8), kind="tool_output")
         add("sent_new", "sentinel capture text two " * 4, unit(0.999, 8), kind="tool_output")
@@ -82,23 +90,33 @@ def _run(paths, config, procs: list) -> None:
         add("plain", "a capture nobody annotated " * 4, unit(1.0, 16), kind="tool_output")
     finally:
         w.close()
-    pruner_config = make_config({"walkers": {"prunerIntervalMs": 200}, "storage": {"maxBytes": 4096},
-                                 "retention": {"staleHours": 0, "supersededDays": 0, "prunedDays": 0}})
+    pruner_config = make_config(
+        {
+            "walkers": {"prunerIntervalMs": 200},
+            "storage": {"maxBytes": 4096},
+            "retention": {"staleHours": 0, "supersededDays": 0, "prunedDays": 0},
+        }
+    )
     procs.append(start_actor(paths, pruner_config, "memtree.actors.walkers.pruner", "walker.pruner"))
     captures = ["cap_old", "cap_new", "sent_old", "sent_new", "plain"]
-    wait_until(lambda: all(status(n) is None for n in captures), timeout=COLD_START_S,
-               what="the pruner purging the captures")
+    wait_until(
+        lambda: all(status(n) is None for n in captures), timeout=COLD_START_S, what="the pruner purging the captures"
+    )
     # One more capture to remove: once it is gone, a whole sweep ran after the ones above.
     w2 = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
     try:
         last = w2.call(protocol.AddNode(kind="tool_output", content="one more capture " * 8, status="live"))["id"]
     finally:
         w2.close()
-    wait_until(lambda: not rows(paths, "SELECT 1 FROM nodes WHERE id = ?", (last,)), timeout=COLD_START_S,
-               what="a later sweep")
+    wait_until(
+        lambda: not rows(paths, "SELECT 1 FROM nodes WHERE id = ?", (last,)), timeout=COLD_START_S, what="a later sweep"
+    )
     notes = {ids[n] for n in ("n1", "n10", "m2", "m3", "same_old", "same_new", "stale_note", "under")}
     assert {r[0] for r in rows(paths, "SELECT id FROM nodes")} == notes | {ids["holder"]}
     assert {r[0]: r[1] for r in rows(paths, "SELECT id, status FROM nodes WHERE kind = 'note'")} == {
-        **{i: "live" for i in notes}, ids["same_old"]: "superseded", ids["stale_note"]: "stale"}
+        **{i: "live" for i in notes},
+        ids["same_old"]: "superseded",
+        ids["stale_note"]: "stale",
+    }
     purged = {r[0] for r in rows(paths, "SELECT node_id FROM audit WHERE action = 'purge'")}
     assert {ids[n] for n in captures} <= purged and not purged & notes

@@ -10,8 +10,8 @@ from memtree import protocol
 from memtree.runtime.client import Caller
 from memtree.tools.read import read
 from tests import support
-from tests.support.actor_procs import start_actor
 from tests.support import COLD_START_S, deadline_ms, reap, wait_until
+from tests.support.actor_procs import start_actor
 from tests.support.tools_harness import Harness
 
 FAST = {"walkers": {"stalenessIntervalMs": 200, "prunerIntervalMs": 200, "filterIntervalMs": 200}}
@@ -38,10 +38,17 @@ def test_a_chunk_goes_pending_live_stale_superseded_pruned_then_its_row_is_delet
         h.run(read, "mod.py")  # the file root exists, as a hook capture would find it
         root = h.rows("SELECT id FROM nodes WHERE kind='file'")[0][0]
         caller = Caller(h.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(5000))
-        captured = caller.call(protocol.AddNode(
-            kind="file_chunk", content="captured zebracorn text of mod.py lines 1-2, long enough to keep",
-            parent_id=root, source_uri=f"file://{full}#L1-2", metadata={"path": full, "start": 1, "end": 2},
-            status="pending", mtime=os.stat(full).st_mtime_ns))["id"]
+        captured = caller.call(
+            protocol.AddNode(
+                kind="file_chunk",
+                content="captured zebracorn text of mod.py lines 1-2, long enough to keep",
+                parent_id=root,
+                source_uri=f"file://{full}#L1-2",
+                metadata={"path": full, "start": 1, "end": 2},
+                status="pending",
+                mtime=os.stat(full).st_mtime_ns,
+            )
+        )["id"]
         caller.close()
         procs.append(_walker(h, "filter", "walker.filter"))
         wait_until(lambda: _status(h, captured) == "live", timeout=COLD_START_S, what="filter promotes it")
@@ -54,20 +61,39 @@ def test_a_chunk_goes_pending_live_stale_superseded_pruned_then_its_row_is_delet
         new_live = {r[0] for r in h.rows("SELECT id FROM nodes WHERE kind='file_chunk' AND status='live'")}
         assert new_live
         assert _fts_hits(h, "zebracorn") == 1  # superseded is still searchable by status name
-        keep_rows = _walker(h, "pruner", "walker.pruner",
-                            support.test_config({**FAST, "retention": {"supersededDays": 0, "prunedDays": 30}}))
+        keep_rows = _walker(
+            h,
+            "pruner",
+            "walker.pruner",
+            support.test_config({**FAST, "retention": {"supersededDays": 0, "prunedDays": 30}}),
+        )
         procs.append(keep_rows)
         wait_until(lambda: _status(h, captured) == "pruned", timeout=COLD_START_S, what="pruner prunes it")
         assert _fts_hits(h, "zebracorn") == 0  # left the index with the status change; the row stays
         reap(keep_rows)
-        procs.append(_walker(h, "pruner", "walker.pruner",
-                             support.test_config({**FAST, "retention": {"supersededDays": 0, "prunedDays": 0}})))
+        procs.append(
+            _walker(
+                h,
+                "pruner",
+                "walker.pruner",
+                support.test_config({**FAST, "retention": {"supersededDays": 0, "prunedDays": 0}}),
+            )
+        )
         wait_until(lambda: _status(h, captured) is None, timeout=COLD_START_S, what="pruner deletes the row")
-        moves = [(a, f, t) for a, f, t in h.rows(
-            "SELECT action, from_status, to_status FROM audit WHERE node_id=? ORDER BY seq", (captured,))]
+        moves = [
+            (a, f, t)
+            for a, f, t in h.rows(
+                "SELECT action, from_status, to_status FROM audit WHERE node_id=? ORDER BY seq", (captured,)
+            )
+        ]
         assert [(f, t) for _, f, t in moves] == [
-            (None, "pending"), ("pending", "live"), ("live", "stale"), ("stale", "superseded"),
-            ("superseded", "pruned"), ("pruned", None)]
+            (None, "pending"),
+            ("pending", "live"),
+            ("live", "stale"),
+            ("stale", "superseded"),
+            ("superseded", "pruned"),
+            ("pruned", None),
+        ]
         assert moves[-1][0] == "purge"
         assert not h.rows("SELECT 1 FROM edges WHERE dst_id=? OR src_id=?", (captured, captured))
         # Positive control: the new live chunks were not touched by any of it.
@@ -91,8 +117,14 @@ def test_stale_nodes_are_pruned_after_stale_hours_and_others_are_not(tmp_path):
         os.unlink(os.path.join(h.root, "gone.py"))
         procs.append(_walker(h, "staleness", "walker.staleness"))
         wait_until(lambda: all(_status(h, i) == "stale" for i in gone), timeout=COLD_START_S, what="stale")
-        procs.append(_walker(h, "pruner", "walker.pruner",
-                             support.test_config({**FAST, "retention": {"staleHours": 0, "prunedDays": 30}})))
+        procs.append(
+            _walker(
+                h,
+                "pruner",
+                "walker.pruner",
+                support.test_config({**FAST, "retention": {"staleHours": 0, "prunedDays": 30}}),
+            )
+        )
         wait_until(lambda: all(_status(h, i) == "pruned" for i in gone), timeout=COLD_START_S, what="pruned")
         assert {i for i in ids if _status(h, i) == "live"} == kept
         reasons = {r[0] for r in h.rows("SELECT reason FROM audit WHERE to_status='pruned'")}
@@ -123,7 +155,9 @@ def test_superseded_nodes_younger_than_superseded_days_stay(tmp_path):
         procs.append(_walker(h, "staleness", "walker.staleness"))
         wait_until(lambda: all(_status(h, i) == "stale" for i in gone), timeout=COLD_START_S, what="stale")
         # staleHours 0 prunes the stale control; supersededDays stays at its default (7).
-        procs.append(_walker(h, "pruner", "walker.pruner", support.test_config({**FAST, "retention": {"staleHours": 0}})))
+        procs.append(
+            _walker(h, "pruner", "walker.pruner", support.test_config({**FAST, "retention": {"staleHours": 0}}))
+        )
         wait_until(lambda: all(_status(h, i) == "pruned" for i in gone), timeout=COLD_START_S, what="control pruned")
         assert {i for i in old if _status(h, i) == "superseded"} == old
     finally:

@@ -11,8 +11,7 @@ import psutil
 
 from memtree.runtime import priority
 
-WALKERS = {"walker.filter", "walker.staleness", "walker.pruner", "walker.embed", "walker.dedupe",
-           "walker.summarize"}
+WALKERS = {"walker.filter", "walker.staleness", "walker.pruner", "walker.embed", "walker.dedupe", "walker.summarize"}
 BASE = os.getpriority(os.PRIO_PROCESS, 0)  # children start at the test runner's nice
 
 

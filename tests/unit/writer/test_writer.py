@@ -13,9 +13,9 @@ from memtree import protocol
 from memtree.errors import NotFound, Refused
 from memtree.paths import socket_path
 from memtree.runtime.client import Caller
-from tests.support.actor_procs import raw_call, rows, start_writer
 from tests.support import deadline, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import raw_call, rows, start_writer
 
 
 @pytest.fixture()
@@ -86,8 +86,9 @@ def test_bad_frames_get_error_replies_and_the_writer_keeps_serving(writer):
     unknown = orjson.dumps({"v": 1, "id": "u1", "kind": "call", "type": "Frobnicate", "src": "t", "body": {}})
     err = error_of(raw_call(ep, [unknown]))
     assert err["code"] == "unknown_type" and "Frobnicate" in err["message"]
-    bad_field = orjson.dumps({"v": 1, "id": "b1", "kind": "call", "type": "AddNode", "src": "t",
-                              "body": {"kind": "note", "content": 42}})
+    bad_field = orjson.dumps(
+        {"v": 1, "id": "b1", "kind": "call", "type": "AddNode", "src": "t", "body": {"kind": "note", "content": 42}}
+    )
     err = error_of(raw_call(ep, [bad_field]))
     assert err["code"] == "bad_request" and "content" in err["message"]
     _, hb = protocol.encode_call(protocol.Heartbeat(name="x", pid=1))
@@ -110,8 +111,16 @@ def test_a_request_that_hits_a_bug_gets_internal_and_rolls_back_alone(writer):
     ep = paths.endpoint(protocol.SOCK_WRITE)
     marker = "POISON-CONTENT-MARKER"
     # An mtime past SQLite's 64-bit range makes the INSERT raise inside the handler.
-    poison = orjson.dumps({"v": 1, "id": "p1", "kind": "call", "type": "AddNode", "src": "t",
-                           "body": {"kind": "note", "content": marker, "mtime": 2**64 - 1, "session_id": "s9"}})
+    poison = orjson.dumps(
+        {
+            "v": 1,
+            "id": "p1",
+            "kind": "call",
+            "type": "AddNode",
+            "src": "t",
+            "body": {"kind": "note", "content": marker, "mtime": 2**64 - 1, "session_id": "s9"},
+        }
+    )
     err = error_of(raw_call(ep, [poison]))
     assert err == {"code": "internal", "message": "internal error; see writer log"}
     good = caller.call(protocol.AddNode(kind="note", content="written after the poison"))
@@ -129,9 +138,13 @@ def test_forgotten_content_is_refused_over_the_wire_and_audited(writer):
     with pytest.raises(Refused):
         caller.call(protocol.AddNode(kind="note", content="a secret plan", session_id="s2"))
     other = caller.call(protocol.AddNode(kind="note", content="a public plan", session_id="s2"))["id"]
-    audit = rows(paths, "SELECT actor, action, node_id, to_status, reason FROM audit WHERE action IN ('forget','refused')")
-    assert audit == [("mcp", "forget", nid, "forgotten", "user asked"), ("mcp", "refused", None, None,
-                                                                        "content was forgotten (tombstoned)")]
+    audit = rows(
+        paths, "SELECT actor, action, node_id, to_status, reason FROM audit WHERE action IN ('forget','refused')"
+    )
+    assert audit == [
+        ("mcp", "forget", nid, "forgotten", "user asked"),
+        ("mcp", "refused", None, None, "content was forgotten (tombstoned)"),
+    ]
     # the refused request's session root s2 rolled back, the control's s2 root exists once
     assert rows(paths, "SELECT count(*) FROM nodes WHERE source_uri='session:s2'") == [(1,)]
     assert rows(paths, "SELECT status FROM nodes WHERE id=?", (other,)) == [("pending",)]
@@ -146,6 +159,7 @@ def test_events_are_published_after_commit(writer):
     sub.setsockopt(zmq.SUBSCRIBE, b"NodesChanged")
     sub.connect(paths.endpoint(protocol.SOCK_EVENTS))
     try:
+
         def added_and_seen():  # PUB drops until the subscription arrives: retry with fresh nodes
             nid = caller.call(protocol.AddNode(kind="note", content="watch me"))["id"]
             if not sub.poll(300):
@@ -165,14 +179,18 @@ def test_audit_rows_commit_and_roll_back_with_their_request(writer):
     paths, _, caller = writer
     # The node is inserted (with its audit row) before the bad ref is found: both roll back.
     with pytest.raises(NotFound, match="GHOST"):
-        caller.call(protocol.AddNode(kind="note", content="with a dangling ref",
-                                     refs=[{"dst": "GHOST", "kind": "references"}]))
+        caller.call(
+            protocol.AddNode(kind="note", content="with a dangling ref", refs=[{"dst": "GHOST", "kind": "references"}])
+        )
     assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
     assert rows(paths, "SELECT count(*) FROM audit") == [(0,)]
     a = caller.call(protocol.AddNode(kind="note", content="target"))["id"]
     b = caller.call(protocol.AddNode(kind="note", content="source", refs=[{"dst": a, "kind": "references"}]))["id"]
     assert rows(paths, "SELECT actor, action, node_id FROM audit ORDER BY seq") == [
-        ("mcp", "insert", a), ("mcp", "insert", b), ("mcp", "edge", b)]
+        ("mcp", "insert", a),
+        ("mcp", "insert", b),
+        ("mcp", "edge", b),
+    ]
     assert rows(paths, "SELECT src_id, dst_id, kind FROM edges") == [(b, a, "references")]
 
 
@@ -218,6 +236,7 @@ def test_a_writer_that_cannot_grow_its_files_refuses_then_recovers_by_itself(wri
             return caller.call(protocol.AddNode(kind="note", content="stored once the files may grow"))["id"]
         except Unavailable:
             return None
+
     after = wait_until(stored_again, timeout=deadline(10), what="the writer storing again by itself")
     assert {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")} == {kept, after}
     assert proc.poll() is None
@@ -256,8 +275,9 @@ def test_acked_writes_survive_a_kill_before_the_writer_checkpoints(tmp_path):
     proc = start_writer(paths, config)
     caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="mcp", timeout_ms=deadline_ms(10000))
     try:
-        acked = [caller.call(protocol.AddNode(kind="note", content=f"acked note {i} " + "x" * 1000))["id"]
-                 for i in range(40)]  # ~16 WAL pages each: under WAL_CHECKPOINT_PAGES, so none checkpointed
+        acked = [
+            caller.call(protocol.AddNode(kind="note", content=f"acked note {i} " + "x" * 1000))["id"] for i in range(40)
+        ]  # ~16 WAL pages each: under WAL_CHECKPOINT_PAGES, so none checkpointed
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(deadline(10))
         # The database file without its WAL holds none of them: recovery is what finds them.

@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from memtree import protocol
-from tests.support.actor_procs import raw_call, rows, start_writer
 from tests.support import PAYLOAD_DIR, deadline, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import raw_call, rows, start_writer
 
 PAYLOADS = os.path.join(PAYLOAD_DIR, "basic.jsonl")
 HARNESS_PROJECT = "/tmp/claude-code-harness/proj"  # the cwd of every recorded payload
@@ -48,8 +48,12 @@ def test_a_read_capture_lands_pending_under_the_file_root(writer):
     assert reply["ok"] and reply["result"]["skipped"] is None and reply["result"]["stored"]
     ids = reply["result"]["stored"]
     path = p["tool_input"]["file_path"]
-    got = rows(paths, f"SELECT n.id, n.status, r.kind, r.source_uri FROM nodes n JOIN nodes r ON r.id = n.parent_id"
-                      f" WHERE n.id IN ({','.join('?' * len(ids))})", ids)
+    got = rows(
+        paths,
+        f"SELECT n.id, n.status, r.kind, r.source_uri FROM nodes n JOIN nodes r ON r.id = n.parent_id"
+        f" WHERE n.id IN ({','.join('?' * len(ids))})",
+        ids,
+    )
     assert {g[0] for g in got} == set(ids)
     assert {g[1:] for g in got} == {("pending", "file", f"file://{path}")}
     assert rows(paths, "SELECT DISTINCT actor FROM audit") == [("hook",)]
@@ -65,8 +69,11 @@ def test_a_repeated_bash_output_is_stored_once_within_the_window(writer):
 
 def test_a_denied_command_is_skipped_and_audited_without_content(writer):
     paths, _ = writer
-    p = dict(payload("Bash"), tool_input={"command": "env"},
-             tool_response={"stdout": "HOME=/root\nAWS_SECRET_ACCESS_KEY=abc", "stderr": "", "interrupted": False})
+    p = dict(
+        payload("Bash"),
+        tool_input={"command": "env"},
+        tool_response={"stdout": "HOME=/root\nAWS_SECRET_ACCESS_KEY=abc", "stderr": "", "interrupted": False},
+    )
     reply = ingest(paths, p)["result"]
     assert reply["stored"] == [] and reply["skipped"]
     assert rows(paths, "SELECT count(*) FROM nodes") == [(0,)]
@@ -135,7 +142,10 @@ def test_an_oversized_message_is_cut_off_at_the_socket_and_the_writer_serves_on(
     reply = protocol.decode(raw_call(paths.endpoint(sock_name), [b"{not json"])[-1]).body
     assert reply["ok"] is False and reply["error"]["code"] == "bad_request"
     # A bad frame is answered at once and counted in the batch after: wait for the count.
-    wait_until(lambda: rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(1,)],
-               timeout=deadline(10), what="the control frame counted")
+    wait_until(
+        lambda: rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(1,)],
+        timeout=deadline(10),
+        what="the control frame counted",
+    )
     assert rows(paths, "SELECT value FROM counters WHERE name='frames_malformed'") == [(1,)]  # and only it
     assert proc.poll() is None

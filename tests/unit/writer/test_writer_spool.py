@@ -11,24 +11,34 @@ import apsw
 from memtree import protocol
 from memtree.capture import spool
 from memtree.runtime.client import Caller
-from tests.support.actor_procs import rows, start_writer
 from tests.support import COLD_START_S, deadline, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
+from tests.support.actor_procs import rows, start_writer
 
 
 def read_payload(i: int, root: str) -> dict:
     """A Claude Code PostToolUse payload for Read, shaped like tests/payloads (basic.jsonl)."""
     path = os.path.join(root, f"mod{i}.py")
     content = f"# spool-marker-{i}\n" + "def f():\n    return 1\n" * 5
-    return {"session_id": "sess-spool", "cwd": root, "hook_event_name": "PostToolUse", "tool_name": "Read",
-            "tool_input": {"file_path": path}, "tool_use_id": f"toolu_{i}",
-            "tool_response": {"type": "text", "file": {"filePath": path, "content": content,
-                                                       "numLines": 11, "startLine": 1, "totalLines": 11}}}
+    return {
+        "session_id": "sess-spool",
+        "cwd": root,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_use_id": f"toolu_{i}",
+        "tool_response": {
+            "type": "text",
+            "file": {"filePath": path, "content": content, "numLines": 11, "startLine": 1, "totalLines": 11},
+        },
+    }
 
 
 def marker_counts(paths, n: int) -> dict[int, int]:
-    return {i: rows(paths, "SELECT count(*) FROM nodes WHERE content LIKE ?", (f"%spool-marker-{i}\n%",))[0][0]
-            for i in range(n)}
+    return {
+        i: rows(paths, "SELECT count(*) FROM nodes WHERE content LIKE ?", (f"%spool-marker-{i}\n%",))[0][0]
+        for i in range(n)
+    }
 
 
 def test_spooled_captures_are_applied_once_each_on_start(tmp_path):
@@ -66,10 +76,13 @@ def test_a_drain_interrupted_after_commit_neither_duplicates_nor_loses(tmp_path)
     # ... and the ids the crashed writer committed for it, as it left them.
     conn = apsw.Connection(paths.db)
     with conn:
-        conn.executemany("INSERT INTO spool_applied(entry_id, at, file) VALUES (?, 1, ?)",
-                         [(e, os.path.basename(leftover)) for e in first])
-        conn.execute("INSERT INTO spool_applied(entry_id, at, file)"
-                     " VALUES ('of-a-file-gone', 1, 'spool.jsonl.9.draining')")
+        conn.executemany(
+            "INSERT INTO spool_applied(entry_id, at, file) VALUES (?, 1, ?)",
+            [(e, os.path.basename(leftover)) for e in first],
+        )
+        conn.execute(
+            "INSERT INTO spool_applied(entry_id, at, file) VALUES ('of-a-file-gone', 1, 'spool.jsonl.9.draining')"
+        )
     conn.close()
     proc = start_writer(paths, config)
     try:
@@ -133,8 +146,11 @@ def test_a_100_mb_spool_is_drained_streaming_in_bounded_memory(tmp_path):
             f.writelines(entries)
         assert os.path.getsize(staging) > 100_000_000
         os.rename(staging, f"{paths.spool}.{2:020d}{spool.DRAINING_SUFFIX}")
-        wait_until(lambda: marker_counts(paths, 100) == {i: 1 for i in range(100)}, timeout=deadline(120),
-                   what="100 big spooled captures stored")
+        wait_until(
+            lambda: marker_counts(paths, 100) == {i: 1 for i in range(100)},
+            timeout=deadline(120),
+            what="100 big spooled captures stored",
+        )
         grown = _peak_rss(proc.pid) - before
         # Streaming holds one chunk (SPOOL_CHUNK_BYTES, 16 MB) at a time; the whole file is 100 MB.
         assert grown < 64 * 1024 * 1024, f"peak RSS grew by {grown / 1e6:.0f} MB"
