@@ -194,6 +194,11 @@ def _plan_read(
     total = _field(file, "totalLines", int, "tool_response.file.", required=False, default=start + num - 1)
     capped = _field(file, "truncatedByTokenCap", bool, "tool_response.file.", required=False, default=False)
     start = max(start, 1)
+    if content.endswith("\n") and num == lines + 1:
+        # Claude Code counts the empty string after a final newline as a line
+        # (a 3-line file reads as numLines 4, totalLines 4): count the file's own lines.
+        num -= 1
+        total -= total == start + num
     end = max(start, start + num - 1)
     meta = {"tool": "Read", "path": full, "total_lines": total, "truncated_by_token_cap": capped, "origin": "hook"}
     nodes = read_nodes(full, content, start, end, meta, _mtime_ns(full), config, project_root)

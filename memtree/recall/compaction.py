@@ -63,6 +63,23 @@ def _from_transcript(path) -> tuple[str, int] | None:
     return None
 
 
+def _per_read(items: list[dict]) -> list[dict]:
+    """One item per native Read: its symbol chunks (one capture, same ``read``
+    range) become one line with the range the Read covered."""
+    out, seen = [], set()
+    for item in items:
+        m = item["meta"]
+        rng = m.get("read")
+        if item["kind"] == "file_chunk" and isinstance(rng, list) and len(rng) == 2:
+            key = (m.get("path"), tuple(rng), item["created_at"])
+            if key in seen:
+                continue
+            seen.add(key)
+            item = {**item, "meta": {**m, "start": rng[0], "end": rng[1]}}
+        out.append(item)
+    return out
+
+
 def _line(item: dict, root: str | None, after: bool) -> str:
     m, mark = item["meta"], "* " if after else "- "
     if item["kind"] == "file_chunk":
@@ -109,7 +126,7 @@ def lead(
             f"This session was compacted {render.age(at, now_ms)}; its summary, then what the session touched "
             f"(newest first; * = after the summary; memtree recall ids=<id> shows one):"
         )
-    rest = "\n".join(_line(i, root, bool(found) and not compacting and i["created_at"] > at) for i in items)
+    rest = "\n".join(_line(i, root, bool(found) and not compacting and i["created_at"] > at) for i in _per_read(items))
     room = budget - tokens.count(head) - tokens.count(rest) - tokens.count(render.recalled("", 'kind="compaction"')) - 4
     summary = tokens.fit(summary, max(room, budget // 3))
     parts = (head, rest, summary) if compacting else (head, summary, rest)

@@ -11,6 +11,7 @@ from memtree.protocol import ErrorCode, ProtocolError
 # One populated example per registered message type; a new type without one fails below.
 EXAMPLES = {
     "Ping": protocol.Ping(),
+    "Tidy": protocol.Tidy(spool_since=1_700_000_000_000),
     "AddNode": protocol.AddNode(
         kind="note",
         content="héllo ✓",
