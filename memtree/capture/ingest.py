@@ -49,12 +49,10 @@ from memtree.gate import (  # redact_value: the spool's own pass
     refused_outside,
 )
 from memtree.store import uris
+from memtree.text import grep_output
 
 MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
 MAX_READ_CHARS = 8 * 1024 * 1024  # of one Read chunked, as the wrapped read's file limit
-_HIT = re.compile(r"^(.+?):(\d+):(.*)$")
-_CONTEXT = re.compile(r"^(.+?)-(\d+)-(.*)$")
-_BARE_HIT = re.compile(r"^(\d+):(.*)$")
 _EXIT = re.compile(r"^Exit code (-?\d+)\s*$")
 
 
@@ -151,8 +149,9 @@ def _denier(config, cwd: str, project_root: str | None):
         why = path_denied(path, globs, cwd) if secret else None
         if why:
             return Skip("denied", f"denied path: {why}")
-        if project_root and refused_outside(path, project_root, allow, cwd):
-            return Skip("outside", "outside the project (path.allowOutside)")
+        why = refused_outside(path, project_root, allow, cwd) if project_root else None
+        if why:
+            return Skip("outside", why)
         return None
 
     return deny
@@ -305,7 +304,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
     )
     kept, hits, denied_lines, denied_cache = [], [], 0, {}
     for line in text.split("\n"):
-        path, lineno, body = _parse_line(line, mode, single_file)
+        path, lineno, body, context = grep_output.parse_line(line, mode, single_file)
         if path is None and mode == "content" and _prefix_denied(line, resolve, deny, denied_cache):
             denied_lines += 1  # "path:text" (no -n) or "path-text" context line of a secret file
             continue
@@ -316,7 +315,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
             if denied_cache[full]:
                 denied_lines += 1  # a hit in a secret file or out of the project: neither stored nor kept
                 continue
-            if lineno is not None and len(hits) < MAX_HITS:
+            if lineno is not None and not context and len(hits) < MAX_HITS:
                 hits.append((full, lineno, body))
         kept.append(line)
     # A header names the search: results alone ("big.txt") say little and
@@ -395,28 +394,6 @@ def _prefix_denied(line: str, resolve, deny, cache: dict) -> bool:
         elif c.isspace():
             return False
     return False
-
-
-def _parse_line(line: str, mode: str, single_file: str | None):
-    """(path, line number or None, text) of a Grep output line; (None, None, None) if it names no file."""
-    if not line or line == "--":
-        return None, None, None
-    if mode == "files_with_matches":
-        return line, None, ""
-    if mode == "count":
-        path, sep, _n = line.rpartition(":")
-        return (path, None, "") if sep and path else (None, None, None)
-    m = _HIT.match(line)
-    if m:
-        return m.group(1), int(m.group(2)), m.group(3)
-    if single_file:
-        m = _BARE_HIT.match(line)
-        if m:
-            return single_file, int(m.group(1)), m.group(2)
-    m = _CONTEXT.match(line)
-    if m:
-        return m.group(1), None, m.group(3)
-    return None, None, None
 
 
 # -- Bash ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from memtree import tokens
+from memtree.text import grep_output
 from memtree.text.fit import clip_line, fit_rows
 from memtree.text.outline import headings, outline
 
@@ -331,8 +332,7 @@ def read_text(
     return "\n".join(head + [f"[memtree] {above}{lead}{what} of {about}"] + body)
 
 
-_GREP_HIT_N = re.compile(r"(.+?):\d+:")
-_GREP_HIT = re.compile(r"([^:]+):")
+NO_LINE = (None, None, None, False)
 
 
 def _common_dir(paths: list[str]) -> str:
@@ -360,9 +360,9 @@ def grep_text(tool_input: dict, response: dict, node_id: str | None, budget: int
     numbered = bool(tool_input.get("-n"))
     current = ""
     for r in rows:
-        m = (_GREP_HIT_N if numbered else _GREP_HIT).match(r) if mode == "content" else None
-        if m:  # a match: path:N:text (with -n) or path:text
-            current, rest = m.group(1), r[len(m.group(1)) + 1 :]
+        path, _n, _text, context = grep_output.parse_line(r, mode, None, numbered) if mode == "content" else NO_LINE
+        if path is not None and not context:  # a match: path:N:text (with -n) or path:text
+            current, rest = path, r[len(path) + 1 :]
             per_file[current] = per_file.get(current, 0) + 1
         elif current and r.startswith(current + "-"):  # a context line of the same file (-A/-B/-C)
             rest = r[len(current) + 1 :]

@@ -37,9 +37,10 @@ def resolve_path(svc, path, what: str = "path") -> tuple[str, str]:
     if reason:
         raise Refused(f"{path}: refused, {reason} (secret files are never read or stored by memtree)")
     full = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
-    if gate.refused_outside(full, root, getattr(svc.config.path, "allowOutside", None)):
+    why = gate.refused_outside(full, root, getattr(svc.config.path, "allowOutside", None))
+    if why:
         raise Refused(
-            f"{path}: refused, it is outside the project {root} (after resolving symlinks); "
+            f"{path}: refused, it is {why}; "
             f"to allow it, add a glob matching {full} to path.allowOutside in .memtree/config.json"
         )
     return full, display_path(root, full)
