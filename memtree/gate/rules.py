@@ -17,6 +17,24 @@ import re
 
 from memtree.gate import replace as rp
 from memtree.gate.lazy import Lazy
+from memtree.gate.patterns import (
+    AWS,
+    NA,
+    NAMED,
+    NAMED_FLAT,
+    NAMED_HINTS,
+    NB,
+    NEAR_HINTS,
+    NEAR_WORDS,
+    SECRETISH,
+    STRONG,
+    STRONG_HINTS,
+    TOK,
+    TOKEN_FORMATS,
+    WEAK_END,
+    WEAK_HINTS,
+    named_pair_trigger,
+)
 
 REDACTION_VERSION = 3  # 3: glued -p'x', build-file assignments, more token formats, name/value pairs, references kept
 
@@ -85,143 +103,6 @@ class Rule:
         return f"Rule({self.tag!r}, {self.pattern.source[:40]!r}...)"
 
 
-_TOK = r"A-Za-z0-9_\-"  # url-safe token characters
-_NB = r"(?<![A-Za-z0-9_\-])"  # no token character right before (a real token start)
-_NA = r"(?![A-Za-z0-9_\-])"  # no token character right after
-
-# Words that make the value assigned to them a secret, whatever it looks like.
-_STRONG = (
-    r"(?:secret|passw(?:or)?d|pwd|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
-    r"credentials?|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|client[_\-]?secret|"
-    r"accountkey|sharedaccesskey|_authtoken|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key)"
-)
-# Names ending in these are secret only when the value also looks like one.
-_WEAK_END = r"(?:token|key|pass|auth|sig|signature|salt|cookie)"
-_SECRETISH = r"(?=[^\s'\"]{0,200}[0-9])(?=[^\s'\"]{0,200}[A-Za-z])[A-Za-z0-9+/=_\-.~!@#$%^&*]{12,}"
-# A long hex/base64 blob right after a secret-like word ("token 3f9a...").
-_NEAR_WORDS = r"(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature|auth)"
-# Secret-named words for value-level rules: the value is a secret whatever it looks like.
-NAMED = (
-    r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
-    r"(?:access|private|client|master|signing|encryption|session|auth|secret|nonce|logged[_\-]?in)[_\-]?key|"
-    r"key[_\-]?data)"
-)
-# The same words with no group first in any branch: ``re`` then skips ahead by
-# first character when searching for candidates (the keyed rule's starts).
-_NAMED_FLAT = (
-    r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
-    + "|".join(
-        w + r"[_\-]?key"
-        for w in (
-            "access",
-            "private",
-            "client",
-            "master",
-            "signing",
-            "encryption",
-            "session",
-            "auth",
-            "secret",
-            "nonce",
-            r"logged[_\-]?in",
-        )
-    )
-    + r"|key[_\-]?data)"
-)
-
-# Token formats known by their prefix (vendor documentation; the body as
-# published, at least as long): (tag, prefix, body regex). Case-sensitive;
-# hints and starts are the prefix lowercased.
-TOKEN_FORMATS = (
-    ("pypi_token", "pypi-AgE", r"[A-Za-z0-9_\-]{50,}"),  # PyPI / TestPyPI upload tokens (a macaroon)
-    ("huggingface_token", "hf_", r"[A-Za-z0-9]{30,}"),
-    ("digitalocean_token", "dop_v1_", r"[a-f0-9]{64}"),
-    ("digitalocean_token", "doo_v1_", r"[a-f0-9]{64}"),
-    ("digitalocean_token", "dor_v1_", r"[a-f0-9]{64}"),
-    ("sendgrid_key", "SG.", r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
-    ("twilio_key", "SK", r"[0-9a-fA-F]{32}"),
-    ("shopify_token", "shpat_", r"[a-fA-F0-9]{32}"),
-    ("shopify_token", "shpss_", r"[a-fA-F0-9]{32}"),
-    ("shopify_token", "shpca_", r"[a-fA-F0-9]{32}"),
-    ("shopify_token", "shppa_", r"[a-fA-F0-9]{32}"),
-    ("atlassian_token", "ATATT3", r"[A-Za-z0-9_\-=]{100,}"),
-    ("linear_key", "lin_api_", r"[A-Za-z0-9]{40}"),
-    ("vault_token", "hvs.", r"[A-Za-z0-9_\-]{24,}"),
-    ("vault_token", "hvb.", r"[A-Za-z0-9_\-]{24,}"),
-    ("databricks_token", "dapi", r"[a-f0-9]{32}(?:-\d)?"),
-    ("sentry_token", "sntrys_", r"[A-Za-z0-9_+/=\-]{30,}"),
-    ("sentry_token", "sntryu_", r"[a-f0-9]{64}"),
-    ("grafana_token", "glsa_", r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
-    ("grafana_token", "glc_", r"[A-Za-z0-9+/]{32,}={0,2}"),
-    ("tailscale_key", "tskey-", r"[a-z]+-[A-Za-z0-9]+-[A-Za-z0-9]{16,}"),
-    ("age_secret_key", "AGE-SECRET-KEY-1", r"[0-9A-Z]{58}"),
-    ("groq_key", "gsk_", r"[A-Za-z0-9]{48,}"),
-    ("replicate_token", "r8_", r"[A-Za-z0-9]{37}"),
-    ("perplexity_key", "pplx-", r"[A-Za-z0-9]{48}"),
-    ("xai_key", "xai-", r"[A-Za-z0-9]{70,}"),
-    ("postman_key", "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}"),
-    ("newrelic_key", "NRAK-", r"[A-Z0-9]{27}"),
-    ("heroku_token", "HRKU-", r"[A-Za-z0-9_\-]{30,}"),
-    ("rubygems_key", "rubygems_", r"[a-f0-9]{48}"),
-    ("pulumi_token", "pul-", r"[a-f0-9]{40}"),
-    ("supabase_token", "sbp_", r"[a-f0-9]{40}"),
-    ("planetscale_token", "pscale_tkn_", r"[A-Za-z0-9_\-.]{32,}"),
-    ("planetscale_token", "pscale_pw_", r"[A-Za-z0-9_\-.]{32,}"),
-    ("figma_token", "figd_", r"[A-Za-z0-9_\-]{40,}"),
-    ("doppler_token", "dp.st.", r"[A-Za-z0-9_\-.]{40,}"),
-    ("doppler_token", "dp.pt.", r"[A-Za-z0-9_\-.]{40,}"),
-    ("mailgun_key", "key-", r"[0-9a-f]{32}"),
-    ("npm_token", "npm_", r"[A-Za-z0-9]{36,}"),
-    ("gitlab_token", "gloas-", r"[0-9A-Za-z_\-]{20,}"),
-    ("gitlab_token", "glft-", r"[0-9A-Za-z_\-]{20,}"),
-    ("slack_token", "xoxe.xox", r"[bp]-[0-9A-Za-z\-]{10,}"),
-    ("slack_token", "xoxe-", r"\d-[0-9A-Za-z\-]{10,}"),
-    ("square_token", "sq0atp-", r"[0-9A-Za-z_\-]{22,}"),
-    ("square_token", "sq0csp-", r"[0-9A-Za-z_\-]{40,}"),
-    ("netlify_token", "nfp_", r"[A-Za-z0-9]{36,}"),
-    ("buildkite_token", "bkua_", r"[a-f0-9]{40}"),
-    ("fly_token", "fo1_", r"[A-Za-z0-9_\-]{43}"),
-    ("circleci_token", "CCIPAT_", r"[A-Za-z0-9]{22}_[a-f0-9]{40}"),
-)
-
-_AWS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
-# Hints of the word rules: a lowercase literal every match holds.
-_STRONG_HINTS = (
-    "secret",
-    "passw",
-    "pwd",
-    "api",
-    "access",
-    "private",
-    "credential",
-    "auth",
-    "refresh",
-    "accountkey",
-    "sharedaccesskey",
-    "session",
-    "signing",
-    "encryption",
-)
-_WEAK_HINTS = ("token", "key", "pass", "auth", "sig", "salt", "cookie")
-_NEAR_HINTS = ("secret", "token", "passw", "api", "credential", "signature", "auth")
-NAMED_HINTS = frozenset(("pass", "secret", "token", "key", "salt", "credential", "pwd", "auth"))
-
-# What every named-pair match holds (over the folded text), a name then
-# ``' , '``: the rule runs only if it occurs. Searched the fast way round: the
-# quote-comma-quote (a rare first character), then a name ending right at its
-# first quote (the longest is 14 characters).
-_QUOTE_COMMA_QUOTE = Lazy(r"[\"']\s*,\s*[\"']")
-_NAMED_PAIR_NAME = Lazy(r"(?:" + NAMED[3:-1] + r"|_key)\Z")
-
-
-def named_pair_trigger(low: str) -> bool:
-    """Whether ``low`` holds a name then ``' , '``. A match's first quote always starts a
-    quote-comma-quote that ``finditer`` returns: no earlier one can cover it,
-    since an earlier one's closing quote follows a comma or a space, not a name."""
-    name = _NAMED_PAIR_NAME.rx().search
-    return any(name(low, max(0, m.start() - 24), m.start()) for m in _QUOTE_COMMA_QUOTE.rx().finditer(low))
-
-
 RULES = [
     Rule(
         "private_key",
@@ -247,14 +128,14 @@ RULES = [
     ),
     Rule(
         "aws_access_key_id",
-        _NB + r"(?:" + "|".join(_AWS) + r")[0-9A-Z]{16}" + _NA,
-        cased="A(?:" + "|".join(a[1:] for a in _AWS) + ")",
-        starts="(?:" + "|".join(_AWS).lower() + ")",
+        NB + r"(?:" + "|".join(AWS) + r")[0-9A-Z]{16}" + NA,
+        cased="A(?:" + "|".join(a[1:] for a in AWS) + ")",
+        starts="(?:" + "|".join(AWS).lower() + ")",
     ),
-    Rule("gcp_api_key", _NB + r"AIza[0-9A-Za-z_\-]{35}" + _NA, ("aiza",), starts="aiza"),
-    Rule("gcp_client_secret", _NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + _NA, ("gocspx-",), starts="gocspx-"),
-    Rule("gcp_access_token", _NB + r"ya29\.[0-9A-Za-z_\-]{20,}" + _NA, ("ya29.",), starts=r"ya29\."),
-    Rule("azure_client_secret", _NB + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + _NA, ("q~",), lines=r"\dQ~"),
+    Rule("gcp_api_key", NB + r"AIza[0-9A-Za-z_\-]{35}" + NA, ("aiza",), starts="aiza"),
+    Rule("gcp_client_secret", NB + r"GOCSPX-[0-9A-Za-z_\-]{20,}" + NA, ("gocspx-",), starts="gocspx-"),
+    Rule("gcp_access_token", NB + r"ya29\.[0-9A-Za-z_\-]{20,}" + NA, ("ya29.",), starts=r"ya29\."),
+    Rule("azure_client_secret", NB + r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}" + NA, ("q~",), lines=r"\dQ~"),
     Rule(
         "azure_sas",
         r"[?&](?:sig|se?cret)=([A-Za-z0-9%+/=]{20,})",
@@ -264,18 +145,18 @@ RULES = [
     ),
     Rule(
         "github_token",
-        _NB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _NA,
+        NB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + NA,
         cased="gh[pousr]_|github_pat_",
         starts="gh[pousr]_|github_pat_",
     ),
     Rule(
         "gitlab_token",
-        _NB + r"gl(?:pat|dt|rt|ptt|soat|cbt|imt)-[0-9A-Za-z_\-]{20,}" + _NA,
+        NB + r"gl(?:pat|dt|rt|ptt|soat|cbt|imt)-[0-9A-Za-z_\-]{20,}" + NA,
         ("gl",),
         starts="gl(?:pat|dt|rt|ptt|soat|cbt|imt)-",
     ),
-    Rule("slack_token", _NB + r"xox[abposr]-[0-9A-Za-z\-]{10,}" + _NA, ("xox",), starts="xox[abposr]-"),
-    Rule("slack_token", _NB + r"xapp-\d-[0-9A-Za-z\-]{10,}" + _NA, ("xapp-",), starts=r"xapp-\d-"),
+    Rule("slack_token", NB + r"xox[abposr]-[0-9A-Za-z\-]{10,}" + NA, ("xox",), starts="xox[abposr]-"),
+    Rule("slack_token", NB + r"xapp-\d-[0-9A-Za-z\-]{10,}" + NA, ("xapp-",), starts=r"xapp-\d-"),
     Rule(
         "slack_webhook",
         r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+",
@@ -284,22 +165,22 @@ RULES = [
     ),
     Rule(
         "stripe_key",
-        _NB + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _NA,
+        NB + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + NA,
         ("k_live_", "k_test_"),
         starts="(?:sk|rk)_(?:live|test)_",
     ),
-    Rule("stripe_key", _NB + r"whsec_[0-9A-Za-z]{20,}" + _NA, ("whsec_",), starts="whsec_"),
-    Rule("npm_token", _NB + r"npm_[A-Za-z0-9]{36}" + _NA, ("npm_",), starts="npm_"),
-    Rule("docker_token", _NB + r"dckr_pat_[A-Za-z0-9_\-]{20,}" + _NA, ("dckr_pat_",), starts="dckr_pat_"),
-    Rule("anthropic_key", _NB + r"sk-ant-[" + _TOK + r"]{20,}" + _NA, ("sk-ant-",), starts="sk-ant-"),
-    Rule("openai_key", _NB + r"sk-(?:proj-|svcacct-|admin-)?[" + _TOK + r"]{20,}" + _NA, ("sk-",), starts="sk-"),
+    Rule("stripe_key", NB + r"whsec_[0-9A-Za-z]{20,}" + NA, ("whsec_",), starts="whsec_"),
+    Rule("npm_token", NB + r"npm_[A-Za-z0-9]{36}" + NA, ("npm_",), starts="npm_"),
+    Rule("docker_token", NB + r"dckr_pat_[A-Za-z0-9_\-]{20,}" + NA, ("dckr_pat_",), starts="dckr_pat_"),
+    Rule("anthropic_key", NB + r"sk-ant-[" + TOK + r"]{20,}" + NA, ("sk-ant-",), starts="sk-ant-"),
+    Rule("openai_key", NB + r"sk-(?:proj-|svcacct-|admin-)?[" + TOK + r"]{20,}" + NA, ("sk-",), starts="sk-"),
     *(
-        Rule(tag, _NB + re.escape(prefix) + body + _NA, (prefix.lower(),), starts=re.escape(prefix.lower()))
+        Rule(tag, NB + re.escape(prefix) + body + NA, (prefix.lower(),), starts=re.escape(prefix.lower()))
         for tag, prefix, body in TOKEN_FORMATS
     ),
     Rule(
         "jwt",
-        _NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _NA,
+        NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + NA,
         ("eyj",),
         starts=r"eyj[a-z0-9_\-]{8,}\.eyj",
     ),
@@ -384,13 +265,13 @@ RULES = [
     # name: value (YAML), name = "value" (code). The v* group is the secret.
     Rule(
         "secret_value",
-        r"(?i)" + _STRONG + r"[A-Za-z0-9_.\-]{0,40}[\"']?"
+        r"(?i)" + STRONG + r"[A-Za-z0-9_.\-]{0,40}[\"']?"
         r"(?:"
         r"=(?P<q1>[\"']?)(?P<v1>(?<=[\"'])[^\"'\n]{3,}(?=[\"'])|(?!\[REDACTED|\$\{|\$\()[^\s\"';&]{3,})"
         r"|\s*(?::=|=>|=|:)\s*(?P<q2>[\"'])(?P<v2>(?!\[REDACTED|\$\{)[^\"'\n]{3,})(?P=q2)"
-        r"|\s*(?::|=)[ \t]*(?P<v3>(?!\[REDACTED)" + _SECRETISH + r"))",
-        _STRONG_HINTS,
-        starts=_STRONG + r"[a-z0-9_.\-]{0,40}[\"']?\s*[:=]",
+        r"|\s*(?::|=)[ \t]*(?P<v3>(?!\[REDACTED)" + SECRETISH + r"))",
+        STRONG_HINTS,
+        starts=STRONG + r"[a-z0-9_.\-]{0,40}[\"']?\s*[:=]",
         lits=(
             "secret",
             "passw",
@@ -414,22 +295,22 @@ RULES = [
     Rule(
         "secret_value",
         r"(?i)"
-        + _WEAK_END
+        + WEAK_END
         + r"[\"']?\s*(?::=|=>|=|:)\s*[\"']?(?P<v>(?!\[REDACTED)"
-        + _SECRETISH.replace("{12,}", "{16,}")
+        + SECRETISH.replace("{12,}", "{16,}")
         + r")",
-        _WEAK_HINTS,
-        starts=_WEAK_END + r"[\"']?\s*[:=]",
+        WEAK_HINTS,
+        starts=WEAK_END + r"[\"']?\s*[:=]",
         lits=("token", "key", "pass", "auth", "sig", "salt", "cookie"),
         replace=rp.weak,
     ),
     Rule(
         "secret_near_keyword",
-        r"(?i)\b" + _NEAR_WORDS + r"[A-Za-z_]{0,40}[\"']?"
+        r"(?i)\b" + NEAR_WORDS + r"[A-Za-z_]{0,40}[\"']?"
         r"(?:\s*(?:[:=]|is|:=|=>)\s*|\s+)[\"']?(?P<v>(?!\[REDACTED)(?=[A-Za-z0-9+/_\-]{0,200}\d)"
         r"(?=[A-Za-z0-9+/_\-]{0,200}[A-Za-z])[A-Za-z0-9+/_\-]{20,}={0,2})(?![A-Za-z0-9+/_\-=])",
-        _NEAR_HINTS,
-        starts=_NEAR_WORDS + r"[a-z_]{0,40}[\"']?[\s:=i]",
+        NEAR_HINTS,
+        starts=NEAR_WORDS + r"[a-z_]{0,40}[\"']?[\s:=i]",
         lits=("secret", "token", "passw", "api", "credential", "signature", "auth"),
         replace=rp.near,
     ),
@@ -442,7 +323,7 @@ RULES = [
         r"(?P<sp1>[ \t]*)(?P<sep>:|=)(?P<sp2>[ \t]*)(?P<q>[\"']?)(?P<v>[^\s\"'#,]{2,}?)(?P=q)"
         r"(?=[ \t]*,?[ \t]*(?:#[^\n]*)?$)",
         NAMED_HINTS,
-        starts=_NAMED_FLAT + r"[\"']?[ \t]*[:=]",
+        starts=NAMED_FLAT + r"[\"']?[ \t]*[:=]",
         lits=(
             "pass",
             "secret",
