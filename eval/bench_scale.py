@@ -33,7 +33,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -221,23 +220,6 @@ def seed(endpoint: str, db_path: str, source, target: int) -> int:
     return sent[0]
 
 
-def start_actor(module: str, name: str, paths, config):
-    from memtree.runtime.actorenv import ActorContext
-
-    env = {**os.environ, **ActorContext(name, paths, config, None).child_env()}
-    log = open(paths.log_file(name), "ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", module],
-        env=env,
-        stdout=log,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    log.close()
-    return proc
-
-
 def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
     """Wait until nothing is pending and every live embeddable node has a vector."""
     from memtree.store import db as store_db
@@ -413,8 +395,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         proc, caller, paths = recall_eval.start_writer(work, config)
         procs["writer"] = proc
-        procs["walker.filter"] = start_actor("memtree.actors.walkers.filter", "walker.filter", paths, config)
-        procs["walker.embed"] = start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
+        procs["walker.filter"] = recall_eval.start_actor(
+            "memtree.actors.walkers.filter", "walker.filter", paths, config
+        )
+        procs["walker.embed"] = recall_eval.start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
         conn = store_db.open_read(paths.db)
         try:  # one file root per Read payload already stored
             reads_done = conn.execute("SELECT count(*) FROM nodes WHERE kind = 'file'").fetchone()[0]

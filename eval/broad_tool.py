@@ -15,32 +15,12 @@ not be the agent's.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
-from memtree.eval.recall_eval import eval_config, start_writer, stop
+from memtree.eval.recall_eval import eval_config, start_actor, start_writer, stop
 
 _ID_LINE = re.compile(r"^([0-9A-HJKMNP-TV-Z]{26}) ", re.M)
 MODES = ("keyword", "hybrid")
-
-
-def _start_embed_walker(paths, config):
-    from memtree.runtime.actorenv import ActorContext
-
-    env = {**os.environ, **ActorContext("walker.embed", paths, config, None).child_env()}
-    log = open(paths.log_file("walker.embed"), "ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "memtree.actors.walkers.embed"],
-        env=env,
-        stdout=log,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    log.close()
-    return proc
 
 
 async def _wait_for_walker(svc, deadline_s: float = 60.0) -> None:
@@ -62,7 +42,7 @@ def tool_answers(where: str, queries: list[str]) -> dict:
     config = eval_config()
     writer, caller, paths = start_writer(where, config)
     caller.close()
-    walker = _start_embed_walker(paths, config)
+    walker = start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
     out: dict = {m: {} for m in MODES}
 
     async def run():

@@ -114,20 +114,14 @@ def eval_config():
     return Config(validate({"walkers": {"embeddingIdleMs": 100}}, "<eval>", defaults()), ["<eval>"])
 
 
-def start_writer(workdir: str, config):
-    from memtree import protocol
-    from memtree.paths import prepare_store, store_paths
+def start_actor(module: str, name: str, paths, config):
+    """One actor process on ``paths``' store, as the supervisor starts it (its log in the store's logs)."""
     from memtree.runtime.actorenv import ActorContext
-    from memtree.runtime.client import Caller
 
-    project = os.path.join(workdir, "project")
-    os.makedirs(project, exist_ok=True)
-    paths = store_paths(project, "e" * 16, home=os.path.join(workdir, "home"))
-    prepare_store(paths)
-    env = {**os.environ, **ActorContext("writer", paths, config, None).child_env()}
-    log = open(paths.log_file("writer"), "ab")
+    env = {**os.environ, **ActorContext(name, paths, config, None).child_env()}
+    log = open(paths.log_file(name), "ab")
     proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "memtree.actors.writer"],
+        [sys.executable, "-P", "-m", module],
         env=env,
         stdout=log,
         stderr=log,
@@ -135,6 +129,19 @@ def start_writer(workdir: str, config):
         start_new_session=True,
     )
     log.close()
+    return proc
+
+
+def start_writer(workdir: str, config):
+    from memtree import protocol
+    from memtree.paths import prepare_store, store_paths
+    from memtree.runtime.client import Caller
+
+    project = os.path.join(workdir, "project")
+    os.makedirs(project, exist_ok=True)
+    paths = store_paths(project, "e" * 16, home=os.path.join(workdir, "home"))
+    prepare_store(paths)
+    proc = start_actor("memtree.actors.writer", "writer", paths, config)
     caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="eval", timeout_ms=60_000)
     deadline = time.monotonic() + 30  # a cold interpreter importing zmq/apsw on a busy box
     while True:
@@ -192,7 +199,6 @@ def embed_corpus(paths, config) -> object | None:
     walker answers EmbedQuery with), or None when no provider can load here
     (hybrid then runs degraded to keyword, as it would for a user)."""
     from memtree.recall.embeddings import ProviderUnavailable, load_provider
-    from memtree.runtime.actorenv import ActorContext
     from memtree.store import db as store_db
 
     try:
@@ -200,17 +206,7 @@ def embed_corpus(paths, config) -> object | None:
     except ProviderUnavailable as e:
         print(f"embeddings unavailable: {e.message}")
         return None
-    env = {**os.environ, **ActorContext("walker.embed", paths, config, None).child_env()}
-    log = open(paths.log_file("walker.embed"), "ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "memtree.actors.walkers.embed"],
-        env=env,
-        stdout=log,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    log.close()
+    proc = start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
     conn = store_db.open_read(paths.db)
     try:
         deadline = time.monotonic() + 600  # the issue's bound for a 10k backlog on 2 cores
