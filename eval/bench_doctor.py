@@ -15,12 +15,12 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+from memtree.eval import system
 from memtree.eval.bench_core import add_notes
 from memtree.eval.stats import summary
 
@@ -69,15 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         empty = _project(work, "empty", env)
         big = _project(work, "big", env)
-        proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"],
-            cwd=big,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = system.start(big, env)
         from memtree import protocol
         from memtree.paths import paths_for_cwd
 
@@ -102,22 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         if proc is not None:
-            subprocess.run(
-                [sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"],
-                cwd=big,
-                env=env,
-                capture_output=True,
-                timeout=60,
-            )
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(10)
+            system.shutdown(proc, big, env)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -18,12 +18,12 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+from memtree.eval import system
 from memtree.eval.stats import fmt_ms, summary
 from memtree.ops.install import hook_argv
 
@@ -223,56 +223,6 @@ def _mixed_batches(project: str, runs: int, clients: int = 4) -> tuple[list[floa
     return small, big
 
 
-def _serve(project: str, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    _wait_writer(project, env, up=True)
-    return proc
-
-
-def _ctl(project: str, env: dict, *args: str) -> None:
-    subprocess.run(
-        [sys.executable, "-P", "-m", "memtree.cli", "ctl", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _writer_running(project: str, env: dict) -> bool:
-    done = subprocess.run(
-        [sys.executable, "-P", "-m", "memtree.cli", "ctl", "status", "--json"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    try:
-        actors = json.loads(done.stdout)["actors"] if done.returncode == 0 else []
-    except (ValueError, KeyError, TypeError):
-        actors = []
-    return any(a.get("name") == "writer" and a.get("state") == "RUNNING" for a in actors)
-
-
-def _wait_writer(project: str, env: dict, up: bool, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _writer_running(project, env) == up:
-            return
-        time.sleep(0.2)
-    raise SystemExit(f"writer did not become {'RUNNING' if up else 'stopped'} within {timeout}s")
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=200)
@@ -282,9 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(project)
     env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
     env["MEMTREE_HOME"] = os.environ["MEMTREE_HOME"] = home
-    proc = None
+    proc = system.start(project, env)
     try:
-        proc = _serve(project, env)
         print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
         _print("writer up (ack after commit)", _round(args.runs, env, project))
         _print(
@@ -310,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")
         for us, name in _importtime(env, project):
             print(f"  {us / 1000:7.1f} ms  {name}")
-        _ctl(project, env, "stop", "writer")
-        _wait_writer(project, env, up=False)
+        system.ctl(project, env, "stop", "writer")
+        system.wait_writer(project, env, up=False)
         _print("writer stopped (spool path: json + redaction + locked append)", _round(args.runs, env, project))
         print("\nwhere the time goes (hook, writer stopped):")
         for us, name in _importtime(env, project):
@@ -321,17 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"\nspooled entries waiting: {spool.pending_count(paths_for_cwd(project).spool)}")
     finally:
-        if proc is not None:
-            _ctl(project, env, "shutdown")
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(10)
+        system.shutdown(proc, project, env)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

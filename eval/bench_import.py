@@ -13,7 +13,6 @@ session. Run from a checkout:
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -21,28 +20,10 @@ import sys
 import tempfile
 import time
 
+from memtree.eval import system
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COPIES = 6
-
-
-def _ctl_ready(env: dict, project: str, deadline_s: float = 120) -> None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < deadline_s:
-        done = subprocess.run(
-            [sys.executable, "-m", "memtree.cli", "ctl", "status", "--json"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        try:
-            actors = json.loads(done.stdout).get("actors") or []
-        except ValueError:
-            actors = []
-        if any(a["name"] == "writer" and a["state"] == "RUNNING" for a in actors):
-            return
-        time.sleep(0.5)
-    raise SystemExit("the writer did not start")
 
 
 def _forget_notes(project: str, home: str) -> None:
@@ -93,17 +74,8 @@ def main() -> int:
         "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p),
     }
     env.pop("CLAUDE_PROJECT_DIR", None)
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "memtree.cli", "serve", "--no-front"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    serve = system.start(project, env)
     try:
-        _ctl_ready(env, project)
         _forget_notes(project, home)
         sessions = len(glob.glob(os.path.join(folder, "*.jsonl")))
         runs = []
@@ -158,14 +130,7 @@ def main() -> int:
             )
         )
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "memtree.cli", "ctl", "shutdown"], cwd=project, env=env, capture_output=True
-        )
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, 9)
-            serve.wait()
+        system.shutdown(serve, project, env)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

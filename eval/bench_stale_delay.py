@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from memtree.eval import system
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -68,18 +70,8 @@ def main() -> int:
     }
     env.pop("CLAUDE_PROJECT_DIR", None)
     os.environ["MEMTREE_HOME"] = home
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "memtree.cli", "serve", "--no-front"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    from memtree.eval.bench_import import _ctl_ready
+    serve = system.start(project, env)
 
-    _ctl_ready(env, project)
     results: dict[str, list[float]] = {"with FileChanged": [], "without (staleness walker)": []}
     try:
         db = paths_for_cwd(project).db
@@ -136,14 +128,7 @@ def main() -> int:
                 f"(n={len(xs)}, from the write to status stale)"
             )
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "memtree.cli", "ctl", "shutdown"], cwd=project, env=env, capture_output=True
-        )
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, 9)
-            serve.wait()
+        system.shutdown(serve, project, env)
         if not os.environ.get("BENCH_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
+
+from memtree.eval import system
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "claude_code")
@@ -57,37 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     for name in sorted(n for n in os.listdir(FIXTURES) if n.endswith(".jsonl")):
         with open(os.path.join(FIXTURES, name), encoding="utf-8") as f:
             payloads += [json.loads(line.replace(RECORDED_PROJECT, project)) for line in f if line.strip()]
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "memtree.cli", "serve", "--no-front"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = system.start(project, env)
     paths = paths_for_cwd(project)
     try:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(paths.endpoint("ingest")[len("ipc://") :]) and time.monotonic() < deadline:
-            time.sleep(0.1)  # the writer binds its ingest socket once it is up
         for p in payloads:
             subprocess.run(
                 hook_argv(), input=json.dumps(p).encode(), cwd=project, env=env, check=True, stdout=subprocess.DEVNULL
             )  # the hook may answer Claude Code (rewritten output)
     finally:
-        subprocess.run(
-            [sys.executable, "-P", "-m", "memtree.cli", "ctl", "shutdown"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            timeout=60,
-        )
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        system.shutdown(proc, project, env)
     db = open_read(paths.db)
     try:
         captured = budget.captured_bytes(db)
