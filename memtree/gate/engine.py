@@ -15,6 +15,7 @@ decodes to a secret. Redacted spans keep their newlines.
 
 from __future__ import annotations
 
+import functools
 import heapq
 
 from memtree.gate import replace as rp
@@ -265,12 +266,27 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     return text, sorted(tags)
 
 
+# A capture's chunks repeat the same short strings (session id, tool input,
+# path, metadata keys) hundreds of times: a bounded memo of short texts makes
+# each one cost one pass per process, not one per chunk.
+_MEMO_CHARS = 256
+
+
+@functools.lru_cache(maxsize=4096)
+def _redact_short(text: str) -> tuple[str, tuple[str, ...]]:
+    clean, tags = _redact(text, 0)
+    return clean, tuple(tags)
+
+
 def redact_text(text: str) -> tuple[str, list[str]]:
     """Replace every secret in ``text``; return (clean text, sorted tags found).
 
     Redacted spans keep their newlines, so a whole file redacted first and
     chunked after has the same lines (a key across a chunk edge is caught).
     """
+    if len(text) <= _MEMO_CHARS:
+        clean, tags = _redact_short(text)
+        return clean, list(tags)
     return _redact(text, 0)
 
 

@@ -310,6 +310,7 @@ def _prepare_nodes(nodes: list, max_bytes: int) -> list:
 
 def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
     refs: dict[str, str | None] = {}
+    roots: dict[str, str] = {}  # a Read's chunks share one file root: found once
     ids, deduped, refused = [], [], 0
     for n, prep in zip(nodes, prepared):
         parent = n.get("parent") or {}
@@ -319,7 +320,9 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
                 refs[n.get("ref")] = None
                 continue
         elif "file" in parent:
-            parent_id = file_root(tx, parent["file"])
+            if parent["file"] not in roots:
+                roots[parent["file"]] = file_root(tx, parent["file"])
+            parent_id = roots[parent["file"]]
         elif "session" in parent:
             parent_id = session_root(tx, parent["session"])
         else:
