@@ -16,9 +16,9 @@ import ast
 import glob
 import hashlib
 import os
-import subprocess
-import sys
 import tarfile
+
+from memtree.eval import sdists
 
 # name, version, sdist file, sha256, source roots inside the sdist, style
 CORPUS: list[tuple[str, str, str, str, tuple[str, ...], str]] = [
@@ -154,23 +154,7 @@ def fetch(cache: str | None = None, only: set[str] | None = None) -> str:
             continue
         path = os.path.join(dl, fname)
         if not os.path.exists(path):
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "-q",
-                    "--no-deps",
-                    "--no-binary",
-                    ":all:",
-                    f"{name}=={version}",
-                    "-d",
-                    dl,
-                ],
-                check=True,
-                timeout=600,
-            )
+            path = sdists.download(name, version, dl, fname)
         got = _sha256(path)
         if got != sha:
             raise SystemExit(f"{path}: sha256 {got}, pinned {sha}; delete it to fetch again")

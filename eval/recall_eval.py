@@ -28,6 +28,7 @@ import tarfile
 import tempfile
 import time
 
+from memtree.eval import sdists
 from memtree.eval.recall_queries import CORPUS, QUERIES, SMALL
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recall_baseline.json")
@@ -50,28 +51,8 @@ def fetch(cache: str, corpus: dict | None = None, folder: str = "corpus") -> str
     for name, version in (CORPUS if corpus is None else corpus).items():
         if os.path.isdir(os.path.join(root, f"{name}-{version}")):
             continue
-        dl = os.path.join(cache, "sdists")
-        found = glob.glob(os.path.join(dl, f"{name}-{version}.tar.gz"))
-        if not found:
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "-q",
-                    "--no-deps",
-                    "--no-binary",
-                    ":all:",
-                    f"{name}=={version}",
-                    "-d",
-                    dl,
-                ],
-                check=True,
-                timeout=300,
-            )
-            found = glob.glob(os.path.join(dl, f"{name}-{version}.tar.gz"))
-        with tarfile.open(found[0]) as tar:
+        path = sdists.download(name, version, os.path.join(cache, "sdists"), timeout=300)
+        with tarfile.open(path) as tar:
             tar.extractall(root, filter="data")
     return root
 

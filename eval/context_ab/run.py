@@ -30,6 +30,7 @@ import tarfile
 import tempfile
 
 from memtree import tokens
+from memtree.eval import sdists
 from memtree.eval.context_ab import arms, cli
 
 ALL_ARMS = ("native-whole", "native-targeted", "memtree-installed", "memtree-tools", "two-session")
@@ -38,27 +39,7 @@ ALL_ARMS = ("native-whole", "native-targeted", "memtree-installed", "memtree-too
 def sdist() -> str:
     """click's sdist from PyPI (pip, the ordinary client), cached outside the repo."""
     cache = os.path.expanduser("~/.cache/memtree-context-ab")
-    path = os.path.join(cache, f"{arms.PACKAGE}-{arms.VERSION}.tar.gz")
-    if not os.path.isfile(path):
-        os.makedirs(cache, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--no-binary",
-                ":all:",
-                "--no-deps",
-                f"{arms.PACKAGE}=={arms.VERSION}",
-                "-d",
-                cache,
-            ],
-            check=True,
-            timeout=300,
-        )
-    return path
+    return sdists.download(arms.PACKAGE, arms.VERSION, cache, timeout=300)
 
 
 def make_project(work: str, name: str) -> str:
