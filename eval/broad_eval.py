@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from memtree.eval import broad_corpus, broad_gen, broad_tool
+from memtree.eval import baselines, broad_corpus, broad_gen, broad_tool
 from memtree.eval.recall_eval import embed_corpus, eval_config, hit_span, metrics, query_embedder, start_writer, stop
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broad_baseline.json")
@@ -321,25 +321,14 @@ def evaluate(small: bool = False, cache: str | None = None) -> dict:
 
 
 def load_baseline() -> dict:
-    import orjson
-
-    try:
-        with open(BASELINE, "rb") as f:
-            return orjson.loads(f.read())
-    except FileNotFoundError:
-        return {}
+    return baselines.load(BASELINE)
 
 
 def write_baseline(subset: str, provider: str, summary: dict, commit: str) -> None:
     """Per subset and embedding provider, with the commit whose ranking made
     it. Rewrite it (``--small --write-baseline``) in the commit that changes
     the ranking, so the change and the figures it moves are reviewed together."""
-    import orjson
-
-    data = load_baseline()
-    data.setdefault(subset, {})[provider] = {"commit": commit, "summary": summary}
-    with open(BASELINE, "wb") as f:
-        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    baselines.store(BASELINE, subset, provider, {"commit": commit, "summary": summary})
 
 
 def _commit() -> str:

@@ -28,7 +28,7 @@ import tarfile
 import tempfile
 import time
 
-from memtree.eval import sdists
+from memtree.eval import baselines, sdists
 from memtree.eval.recall_queries import CORPUS, QUERIES, SMALL
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recall_baseline.json")
@@ -357,24 +357,13 @@ def evaluate(small: bool = False, cache: str | None = None) -> dict:
 
 
 def load_baseline() -> dict:
-    import orjson
-
-    try:
-        with open(BASELINE, "rb") as f:
-            return orjson.loads(f.read())
-    except FileNotFoundError:
-        return {}
+    return baselines.load(BASELINE)
 
 
 def write_baseline(subset: str, provider: str, summary: dict) -> None:
     """Baselines are kept per subset and per embedding provider: a run is only
     compared with one made under the same conditions."""
-    import orjson
-
-    data = load_baseline()
-    data.setdefault(subset, {})[provider] = summary
-    with open(BASELINE, "wb") as f:
-        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    baselines.store(BASELINE, subset, provider, summary)
 
 
 def main(argv: list[str] | None = None) -> int:
