@@ -72,17 +72,9 @@ def run() -> None:
 
 
 def main() -> int:
-    try:
-        run()
-    except BaseException as e:  # noqa: BLE001 - a hook never gets in the way
-        try:
-            from memtree import paths as mpaths
-            from memtree.hooks.post_tool_use import _log
+    from memtree.hooks import failsafe
 
-            _log(os.path.join(mpaths.memtree_home(), "logs"), f"file-changed hook failed: {type(e).__name__}")
-        except BaseException:  # noqa: BLE001
-            pass
-    return 0
+    return failsafe.run(run, "file-changed hook")
 
 
 if __name__ == "__main__":

@@ -43,17 +43,9 @@ def run() -> str:
 
 
 def main() -> int:
-    try:
-        run()
-    except BaseException as e:  # noqa: BLE001 - never in the way of a compaction
-        try:
-            from memtree import paths as mpaths
-            from memtree.hooks.post_tool_use import _log
+    from memtree.hooks import failsafe
 
-            _log(os.path.join(mpaths.memtree_home(), "logs"), f"post-compact hook failed: {type(e).__name__}")
-        except BaseException:  # noqa: BLE001
-            pass
-    return 0
+    return failsafe.run(run, "post-compact hook")
 
 
 if __name__ == "__main__":
