@@ -21,6 +21,23 @@ import time
 VERSION = os.environ.get("CLAUDE_CODE_VERSION", "2.1.197")
 
 
+def session_argv(binary: str, args: list[str], allowed: str, out_dir: str) -> list[str]:
+    """A headless session (``args``: ``-p <prompt>``, ``--continue`` ...) whose
+    result is JSON on stdout, with its debug log kept in ``out_dir``."""
+    return [
+        binary,
+        *args,
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "default",
+        "--allowedTools",
+        allowed,
+        "--debug-file",
+        os.path.join(out_dir, "claude_debug.log"),
+    ]
+
+
 def cache_dir() -> str:
     return os.environ.get("MEMTREE_CC_CACHE") or os.path.expanduser(f"~/.cache/memtree-claude-code/{VERSION}")
 
@@ -158,19 +175,7 @@ def run(
             open(os.path.join(out_dir, "claude_stderr.txt"), "w") as err,
         ):
             proc = subprocess.Popen(
-                [
-                    claude,
-                    "-p",
-                    prompt,
-                    "--output-format",
-                    "json",
-                    "--permission-mode",
-                    "default",
-                    "--allowedTools",
-                    allowed,
-                    "--debug-file",
-                    os.path.join(out_dir, "claude_debug.log"),
-                ],
+                session_argv(claude, ["-p", prompt], allowed, out_dir),
                 cwd=proj,
                 env=full_env,
                 stdin=subprocess.DEVNULL,

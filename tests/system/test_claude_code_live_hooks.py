@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import time
 
 import pytest
@@ -31,38 +29,8 @@ pytestmark = pytest.mark.timeout(cli.RUN_TIMEOUT_S + 300)
 def _run(binary: str, env: dict, proj: str, out_dir: str, turns: list, args: list[str]) -> dict:
     api = cli.FakeApi({"side_text": "SUMMARY: the user asked for an edit of src/app.py", "turns": turns}, out_dir, proj)
     try:
-        argv = [
-            binary,
-            *args,
-            "--output-format",
-            "json",
-            "--permission-mode",
-            "default",
-            "--allowedTools",
-            "Read Grep Bash mcp__memtree",
-            "--debug-file",
-            os.path.join(out_dir, "claude_debug.log"),
-        ]
-        proc = subprocess.Popen(
-            argv,
-            env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
-            cwd=proj,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=deadline(cli.RUN_TIMEOUT_S))
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-        assert proc.returncode == 0, err[-2000:]
-        return json.loads(out)
+        env = {**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"}
+        return cli.run_session(binary, env, proj, "Read Grep Bash mcp__memtree", out_dir, args)
     finally:
         api.close()
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 
 import psutil
 import pytest
@@ -58,29 +57,8 @@ def test_after_a_real_cli_session_memtree_ends_by_itself_and_leaves_no_run_files
     }
     out = str(tmp_path / "out")
     api = cli.FakeApi(script, out, proj)
-    argv = [
-        claude_bin,
-        "-p",
-        "do the thing",
-        "--output-format",
-        "json",
-        "--permission-mode",
-        "default",
-        "--allowedTools",
-        "Bash mcp__memtree",
-        "--debug-file",
-        os.path.join(out, "claude_debug.log"),
-    ]
-    proc = subprocess.Popen(
-        argv,
-        env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"},
-        cwd=proj,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    env = {**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-dummy"}
+    proc = cli.start_session(claude_bin, env, proj, "Bash mcp__memtree", out)
     killed = []
     try:
         stdout, stderr = proc.communicate(timeout=deadline(cli.RUN_TIMEOUT_S))

@@ -17,6 +17,7 @@ import time
 
 import psutil
 
+from memtree.eval.context_ab.cli import session_argv
 from tests.support import deadline, deadline_ms
 
 VERSION = "2.1.197"
@@ -182,23 +183,12 @@ def claude(binary: str, args: list[str], env: dict, cwd: str, timeout: float = 1
     )
 
 
-def run_session(binary: str, env: dict, project: str, allowed: str, out_dir: str) -> dict:
-    """``claude -p`` in ``project``; returns its JSON result (with session_id)."""
-    argv = [
-        binary,
-        "-p",
-        "do the thing",
-        "--output-format",
-        "json",
-        "--permission-mode",
-        "default",
-        "--allowedTools",
-        allowed,
-        "--debug-file",
-        os.path.join(out_dir, "claude_debug.log"),
-    ]
-    proc = subprocess.Popen(
-        argv,
+def start_session(
+    binary: str, env: dict, project: str, allowed: str, out_dir: str, args: list[str] | None = None
+) -> subprocess.Popen:
+    """``claude -p`` in ``project`` (its own process group); ``args`` replace ``-p "do the thing"``."""
+    return subprocess.Popen(
+        session_argv(binary, args or ["-p", "do the thing"], allowed, out_dir),
         env=env,
         cwd=project,
         stdin=subprocess.DEVNULL,
@@ -207,6 +197,13 @@ def run_session(binary: str, env: dict, project: str, allowed: str, out_dir: str
         text=True,
         start_new_session=True,
     )
+
+
+def run_session(
+    binary: str, env: dict, project: str, allowed: str, out_dir: str, args: list[str] | None = None
+) -> dict:
+    """A whole session; returns its JSON result (with session_id). Its process group is reaped."""
+    proc = start_session(binary, env, project, allowed, out_dir, args)
     try:
         out, err = proc.communicate(timeout=deadline(RUN_TIMEOUT_S))
     finally:
