@@ -26,27 +26,26 @@ def check(db_path: str) -> tuple[list[str], str]:
         indexed, iparams = status_clause("n", INDEXED)
         have = db.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0]
         # By identity, not by count: a missing row and a stray one would cancel out.
-        missing = db.execute(
-            f"SELECT count(*) FROM nodes n WHERE {indexed} AND n.rowid NOT IN (SELECT d.id FROM nodes_fts_docsize d)",
-            iparams,
-        ).fetchone()[0]
-        if missing:
-            problems.append(f"{missing} searchable nodes missing from the FTS index")
-        ghosts = db.execute(
-            f"SELECT count(*) FROM nodes_fts_docsize d WHERE d.id NOT IN (SELECT n.rowid FROM nodes n WHERE {indexed})",
-            iparams,
-        ).fetchone()[0]
-        if ghosts:
-            problems.append(f"{ghosts} FTS rows of no searchable node")
         # The writer keeps the vectors of stale and superseded nodes on purpose (dedupe
         # compares against them, recall can name them); only a vector whose node is
         # gone or out of every index is damage.
-        stray = db.execute(
-            f"SELECT count(*) FROM nodes_vec v WHERE v.node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})",
-            iparams,
-        ).fetchone()[0]
-        if stray:
-            problems.append(f"{stray} vectors belong to purged or forgotten nodes")
+        for sql, problem in (
+            (
+                f"SELECT count(*) FROM nodes n WHERE {indexed} AND n.rowid NOT IN (SELECT d.id FROM nodes_fts_docsize d)",
+                "{} searchable nodes missing from the FTS index",
+            ),
+            (
+                f"SELECT count(*) FROM nodes_fts_docsize d WHERE d.id NOT IN (SELECT n.rowid FROM nodes n WHERE {indexed})",
+                "{} FTS rows of no searchable node",
+            ),
+            (
+                f"SELECT count(*) FROM nodes_vec v WHERE v.node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})",
+                "{} vectors belong to purged or forgotten nodes",
+            ),
+        ):
+            found = db.execute(sql, iparams).fetchone()[0]
+            if found:
+                problems.append(problem.format(found))
         models = [r[0] for r in db.execute("SELECT DISTINCT model || '/' || dim FROM nodes_vec")]
         if len(models) > 1:
             problems.append(f"vectors of {len(models)} models mixed ({', '.join(models)}); run `memtree reembed`")

@@ -123,38 +123,34 @@ def _in(ids) -> str:
     return ",".join("?" * len(ids))
 
 
-def same_hash(db, hashes: list[str], skip: set) -> list[str]:
-    """Rows with one of these content hashes (a dropped duplicate, a re-capture)."""
+def _ids_matching(db, sql: str, values: list[str], skip: set) -> list[str]:
+    """Ids the query finds for ``values`` (bound in batches at ``{IN}``), not in ``skip``."""
     where, params = status_clause("n", NOT_FORGOTTEN)
     out = []
-    for part in batches(hashes):
-        out += [
-            r[0]
-            for r in db.execute(
-                f"SELECT n.id FROM nodes n WHERE n.content_hash IN ({_in(part)}) AND n.kind NOT IN ('session', 'file')"
-                f" AND {where}",
-                [*part, *params],
-            )
-            if r[0] not in skip
-        ]
+    for part in batches(values):
+        out += [r[0] for r in db.execute(sql.format(IN=_in(part), where=where), [*part, *params]) if r[0] not in skip]
     return out
+
+
+def same_hash(db, hashes: list[str], skip: set) -> list[str]:
+    """Rows with one of these content hashes (a dropped duplicate, a re-capture)."""
+    return _ids_matching(
+        db,
+        "SELECT n.id FROM nodes n WHERE n.content_hash IN ({IN}) AND n.kind NOT IN ('session', 'file') AND {where}",
+        hashes,
+        skip,
+    )
 
 
 def summaries_of(db, ids: list[str], skip: set) -> list[str]:
     """Summaries whose ``summarizes`` edge points at one of ``ids``: they quote them."""
-    where, params = status_clause("n", NOT_FORGOTTEN)
-    out = []
-    for part in batches(ids):
-        out += [
-            r[0]
-            for r in db.execute(
-                f"SELECT DISTINCT e.src_id FROM edges e JOIN nodes n ON n.id = e.src_id"
-                f" WHERE e.kind = 'summarizes' AND e.dst_id IN ({_in(part)}) AND {where}",
-                [*part, *params],
-            )
-            if r[0] not in skip
-        ]
-    return out
+    return _ids_matching(
+        db,
+        "SELECT DISTINCT e.src_id FROM edges e JOIN nodes n ON n.id = e.src_id"
+        " WHERE e.kind = 'summarizes' AND e.dst_id IN ({IN}) AND {where}",
+        ids,
+        skip,
+    )
 
 
 def holding_lines(db, lines: dict[str, str], skip: set) -> list[tuple[str, str]]:
