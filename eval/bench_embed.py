@@ -106,19 +106,9 @@ class Actors:
         self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, module: str) -> subprocess.Popen:
-        from memtree.runtime.actorenv import ActorContext
+        from memtree.eval.recall_eval import start_actor
 
-        env = {**os.environ, **ActorContext(name, self.paths, self.config, None).child_env()}
-        log = open(self.paths.log_file(name), "ab")
-        self.procs[name] = subprocess.Popen(
-            [sys.executable, "-P", "-m", module],
-            env=env,
-            stdout=log,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        log.close()
+        self.procs[name] = start_actor(module, name, self.paths, self.config)
         return self.procs[name]
 
     def stop(self) -> None:

@@ -43,7 +43,16 @@ import tempfile
 import time
 
 from memtree.eval import baselines, broad_corpus, broad_gen, broad_tool
-from memtree.eval.recall_eval import embed_corpus, eval_config, hit_span, metrics, query_embedder, start_writer, stop
+from memtree.eval.recall_eval import (
+    embed_corpus,
+    eval_config,
+    hit_span,
+    metrics,
+    query_embedder,
+    start_writer,
+    stop,
+    symbol_lines,
+)
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broad_baseline.json")
 KINDS = ("symbol", "where", "paraphrase", "docstring", "none")
@@ -70,20 +79,7 @@ def _resolve(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
     out = []
     for g in gold:
         rel, _, symbol = g.rpartition(":")
-        body, node = _parsed(os.path.join(root, rel)).body, None
-        for part in symbol.split("."):
-            node = next(
-                (
-                    n
-                    for n in body
-                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
-                ),
-                None,
-            )
-            if node is None:
-                raise SystemExit(f"gold symbol {symbol!r} not found in {rel}: the pinned corpus changed?")
-            body = node.body
-        out.append((rel, min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno))
+        out.append((rel, *symbol_lines(_parsed(os.path.join(root, rel)), symbol, rel)))
     return out
 
 

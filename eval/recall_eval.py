@@ -57,23 +57,21 @@ def fetch(cache: str, corpus: dict | None = None, folder: str = "corpus") -> str
     return root
 
 
-def _symbol_range(path: str, symbol: str) -> tuple[int, int]:
-    tree = ast.parse(open(path, encoding="utf-8").read())
+def symbol_lines(tree: ast.Module, symbol: str, where: str) -> tuple[int, int]:
+    """``Class.method`` in a parsed file: (its first line, decorators included, its last line)."""
     body, node = tree.body, None
     for part in symbol.split("."):
-        node = next(
-            (
-                n
-                for n in body
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
-            ),
-            None,
-        )
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        node = next((n for n in body if isinstance(n, defs) and n.name == part), None)
         if node is None:
-            raise SystemExit(f"gold symbol {symbol!r} not found in {path}: the pinned corpus changed?")
+            raise SystemExit(f"gold symbol {symbol!r} not found in {where}: the pinned corpus changed?")
         body = getattr(node, "body", [])
-    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    return start, node.end_lineno
+    return min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno
+
+
+def _symbol_range(path: str, symbol: str) -> tuple[int, int]:
+    with open(path, encoding="utf-8") as f:
+        return symbol_lines(ast.parse(f.read()), symbol, path)
 
 
 def gold_ranges(root: str, gold: list[str]) -> list[tuple[str, int, int]]:
