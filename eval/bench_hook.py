@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from memtree.eval import system
+from memtree.eval import payloads, system
 from memtree.eval.stats import fmt_ms, summary
 from memtree.ops.install import hook_argv
 
@@ -57,23 +57,7 @@ def _big_read(project: str, i: int) -> bytes:
         f"\ndef handler_{k}(request, retries=3):\n    value = request.get('k{k}')\n    return value * {k}\n"
         for k in range(600)
     )
-    lines = content.count("\n") + 1
-    return json.dumps(
-        {
-            "session_id": "bench-hook",
-            "transcript_path": "/dev/null",
-            "cwd": project,
-            "permission_mode": "default",
-            "hook_event_name": "PostToolUse",
-            "tool_name": "Read",
-            "tool_input": {"file_path": path},
-            "tool_response": {
-                "type": "text",
-                "file": {"filePath": path, "content": content, "numLines": lines, "startLine": 1, "totalLines": lines},
-            },
-            "tool_use_id": f"toolu_bench_read_{i}",
-        }
-    ).encode()
+    return json.dumps(payloads.read(path, content, project, "bench-hook", f"toolu_bench_read_{i}")).encode()
 
 
 def _round_rewrite(runs: int, env: dict, project: str) -> dict[str, list[float]]:

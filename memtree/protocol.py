@@ -292,30 +292,16 @@ def encode_event(rec: Record, src: str = "") -> bytes:
     return _envelope("event", rec, src, "")
 
 
+def _reply(req_id: str, src: str, body: dict) -> bytes:
+    return _dumps({"v": PROTOCOL_VERSION, "id": req_id, "kind": "reply", "type": "Reply", "src": src, "body": body})
+
+
 def encode_ok(req_id: str, result=None, src: str = "") -> bytes:
-    return _dumps(
-        {
-            "v": PROTOCOL_VERSION,
-            "id": req_id,
-            "kind": "reply",
-            "type": "Reply",
-            "src": src,
-            "body": {"ok": True, "result": result},
-        }
-    )
+    return _reply(req_id, src, {"ok": True, "result": result})
 
 
 def encode_error(req_id: str, code: str, message: str, src: str = "") -> bytes:
-    return _dumps(
-        {
-            "v": PROTOCOL_VERSION,
-            "id": req_id,
-            "kind": "reply",
-            "type": "Reply",
-            "src": src,
-            "body": {"ok": False, "error": {"code": code, "message": message}},
-        }
-    )
+    return _reply(req_id, src, {"ok": False, "error": {"code": code, "message": message}})
 
 
 def encode_ingest_raw(

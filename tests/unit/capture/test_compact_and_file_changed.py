@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 
+from memtree.eval import payloads
 from memtree.ops.install import hook_argv
 from tests.support import COLD_START_S, deadline, wait_until
 from tests.support.actor_procs import rows
@@ -36,20 +37,7 @@ def _hook(system, arg: str, payload: dict, **env) -> subprocess.CompletedProcess
 def _read(system, path: str, session: str = SID) -> dict:
     with open(path) as f:
         content = f.read()
-    n = content.count("\n")
-    return {
-        "session_id": session,
-        "transcript_path": "/dev/null",
-        "cwd": system.project,
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_use_id": f"toolu_{os.path.basename(path)}",
-        "tool_input": {"file_path": path},
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": content, "numLines": n, "startLine": 1, "totalLines": n},
-        },
-    }
+    return payloads.read(path, content, system.project, session, f"toolu_{os.path.basename(path)}")
 
 
 def _write(path: str, text: str) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 
 from memtree.capture import heartbeat
+from memtree.eval import payloads
 from tests.support import COLD_START_S, wait_until
 from tests.support.hook_support import contents, rows, run_hook
 
@@ -18,20 +19,7 @@ BODY = "".join(f"def outside_function_{i}(x):\n    return x + {i}  # zanzibar li
 
 
 def _read(s, path: str, i: int) -> dict:
-    lines = BODY.count("\n")
-    return {
-        "session_id": "sess-out",
-        "transcript_path": "/dev/null",
-        "cwd": s.project,
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": path},
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": BODY, "numLines": lines, "startLine": 1, "totalLines": lines},
-        },
-        "tool_use_id": f"toolu_read_{i}",
-    }
+    return payloads.read(path, BODY, s.project, "sess-out", f"toolu_read_{i}")
 
 
 def _grep(s, where: str, i: int) -> dict:

@@ -18,6 +18,7 @@ import re
 
 import anyio
 
+from memtree.eval import payloads
 from memtree.ops.install import fallback_server_entry
 from tests.support import COLD_START_S, wait_until
 from tests.support.actor_procs import rows
@@ -37,20 +38,7 @@ def _method_lines(text: str) -> tuple[int, int]:
 
 
 def _read_payload(path: str, text: str) -> dict:
-    n = text.count("\n") + (0 if text.endswith("\n") else 1)
-    return {
-        "session_id": "sess-hook-recall",
-        "transcript_path": "/dev/null",
-        "cwd": os.path.dirname(path),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": path},
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": text, "numLines": n, "startLine": 1, "totalLines": n},
-        },
-        "tool_use_id": "toolu_hook_recall",
-    }
+    return payloads.read(path, text, os.path.dirname(path), "sess-hook-recall", "toolu_hook_recall")
 
 
 def _text(res) -> str:

@@ -6,6 +6,7 @@ import os
 
 from memtree import tokens
 from memtree.capture import preview, rewrite
+from memtree.eval import payloads
 from memtree.text.outline import outline
 
 CFG = rewrite.settings(None)
@@ -36,16 +37,7 @@ async def fetch(url):
 
 
 def _read_payload(path: str, content: str, **ti) -> dict:
-    lines = content.count("\n") + 1
-    return {
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": path, **ti},
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": content, "numLines": lines, "startLine": 1, "totalLines": lines},
-        },
-    }
+    return payloads.read(path, content, "/p", **ti)
 
 
 def _bash_payload(stdout: str, stderr: str = "", **extra) -> dict:
