@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from memtree import protocol
+from memtree.eval import payloads
 from memtree.ids import now_ms
 from memtree.runtime.client import Caller
 from memtree.store.write.bookkeeping import RETRY_WINDOW_MS
@@ -24,19 +25,7 @@ def _read(system, name: str, marker: str) -> dict:
     content = f"# {marker}\n" + "".join(f"line {k} of {name}, something worth keeping\n" for k in range(12))
     with open(path, "w") as f:
         f.write(content)
-    return {
-        "session_id": "sess-keys",
-        "transcript_path": "/dev/null",
-        "cwd": system.project,
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": path},
-        "tool_use_id": f"toolu_{marker}",
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": content, "numLines": 13, "startLine": 1, "totalLines": 13},
-        },
-    }
+    return payloads.read(path, content, system.project, "sess-keys", f"toolu_{marker}")
 
 
 def _keys(system) -> set[str]:

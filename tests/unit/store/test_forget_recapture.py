@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from memtree import protocol
+from memtree.eval import payloads
 from memtree.runtime.client import Caller
 from tests.support import COLD_START_S, deadline_ms, wait_until
 from tests.support.actor_procs import rows
@@ -15,24 +16,8 @@ def _ids_with(system, like: str) -> set[str]:
     return {r[0] for r in rows(system.paths, "SELECT id FROM nodes WHERE content LIKE ?", (like,))}
 
 
-def _read_payload(system, path: str, text: str) -> dict:
-    return {
-        "session_id": "sess-forget",
-        "cwd": system.project,
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": path},
-        "tool_response": {
-            "type": "text",
-            "file": {
-                "filePath": path,
-                "content": text,
-                "numLines": text.count("\n"),
-                "startLine": 1,
-                "totalLines": text.count("\n"),
-            },
-        },
-    }
+def _read_payload(system, path: str, text: str, call: str) -> dict:
+    return payloads.read(path, text, system.project, "sess-forget", f"toolu_read_{call}")
 
 
 def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
@@ -42,7 +27,7 @@ def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
     text = "Private roadmap notes that the user asked memtree to forget entirely.\n"
     with open(path, "w") as f:
         f.write(text)
-    for p in (secretish, control, _read_payload(system, path, text)):
+    for p in (secretish, control, _read_payload(system, path, text, "first")):
         run_hook(system, p, MEMTREE_HOOK_TIMEOUT_MS="10000")
     [bash_id] = _ids_with(system, "%billing endpoint layout%")
     [chunk_id] = _ids_with(system, "%Private roadmap notes%")
@@ -59,7 +44,7 @@ def test_forgotten_content_recaptured_through_the_hook_is_refused(system):
     # call is answered from its capture key instead, and never reaches the gate.
     rerun = dict(secretish, tool_use_id="toolu_1_rerun")
     fresh = bash_payload(system, 3, extra="a brand new capture after the forget")
-    for p in (rerun, _read_payload(system, path, text), fresh):
+    for p in (rerun, _read_payload(system, path, text, "again"), fresh):
         run_hook(system, p, MEMTREE_HOOK_TIMEOUT_MS="10000")
     wait_until(lambda: _ids_with(system, "%brand new capture%"), timeout=COLD_START_S, what="the fresh capture")
 

@@ -10,6 +10,7 @@ import apsw
 
 from memtree import protocol
 from memtree.capture import spool
+from memtree.eval import payloads
 from memtree.runtime.client import Caller
 from tests.support import COLD_START_S, deadline, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
@@ -18,20 +19,8 @@ from tests.support.actor_procs import rows, start_writer
 
 def read_payload(i: int, root: str) -> dict:
     """A Claude Code PostToolUse payload for Read, shaped like tests/payloads (basic.jsonl)."""
-    path = os.path.join(root, f"mod{i}.py")
     content = f"# spool-marker-{i}\n" + "def f():\n    return 1\n" * 5
-    return {
-        "session_id": "sess-spool",
-        "cwd": root,
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": path},
-        "tool_use_id": f"toolu_{i}",
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": content, "numLines": 11, "startLine": 1, "totalLines": 11},
-        },
-    }
+    return payloads.read(os.path.join(root, f"mod{i}.py"), content, root, "sess-spool", f"toolu_{i}")
 
 
 def marker_counts(paths, n: int) -> dict[int, int]:
