@@ -26,38 +26,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COPIES = 6
 
 
-def _forget_notes(project: str, home: str) -> None:
-    """The user forgot the private notes before importing: stored from another call, then Forget."""
-    from memtree import protocol
-    from memtree.paths import paths_for_cwd
-    from memtree.runtime.client import Caller
-    from tests.fixtures.transcripts import extend
-
-    os.environ["MEMTREE_HOME"] = home
-    paths = paths_for_cwd(project)
-    path = os.path.join(os.path.realpath(project), extend.FORGET_FILE)
-    payload = {
-        "session_id": "earlier",
-        "cwd": project,
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_use_id": "toolu_earlier",
-        "tool_input": {"file_path": path},
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": extend.FORGET_TEXT, "numLines": 4, "startLine": 1, "totalLines": 4},
-        },
-    }
-    ingest = Caller(paths.endpoint(protocol.SOCK_INGEST), src="bench", timeout_ms=10000)
-    write = Caller(paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=10000)
-    try:
-        [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["stored"]
-        write.call(protocol.Forget(node_id=nid, reason="bench: forgotten before the import"))
-    finally:
-        ingest.close()
-        write.close()
-
-
 def main() -> int:
     sys.path.insert(0, REPO)
     from tests.support import transcript_fixture as fx
@@ -76,7 +44,10 @@ def main() -> int:
     env.pop("CLAUDE_PROJECT_DIR", None)
     serve = system.start(project, env)
     try:
-        _forget_notes(project, home)
+        os.environ["MEMTREE_HOME"] = home
+        from memtree.paths import paths_for_cwd
+
+        fx.forget_notes(paths_for_cwd(project), project)
         sessions = len(glob.glob(os.path.join(folder, "*.jsonl")))
         runs = []
         for label in ("first import", "second import"):

@@ -62,6 +62,25 @@ def place(project: str, config_dir: str, copies: int = 1) -> str:
     return folder
 
 
+def forget_notes(paths, project: str, timeout_ms: int = 10000) -> None:
+    """The user forgot the private notes in an earlier session (stored from
+    another call, then Forget): the import must refuse them by their tombstone."""
+    from memtree import protocol
+    from memtree.eval import payloads
+    from memtree.runtime.client import Caller
+
+    path = os.path.join(os.path.realpath(project), extend.FORGET_FILE)
+    payload = payloads.read(path, extend.FORGET_TEXT, project, "earlier", "toolu_earlier")
+    ingest = Caller(paths.endpoint(protocol.SOCK_INGEST), src="fixture", timeout_ms=timeout_ms)
+    write = Caller(paths.endpoint(protocol.SOCK_WRITE), src="fixture", timeout_ms=timeout_ms)
+    try:
+        [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["stored"]
+        write.call(protocol.Forget(node_id=nid, reason="forgotten before the import"))
+    finally:
+        ingest.close()
+        write.close()
+
+
 def run_import(project: str, env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [PYTHON, "-m", "memtree.cli", "import", *args],

@@ -10,9 +10,7 @@ import json
 import os
 import re
 
-from memtree import protocol
 from memtree.ops import transcripts
-from memtree.runtime.client import Caller
 from tests.fixtures.transcripts import extend
 from tests.support import deadline, deadline_ms, wait_until
 from tests.support import transcript_fixture as fx
@@ -62,31 +60,6 @@ def _ms(iso: str) -> int:
     return int(datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def _forget_notes_first(system) -> None:
-    """The user forgot the private notes in an earlier session: stored from another call, then Forget."""
-    path = os.path.join(os.path.realpath(system.project), extend.FORGET_FILE)
-    payload = {
-        "session_id": "earlier",
-        "cwd": system.project,
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Read",
-        "tool_use_id": "toolu_earlier",
-        "tool_input": {"file_path": path},
-        "tool_response": {
-            "type": "text",
-            "file": {"filePath": path, "content": extend.FORGET_TEXT, "numLines": 4, "startLine": 1, "totalLines": 4},
-        },
-    }
-    ingest = Caller(system.paths.endpoint(protocol.SOCK_INGEST), src="test", timeout_ms=deadline_ms(10000))
-    write = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
-    try:
-        [nid] = ingest.call(protocol.Ingest(payload=payload, received_at=0))["stored"]
-        write.call(protocol.Forget(node_id=nid, reason="user asked"))
-    finally:
-        ingest.close()
-        write.close()
-
-
 def test_folder_name_is_the_one_the_real_cli_wrote():
     with open(os.path.join(fx.FIXTURE, "real", "FOLDER")) as f:
         folder, path = f.read().split()
@@ -102,7 +75,7 @@ def test_import_stores_each_call_once_dated_redacted_and_refuses_forgotten(syste
     # A file changed since the sessions read it: its old text must not look current.
     with open(os.path.join(system.project, "src", "app.py"), "w") as f:
         f.write(fx.FILES["src/app.py"].replace("hello", "hi"))
-    _forget_notes_first(system)
+    fx.forget_notes(system.paths, system.project, deadline_ms(10000))
     calls = fx.transcript_calls(folder)
     assert len(calls) == 15 and len({c["session"] for c in calls.values()}) == 5  # positive control on the fixture
 
