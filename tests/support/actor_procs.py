@@ -58,6 +58,13 @@ def rows(paths, sql: str, params=()) -> list[tuple]:
         conn.close()
 
 
+def put_vectors(paths, writer: Caller, model: str, ids: dict, vecs: dict, names) -> None:
+    """Store ``vecs[name]`` for the node ``ids[name]`` of each name, as the embed walker would."""
+    hashes = dict(rows(paths, "SELECT id, content_hash FROM nodes"))
+    items = [{"node_id": ids[n], "content_hash": hashes[ids[n]], "vector": vecs[n]} for n in names]
+    writer.call(protocol.PutVectors(model=model, dim=len(items[0]["vector"]), items=items))
+
+
 def raw_call(endpoint: str, frames: list[bytes], timeout_ms: int = 5000) -> list[bytes]:
     """Send raw frames on a fresh DEALER and return the reply frames (or fail)."""
     sock = zmq.Context.instance().socket(zmq.DEALER)

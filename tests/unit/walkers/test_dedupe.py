@@ -11,7 +11,7 @@ import pytest
 from memtree import protocol
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
-from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
+from tests.support import COLD_START_S, actor_procs, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 from tests.support.actor_procs import rows, start_actor, start_writer
 
@@ -70,14 +70,7 @@ def test_dedupe_supersedes_the_older_near_duplicate_and_leaves_the_rest(store):
     vecs.update(m1=basis(8), m2=unit(0.999, 8))  # two chunks of one file
 
     def put_vectors(names):
-        hashes = dict(rows(paths, "SELECT id, content_hash FROM nodes"))
-        w.call(
-            protocol.PutVectors(
-                model=LOCAL_MODEL,
-                dim=DIM,
-                items=[{"node_id": nodes[n], "content_hash": hashes[nodes[n]], "vector": vecs[n]} for n in names],
-            )
-        )
+        actor_procs.put_vectors(paths, w, LOCAL_MODEL, nodes, vecs, names)
 
     def is_superseded(name):
         return rows(paths, "SELECT status FROM nodes WHERE id=?", (nodes[name],)) == [("superseded",)]

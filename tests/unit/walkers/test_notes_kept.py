@@ -10,7 +10,7 @@ import math
 from memtree import protocol
 from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
-from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
+from tests.support import COLD_START_S, actor_procs, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 from tests.support.actor_procs import rows, start_actor, start_writer
 
@@ -44,14 +44,7 @@ def _run(paths, config, procs: list) -> None:
             vecs[name] = vec
 
         def put_vectors(names):
-            hashes = dict(rows(paths, "SELECT id, content_hash FROM nodes"))
-            w.call(
-                protocol.PutVectors(
-                    model=LOCAL_MODEL,
-                    dim=DIM,
-                    items=[{"node_id": ids[n], "content_hash": hashes[ids[n]], "vector": vecs[n]} for n in names],
-                )
-            )
+            actor_procs.put_vectors(paths, w, LOCAL_MODEL, ids, vecs, names)
 
         def status(name):
             got = rows(paths, "SELECT status FROM nodes WHERE id = ?", (ids[name],))
