@@ -22,33 +22,15 @@ SECRETISH = r"(?=[^\s'\"]{0,200}[0-9])(?=[^\s'\"]{0,200}[A-Za-z])[A-Za-z0-9+/=_\
 # A long hex/base64 blob right after a secret-like word ("token 3f9a...").
 NEAR_WORDS = r"(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature|auth)"
 # Secret-named words for value-level rules: the value is a secret whatever it looks like.
-NAMED = (
-    r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
-    r"(?:access|private|client|master|signing|encryption|session|auth|secret|nonce|logged[_\-]?in)[_\-]?key|"
-    r"key[_\-]?data)"
-)
+# The words before ``key`` in a secret key name (access_key, signing-key, ...).
+KEY_WORDS = ("access", "private", "client", "master", "signing", "encryption", "session", "auth", "secret", "nonce")
+_NAMED_WORDS = r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
+NAMED = _NAMED_WORDS + r"(?:" + "|".join(KEY_WORDS) + r"|logged[_\-]?in)[_\-]?key|key[_\-]?data)"
 # The same words with no group first in any branch: ``re`` then skips ahead by
 # first character when searching for candidates (the keyed rule's starts).
-NAMED_FLAT = (
-    r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
-    + "|".join(
-        w + r"[_\-]?key"
-        for w in (
-            "access",
-            "private",
-            "client",
-            "master",
-            "signing",
-            "encryption",
-            "session",
-            "auth",
-            "secret",
-            "nonce",
-            r"logged[_\-]?in",
-        )
-    )
-    + r"|key[_\-]?data)"
-)
+NAMED_FLAT = _NAMED_WORDS + "|".join(w + r"[_\-]?key" for w in (*KEY_WORDS, r"logged[_\-]?in")) + r"|key[_\-]?data)"
+# A literal every named match begins with (the keyed rule's literal finder).
+NAMED_LITS = ("pass", "secret", "token", "api", "salt", "credential", "pwd", *KEY_WORDS, "logged", "key")
 
 # Token formats known by their prefix (vendor documentation; the body as
 # published, at least as long): (tag, prefix, body regex). Case-sensitive;
