@@ -176,3 +176,31 @@ def mcp_registrations(project: str) -> list[tuple[str, dict]]:
                 )
             )
     return out
+
+
+def listed_tools(entry: dict) -> tuple[tuple[str, ...], str | None]:
+    """The tools the entry's ``serve --tools LIST`` lists (all without it), or why that is wrong."""
+    from memtree.errors import BadRequest
+    from memtree.front.tool_table import LISTED, parse_tools
+
+    args = [str(a) for a in entry.get("args") or []]
+    text = None
+    for i, a in enumerate(args):
+        if a == "--tools":
+            text = args[i + 1] if i + 1 < len(args) else ""
+        elif a.startswith("--tools="):
+            text = a.split("=", 1)[1]
+    try:
+        return (LISTED if text is None else parse_tools(text)), None
+    except BadRequest as e:
+        return (), e.message
+
+
+def registered_tools(project: str) -> tuple[str, ...] | None:
+    """The tools the project's first memtree registration lists (what each
+    request carries), or None when there is none or it cannot be read."""
+    regs = mcp_registrations(project)
+    if not regs:
+        return None
+    tools, why = listed_tools(regs[0][1])
+    return None if why else tools

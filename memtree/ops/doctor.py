@@ -151,14 +151,14 @@ def _initialize(entry: dict, project: str) -> tuple[bool, str]:
 
 
 def check_mcp(rep: Report, project: str) -> None:
-    from memtree.ops.claude_settings import mcp_registrations
+    from memtree.ops.claude_settings import listed_tools, mcp_registrations
 
     regs = mcp_registrations(project)
     if not regs:
         rep.add("mcp", FAIL, "no memtree MCP server in .mcp.json, ~/.claude.json or an enabled plugin", INSTALL_FIX)
         return
     where, entry = regs[0]
-    tools, why = _listed_tools(entry)
+    tools, why = listed_tools(entry)
     if why:
         rep.add("mcp", FAIL, f"{where}: {why}", "rerun `memtree install --tools LIST` with names from that list")
         return
@@ -169,24 +169,6 @@ def check_mcp(rep: Report, project: str) -> None:
         f"{where}: {message}; lists {', '.join(tools)}",
         "" if ok else "see <store>/logs/mcp.log and supervisor.log; rerun `memtree install` if the path moved",
     )
-
-
-def _listed_tools(entry: dict) -> tuple[tuple[str, ...], str | None]:
-    """The tools the entry's ``serve --tools LIST`` lists (all without it), or why that is wrong."""
-    from memtree.errors import BadRequest
-    from memtree.front.tool_table import LISTED, parse_tools
-
-    args = [str(a) for a in entry.get("args") or []]
-    text = None
-    for i, a in enumerate(args):
-        if a == "--tools":
-            text = args[i + 1] if i + 1 < len(args) else ""
-        elif a.startswith("--tools="):
-            text = a.split("=", 1)[1]
-    try:
-        return (LISTED if text is None else parse_tools(text)), None
-    except BadRequest as e:
-        return (), e.message
 
 
 def check_store(rep: Report, paths, fix: bool) -> None:

@@ -224,8 +224,10 @@ def load(paths) -> dict | None:
     try:
         if not schema_ready(conn):
             return None
+        from memtree.ops.claude_settings import registered_tools
+
         files = [f for d in transcripts.project_folders([paths.project_root]) for f in transcripts.session_files(d)]
-        return meter(conn, files)
+        return meter(conn, files, registered_tools(paths.project_root))  # what `install --tools` chose
     finally:
         conn.close()
 

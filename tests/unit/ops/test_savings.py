@@ -241,3 +241,28 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     )
     [row] = [r for r in doctor["checks"] if r["check"] == "savings"]
     assert row["status"] == "ok" and row["message"].startswith(f"{stored - shown:,} tokens kept out of the context")
+
+
+def test_the_cost_counts_only_the_tools_the_registration_lists(system, tmp_path):
+    """`memtree install --tools read,recall` puts two definitions in every request, not four."""
+
+    def stats() -> dict:
+        done = subprocess.run(
+            [PYTHON, "-m", "memtree.cli", "stats", "--json"],
+            cwd=system.project,
+            env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=deadline(60),
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    run_hook(system, _bash(system, "a capture, so the store exists"), **SLOW)
+    every, two = savings.definition_tokens(), savings.definition_tokens(("read", "recall"))
+    assert 0 < two < every
+    assert stats()["definition_tokens"] == every  # positive control: no registration, every listed tool
+    entry = {"command": PYTHON, "args": ["-m", "memtree.cli", "serve", "--tools", "read,recall"]}
+    with open(os.path.join(system.project, ".mcp.json"), "w") as f:
+        json.dump({"mcpServers": {"memtree": entry}}, f)
+    assert stats()["definition_tokens"] == two
