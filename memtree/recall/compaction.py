@@ -26,6 +26,7 @@ from memtree.store import compactions
 BUDGET_TOKENS = 900
 TAIL_BYTES = 4 * 1024 * 1024  # how much of a transcript's end is searched for the summary
 TOUCHED = 12
+TOUCHED_ROWS = 2000  # captures looked at for them (bounded: one query, newest first)
 JUST_NOW_MS = 60_000
 
 
@@ -111,7 +112,8 @@ def lead(
     if found is None and conn is not None:
         stored = compactions.latest_summary(conn, session_id)
         found = (stored[1], stored[2]) if stored else None
-    items = compactions.touched(conn, session_id, TOUCHED) if conn is not None else []
+    # Rows, not Reads: a Read stored one chunk per symbol takes many, so look further, then cut.
+    items = _per_read(compactions.touched(conn, session_id, TOUCHED_ROWS))[:TOUCHED] if conn is not None else []
     if found is None and not (compacting and items):
         return None
     summary, at = found if found else ("", now_ms)
@@ -126,7 +128,7 @@ def lead(
             f"This session was compacted {render.age(at, now_ms)}; its summary, then what the session touched "
             f"(newest first; * = after the summary; memtree recall ids=<id> shows one):"
         )
-    rest = "\n".join(_line(i, root, bool(found) and not compacting and i["created_at"] > at) for i in _per_read(items))
+    rest = "\n".join(_line(i, root, bool(found) and not compacting and i["created_at"] > at) for i in items)
     room = budget - tokens.count(head) - tokens.count(rest) - tokens.count(render.recalled("", 'kind="compaction"')) - 4
     summary = tokens.fit(summary, max(room, budget // 3))
     parts = (head, rest, summary) if compacting else (head, summary, rest)

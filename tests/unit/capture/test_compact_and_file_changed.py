@@ -11,7 +11,7 @@ from memtree.eval import payloads
 from memtree.ops.install import hook_argv
 from tests.support import COLD_START_S, deadline, wait_until
 from tests.support.actor_procs import rows
-from tests.support.hook_support import hook_env, run_hook
+from tests.support.hook_support import bash_payload, hook_env, run_hook
 
 SLOW = {"MEMTREE_HOOK_TIMEOUT_MS": "10000"}
 SID = "sess-compacted"
@@ -69,6 +69,7 @@ def _settled(system) -> None:
 def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compact_and_resume(system, tmp_path):
     billing = os.path.join(system.project, "billing.py")
     _write(billing, "".join(f"def charge_{i}(amount):\n    return amount * {i}\n\n" for i in range(30)))
+    run_hook(system, bash_payload(system, 1, session=SID), **SLOW)  # before the Read's 30 symbol chunks
     run_hook(system, _read(system, billing), **SLOW)
     done = _hook(
         system,
@@ -96,6 +97,8 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
     resumed = _start(system, "resume")["additionalContext"]
     assert resumed.startswith('<memtree:recalled kind="compaction">') and "charge_7 must round half-even" in resumed
     assert "read billing.py L1-90" in resumed and "AKIAQWERTYUIOPASDF7K" not in resumed
+    # one line per Read in the compaction block: its 30 chunks do not use up the list of what was touched
+    assert "ran `echo capture-1`" in resumed.split('kind="session-brief"')[0]
     assert resumed.index('kind="compaction"') < resumed.index('kind="session-brief"')
 
     # compact: SessionStart runs before PostCompact (2.1.197), so the newest summary is the transcript's
