@@ -53,6 +53,7 @@ from memtree.eval.recall_eval import (
     stop,
     symbol_lines,
 )
+from memtree.eval.stats import kind_means
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broad_baseline.json")
 KINDS = ("symbol", "where", "paraphrase", "docstring", "none")
@@ -228,13 +229,7 @@ def summarise(results: dict) -> dict:
     for mode, rows in results.items():
         if not rows:
             continue
-        s: dict = {}
-        for kind in (*ANSWERABLE, "answerable"):
-            sel = [r for r in rows if r["kind"] != "none" and kind in (r["kind"], "answerable")]
-            if sel:
-                s[kind] = {m: round(sum(r[m] for r in sel) / len(sel), 3) for m in ("ndcg", "recall", "mrr")}
-                s[kind]["emptied"] = round(sum(r["emptied"] for r in sel) / len(sel), 3)
-                s[kind]["n"] = len(sel)
+        s = kind_means(rows, ANSWERABLE, "answerable", extra=("emptied",))
         none = [r for r in rows if r["kind"] == "none"]
         if none:
             s["none"] = {

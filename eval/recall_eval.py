@@ -30,6 +30,7 @@ import time
 
 from memtree.eval import baselines, sdists
 from memtree.eval.recall_queries import CORPUS, QUERIES, SMALL
+from memtree.eval.stats import kind_means
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recall_baseline.json")
 KINDS = ("symbol", "paraphrase", "architecture")
@@ -283,12 +284,7 @@ def table(results: dict) -> dict:
     for mode, rows in results.items():
         if not rows:
             continue
-        s: dict = {}
-        for kind in (*KINDS, "all"):
-            sel = [r for r in rows if r["kind"] != "none" and (kind == "all" or r["kind"] == kind)]
-            if sel:
-                s[kind] = {m: round(sum(r[m] for r in sel) / len(sel), 3) for m in ("ndcg", "recall", "mrr")}
-                s[kind]["n"] = len(sel)
+        s = kind_means(rows, KINDS, "all")
         none = [r for r in rows if r["kind"] == "none"]
         ans = [r for r in rows if r["kind"] != "none"]
         # A no-answer query is caught when it comes back empty or flagged weak; an

@@ -13,3 +13,15 @@ def summary(samples: list[float]) -> dict:
 
 def fmt_ms(st: dict) -> str:
     return f"median {st['median'] * 1000:8.1f} ms  p95 {st['p95'] * 1000:8.1f} ms  (n={st['n']})"
+
+
+def kind_means(rows: list[dict], kinds: tuple, total: str, extra: tuple = ()) -> dict:
+    """Per query kind (and ``total``: every answerable one), the mean NDCG,
+    recall and MRR (and ``extra`` fields) of the answerable rows, with n."""
+    out = {}
+    for kind in (*kinds, total):
+        sel = [r for r in rows if r["kind"] != "none" and kind in (r["kind"], total)]
+        if sel:
+            out[kind] = {m: round(sum(r[m] for r in sel) / len(sel), 3) for m in ("ndcg", "recall", "mrr", *extra)}
+            out[kind]["n"] = len(sel)
+    return out
