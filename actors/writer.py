@@ -43,6 +43,15 @@ SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; th
 # COMMIT that crosses it (copying and syncing ~4 MB), and the caller waiting
 # for that ack paid for it (the hook's p95).
 WAL_CHECKPOINT_PAGES = 1000
+# A batch keeps taking requests that arrived while it ran, up to
+# writer.batchMax, until this long after it began: one COMMIT (and one round
+# of replies) for more requests, the first ones' acks later by at most this
+# plus one request.
+BATCH_FILL_S = 0.002
+# A request frame this big (a whole-file Read: hundreds of chunks to plan and
+# insert) runs in a batch of its own once the small ones are committed and
+# answered, so an ordinary capture's ack never waits on its chunking.
+HEAVY_FRAME_BYTES = 16 * 1024
 
 
 class IngestDone:
@@ -92,7 +101,7 @@ def _add_edges(tx, rec):
 
 
 HANDLERS = {
-    protocol.Ping: lambda tx, rec: {"pid": os.getpid()},
+    protocol.Ping: lambda tx, rec: {"pid": os.getpid()},  # answered by Writer._run_one, with its counters
     protocol.AddNode: mutations.add_node,
     protocol.Ingest: _ingest,
     protocol.SetStatus: _set_status,
@@ -116,10 +125,10 @@ INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
 
 
 class Request:
-    __slots__ = ("sock", "route", "env", "reply")
+    __slots__ = ("sock", "route", "env", "reply", "heavy")
 
-    def __init__(self, sock, route, env):
-        self.sock, self.route, self.env, self.reply = sock, route, env, None
+    def __init__(self, sock, route, env, heavy: bool = False):
+        self.sock, self.route, self.env, self.reply, self.heavy = sock, route, env, None, heavy
 
 
 class Writer(Actor):
@@ -133,6 +142,7 @@ class Writer(Actor):
         self.info = self.stats
         self._unrecorded_malformed = 0  # bad frames not yet in the counters table
         self._truncate_pending = False  # a WAL truncate after Forget/Reclaim was busy: retried on tick
+        self._heavy: list[Request] = []  # big requests held for a batch of their own (HEAVY_FRAME_BYTES)
         self._wal_pages = 0  # pages in the WAL after the last commit (the WAL hook)
         self._spool_ids_unchecked = True  # at the first drain: drop ids of draining files no longer there
         self.storage = Writability(self.paths.db)
@@ -243,16 +253,26 @@ class Writer(Actor):
             self._refuse(batch)
             self._show_storage()
             return
-        self._guarded(lambda: self._run_batch(batch), batch)
+        light = [r for r in batch if not r.heavy]
+        self._heavy = [r for r in batch if r.heavy]  # the light batch's fill adds to it
+        if (light or self._unrecorded_malformed) and not self._guarded(lambda: self._run_batch(light, True), light):
+            self._refuse(self._heavy)
+            self._heavy = []
+            return
+        heavy, self._heavy = self._heavy, []
+        if heavy:
+            self._guarded(lambda: self._run_batch(heavy), heavy)
 
-    def _collect(self) -> list[Request]:
+    def _collect(self, limit: int | None = None) -> list[Request]:
         """Drain both ROUTERs without blocking, decoding as we go."""
         batch: list[Request] = []
-        limit = self.config.writer.batchMax
+        limit = self.config.writer.batchMax if limit is None else limit
         more = True
         while more and len(batch) < limit:
             more = False
             for sock in (self.write_sock, self.ingest_sock):
+                if not sock.get(zmq.EVENTS) & zmq.POLLIN:  # cheaper than a raised zmq.Again
+                    continue
                 try:
                     parts = sock.recv_multipart(zmq.NOBLOCK)
                 except zmq.Again:
@@ -283,15 +303,22 @@ class Writer(Actor):
             log.warning("bad frame: %s", e.message)
             self._send(sock, route, protocol.encode_error(getattr(e, "req_id", ""), e.code, e.message, src=self.name))
             return None
-        return Request(sock, route, env)
+        return Request(sock, route, env, len(parts[-1]) > HEAVY_FRAME_BYTES)
 
-    def _run_batch(self, batch: list[Request]) -> None:
+    def _run_batch(self, batch: list[Request], fill: bool = False) -> None:
         db = self.db
         changed: dict[str, dict[str, str]] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
-            for req in batch:
-                req.reply = self._run_one(req.env.src, req.env.body, req.env.id, changed)[1]
+            done, limit = 0, self.config.writer.batchMax
+            fill_until = time.monotonic() + BATCH_FILL_S if fill else 0.0
+            while done < len(batch):
+                for req in batch[done:]:
+                    req.reply = self._run_one(req.env.src, req.env.body, req.env.id, changed)[1]
+                done = len(batch)
+                if done < limit and time.monotonic() < fill_until:
+                    for req in self._collect(limit - done):  # in place: a refusal reaches these too
+                        (self._heavy if req.heavy else batch).append(req)
             if self._unrecorded_malformed:
                 mutations.bump_counter(db, "frames_malformed", self._unrecorded_malformed)
             db.execute("COMMIT")
@@ -314,17 +341,26 @@ class Writer(Actor):
         """Checkpoint and truncate the WAL; a reader mid-transaction makes it
         busy, so it is retried on the next ticks until it goes through (a
         forgotten text's old page images must not stay in the WAL)."""
+        # No busy wait: TRUNCATE waits for readers, and the ingest behind it must not.
+        self.db.set_busy_timeout(0)
         try:
             busy = store_db.checkpoint(self.db, "TRUNCATE")
+        except (apsw.BusyError, apsw.LockedError):
+            busy = 1
         except STORAGE_ERRORS as e:  # committed already; the WAL is checkpointed later
             log.warning("WAL checkpoint failed: %s", describe(e))
             busy = 1
+        finally:
+            self.db.set_busy_timeout(store_db.BUSY_TIMEOUT_MS)
         self._truncate_pending = bool(busy)
 
     def _run_one(self, src: str, rec, req_id: str, changed: dict) -> tuple[bool, bytes | IngestDone]:
         """One request in its own savepoint; returns (succeeded, encoded reply,
         or the IngestDone whose reply ``_finish`` encodes after COMMIT)."""
         self.stats["requests"] += 1
+        if type(rec) is protocol.Ping:  # touches nothing: no savepoint (eval/bench_writer reads the counters)
+            counters = {"pid": os.getpid(), "requests": self.stats["requests"], "batches": self.stats["batches"]}
+            return True, self._encode(req_id, counters)
         db = self.db
         tx = Tx(db, self.config, src, project_root=self.paths.project_root)
         db.execute("SAVEPOINT req")
