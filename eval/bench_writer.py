@@ -1,0 +1,286 @@
+"""Writer throughput beside raw apsw inserting the same rows (issue 17 point 3).
+
+    .venv/bin/python -m memtree.eval.bench_writer [--rows 4000] [--clients 1,8,32]
+        [--against /work/main/.venv/bin/python] [--acks 200]
+
+For each client count: notes/s through the real writer process (clients are
+threads with one DEALER each, every call waiting for its ack, as
+bench_core's), the writer's CPU per note and its mean batch (requests per
+transaction). Right after each phase, so both see the same machine load, the
+rows that phase stored (its ``nodes`` and ``audit`` rows, read back from the
+writer's database) are inserted with raw apsw ``executemany`` into a fresh
+store of the same schema (every index and FTS trigger): once in transactions
+of the writer's mean batch, once in one transaction. The ratios compare the
+writer with both, by rate (wall clock) and by CPU per row (raw's CPU a row
+over the writer process's CPU a note; on a shared box the rate of a
+request/reply loop also pays for every wake-up the scheduler delays).
+
+Then the capture path's ack (the hook's wait: one ZMTP connection per
+Ingest of an ordinary Bash capture, as the hook sends it), alone and while
+four clients' ordinary captures share batches with rewritten 40 KB Reads.
+With ``--against PYTHON`` a second writer, run by that interpreter (another
+checkout's venv: the code before a change), is measured in the same run,
+phase by phase and ack by ack interleaved, so both see the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+NODE_COLS = (
+    "id, parent_id, kind, source_uri, content, content_hash, status, mtime, created_at, updated_at,"
+    " truncated, original_bytes, metadata, session_id"
+)
+AUDIT_COLS = "at, actor, action, node_id, from_status, to_status, reason, detail"
+
+
+def _row(i: int) -> str:
+    return f"throughput note {i}: the writer batches concurrent requests into one transaction"
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stored_rows(db_path: str, after: tuple[int, int]) -> tuple[list, list, tuple[int, int]]:
+    """The nodes and audit rows stored after rowids ``after``, and the new high marks."""
+    from memtree.store.db import open_read
+
+    conn = open_read(db_path)
+    try:
+        nodes = conn.execute(f"SELECT rowid, {NODE_COLS} FROM nodes WHERE rowid > ? ORDER BY rowid", (after[0],))
+        nodes = [tuple(r) for r in nodes]
+        audit = conn.execute(f"SELECT seq, {AUDIT_COLS} FROM audit WHERE seq > ? ORDER BY seq", (after[1],))
+        audit = [tuple(r) for r in audit]
+    finally:
+        conn.close()
+    marks = (nodes[-1][0] if nodes else after[0], audit[-1][0] if audit else after[1])
+    return [r[1:] for r in nodes], [r[1:] for r in audit], marks
+
+
+def raw_insert(workdir: str, nodes: list, audit: list, per_tx: int) -> tuple[float, float]:
+    """Rows/s (nodes) and CPU seconds a row for raw apsw inserting ``nodes`` and
+    ``audit`` into a fresh store of the same schema, ``per_tx`` nodes (and their
+    share of audit rows) a transaction."""
+    from memtree.store.db import open_write
+
+    path = os.path.join(workdir, f"raw-{time.monotonic_ns()}.db")
+    db = open_write(path)
+    ins_node = f"INSERT INTO nodes({NODE_COLS}) VALUES ({','.join('?' * 14)})"
+    ins_audit = f"INSERT INTO audit({AUDIT_COLS}) VALUES ({','.join('?' * 8)})"
+    per_tx = max(1, per_tx)
+    audit_per = len(audit) / max(1, len(nodes))
+    t0, c0 = time.perf_counter(), time.thread_time()
+    for start in range(0, len(nodes), per_tx):
+        a, b = round(start * audit_per), round(min(len(nodes), start + per_tx) * audit_per)
+        with db:
+            db.executemany(ins_node, nodes[start : start + per_tx])
+            db.executemany(ins_audit, audit[a:b])
+    took, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    db.close()
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+    return len(nodes) / took, cpu / len(nodes)
+
+
+def writer_stats(caller) -> tuple[int, int]:
+    from memtree import protocol
+
+    got = caller.call(protocol.Ping())
+    return got.get("requests", 0), got.get("batches", 0)
+
+
+class Subject:
+    """One writer process under test, on its own store."""
+
+    def __init__(self, workdir: str, label: str, python: str, config):
+        from memtree import protocol
+        from memtree.paths import prepare_store, store_paths
+        from memtree.runtime.actorenv import ActorContext
+        from memtree.runtime.client import Caller
+
+        self.label = label
+        self.project = os.path.join(workdir, label)
+        os.makedirs(self.project)
+        self.paths = store_paths(
+            self.project, f"{len(label):x}{label}"[:16].ljust(16, "0"), home=os.path.join(workdir, "home")
+        )
+        prepare_store(self.paths)
+        env = {**os.environ, **ActorContext("writer", self.paths, config, None).child_env()}
+        log = open(self.paths.log_file("writer"), "ab")
+        self.proc = subprocess.Popen(
+            [python, "-P", "-m", "memtree.actors.writer"],
+            env=env,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        self.caller = Caller(self.paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=60_000)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.caller.call(protocol.Ping(), timeout_ms=500)
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"writer {label} did not start; see {self.paths.log_file('writer')}") from None
+        self.marks = stored_rows(self.paths.db, (0, 0))[2]
+        self.ingest = self.paths.endpoint(protocol.SOCK_INGEST)
+
+    def throughput(self, workdir: str, rows: int, clients: int, batch: float | None = None) -> dict:
+        """notes/s, CPU a note, mean batch (``batch`` when the writer does not
+        count its batches: an older one) and raw apsw's figures for the same rows."""
+        from memtree import protocol
+        from memtree.eval.bench_core import add_notes
+
+        req0, batch0 = writer_stats(self.caller)
+        cpu0 = _cpu_s(self.proc.pid)
+        rate = add_notes(self.paths.endpoint(protocol.SOCK_WRITE), rows, clients, _row)
+        cpu = _cpu_s(self.proc.pid) - cpu0
+        req1, batch1 = writer_stats(self.caller)
+        mean_batch = (req1 - req0 - 1) / max(1, batch1 - batch0 - 1)  # less the Ping that read the stats
+        if not batch1:
+            mean_batch = batch or 1.0
+        nodes, audit, self.marks = stored_rows(self.paths.db, self.marks)
+        same, one = (raw_insert(workdir, nodes, audit, n) for n in (round(mean_batch), len(nodes)))
+        return {
+            "rate": rate,
+            "cpu": cpu / rows,
+            "batch": mean_batch,
+            "nodes": len(nodes),
+            "audit": len(audit),
+            "same": same,
+            "one": one,
+        }
+
+    def ack(self, make, i: int, rewrite: bool = False) -> float:
+        from memtree import protocol
+        from memtree.capture import zmtp
+
+        rid, frame = protocol.encode_ingest_raw(make(self.project, i), rewrite=rewrite)
+        t0 = time.perf_counter()
+        reply = zmtp.request(self.ingest, [frame], 30.0)
+        took = time.perf_counter() - t0
+        if not protocol.reply_is_ok(reply[-1], rid) and protocol.decode(reply[-1]).kind != "reply":
+            raise SystemExit(f"writer {self.label}: bad ingest reply")
+        return took
+
+    def mixed(self, runs: int, base: int, clients: int = 4) -> tuple[list[float], list[float]]:
+        """bench_hook's mixed batches: ordinary captures from ``clients`` threads
+        while one more sends rewritten 40 KB Reads."""
+        from memtree.eval.bench_hook import _big_read, _payload
+
+        small, big, stop = [], [], threading.Event()
+
+        def reads() -> None:
+            i = base
+            while not stop.is_set():
+                big.append(self.ack(_big_read, i, True))
+                i += 1
+
+        def ordinary(k: int) -> None:
+            for i in range(runs):
+                small.append(self.ack(_payload, base + 100_000 * (k + 1) + i))
+
+        threads = [threading.Thread(target=ordinary, args=(k,)) for k in range(clients)]
+        reader = threading.Thread(target=reads)
+        reader.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        stop.set()
+        reader.join()
+        return small, big
+
+    def close(self) -> None:
+        from memtree.eval.recall_eval import stop
+
+        self.caller.close()
+        stop(self.proc)
+
+
+def _print_tput(label: str, clients: int, f: dict) -> None:
+    (same, same_cpu), (one, one_cpu) = f["same"], f["one"]
+    print(
+        f"  [{label}] {clients:>3} client(s): writer {f['rate']:7.0f} notes/s, mean batch {f['batch']:5.1f},"
+        f" writer CPU {f['cpu'] * 1e6:5.0f} us/note; raw apsw, the same {f['nodes']} nodes + {f['audit']} audit rows:\n"
+        f"        {round(f['batch']):>5} nodes a transaction: {same:7.0f} rows/s, CPU {same_cpu * 1e6:5.0f} us/row"
+        f"  -> writer = {f['rate'] / same:6.1%} of its rate, {same_cpu / f['cpu']:6.1%} of its CPU efficiency\n"
+        f"        one transaction:         {one:7.0f} rows/s, CPU {one_cpu * 1e6:5.0f} us/row"
+        f"  -> writer = {f['rate'] / one:6.1%} of its rate, {one_cpu / f['cpu']:6.1%} of its CPU efficiency",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=4000, help="notes per phase")
+    ap.add_argument("--clients", default="1,8,32", help="client counts, comma-separated")
+    ap.add_argument("--acks", type=int, default=200, help="ingest acks per writer and series (0: none)")
+    ap.add_argument("--against", help="interpreter of another checkout whose writer is measured beside this one")
+    args = ap.parse_args(argv)
+
+    from memtree.eval.bench_hook import _payload
+    from memtree.eval.recall_eval import eval_config
+    from memtree.eval.stats import fmt_ms, summary
+
+    workdir = tempfile.mkdtemp(prefix="memtree-bench-writer-")
+    subjects: list[Subject] = []
+    try:
+        subjects.append(Subject(workdir, "this", sys.executable, eval_config()))
+        if args.against:
+            subjects.append(Subject(workdir, "against", args.against, eval_config()))
+        print(
+            f"writer throughput beside raw apsw of the same rows; {args.rows} notes a phase; cores: {os.cpu_count()};"
+            f" writers: {', '.join(f'{s.label} ({s.proc.args[0]})' for s in subjects)}"
+        )
+        for clients in (int(c) for c in args.clients.split(",")):
+            batch = None
+            for s in subjects:
+                figures = s.throughput(workdir, args.rows, clients, batch)
+                batch = figures["batch"]
+                _print_tput(s.label, clients, figures)
+        if args.acks:
+            acks: dict[str, list[float]] = {s.label: [] for s in subjects}
+            for i in range(args.acks):  # interleaved: both writers see the same moments
+                for s in subjects if i % 2 else subjects[::-1]:
+                    acks[s.label].append(s.ack(_payload, 1_000_000 + i))
+            print("\ningest ack (one ZMTP connection per ordinary Bash capture, as the hook sends it):")
+            for s in subjects:
+                print(f"  [{s.label}] {fmt_ms(summary(acks[s.label]))}")
+            mixed: dict[str, tuple[list, list]] = {s.label: ([], []) for s in subjects}
+            rounds = 4
+            for r in range(rounds):
+                for s in subjects if r % 2 else subjects[::-1]:
+                    small, big = s.mixed(max(5, args.acks // 4 // rounds), 2_000_000 + r * 1_000_000)
+                    mixed[s.label][0].extend(small)
+                    mixed[s.label][1].extend(big)
+            print("ingest ack, 4 clients of ordinary captures sharing batches with rewritten 40 KB Reads:")
+            for s in subjects:
+                print(f"  [{s.label}] ordinary: {fmt_ms(summary(mixed[s.label][0]))}")
+                print(f"  [{s.label}] 40 KB Read + preview: {fmt_ms(summary(mixed[s.label][1]))}")
+    finally:
+        for s in subjects:
+            s.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
