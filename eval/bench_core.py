@@ -7,8 +7,9 @@ Prints medians and p95s beside baselines measured in the same run:
   `python -c "import mcp"`, and the biggest imports of the front;
 - note write round trip over real stdio;
 - keyword search over real stdio at N notes;
-- writer throughput (group commit, concurrent clients) beside a raw apsw
-  batched insert of the same rows into the same schema.
+- writer throughput (group commit, concurrent clients) beside raw apsw
+  inserting the rows it stored (nodes + audit) into the same schema, in the
+  writer's mean transaction size and in one (eval/bench_writer has more).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ async def _session_figures(project: str, env: dict, notes: list[int], searches: 
 
         os.environ["MEMTREE_HOME"] = env["MEMTREE_HOME"]
         endpoint = paths_for_cwd(project).endpoint(protocol.SOCK_WRITE)
-        figures["tput"] = {c: add_notes(endpoint, tput_rows, c, _row) for c in (1, 8)}
+        figures["tput"] = {c: _writer_phase(endpoint, paths_for_cwd(project).db, tput_rows, c) for c in (1, 8)}
         words = ["parser", "cache", "socket", "budget", "walker", "sqlite", "token", "hook", "spool", "graph"]
 
         def seed_text(i: int) -> str:
@@ -124,6 +125,21 @@ async def _session_figures(project: str, env: dict, notes: list[int], searches: 
                     lat.append(time.perf_counter() - t0)
                 figures["search"][(size, label)] = lat
     return figures
+
+
+def _writer_phase(endpoint: str, db_path: str, rows: int, clients: int) -> dict:
+    """notes/s through the writer, its mean batch, and the rows it stored (for raw apsw to insert again)."""
+    from memtree.eval.bench_writer import stored_rows, writer_stats
+    from memtree.runtime.client import Caller
+
+    caller = Caller(endpoint, src="bench", timeout_ms=60000)
+    marks = stored_rows(db_path, (0, 0))[2]
+    req0, batch0 = writer_stats(caller)
+    rate = add_notes(endpoint, rows, clients, _row)
+    req1, batch1 = writer_stats(caller)
+    caller.close()
+    nodes, audit, _ = stored_rows(db_path, marks)
+    return {"rate": rate, "batch": (req1 - req0 - 1) / max(1, batch1 - batch0 - 1), "nodes": nodes, "audit": audit}
 
 
 def add_notes(endpoint: str, rows: int, clients: int, text) -> float:
@@ -153,31 +169,6 @@ def add_notes(endpoint: str, rows: int, clients: int, text) -> float:
     took = time.perf_counter() - t0
     if errors:
         raise errors[0]
-    return rows / took
-
-
-def raw_apsw_throughput(workdir: str, rows: int) -> float:
-    """Rows/s for one batched apsw transaction into the same schema (FTS triggers included)."""
-    import hashlib
-
-    from memtree.ids import now_ms, ulid
-    from memtree.store.db import open_write
-
-    db = open_write(os.path.join(workdir, "raw.db"))
-    data = []
-    for i in range(rows):
-        content = _row(i)
-        now = now_ms()
-        data.append((ulid(), "note", content, hashlib.sha256(content.encode()).hexdigest(), "live", now, now))
-    t0 = time.perf_counter()
-    with db:
-        db.executemany(
-            "INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            data,
-        )
-    took = time.perf_counter() - t0
-    db.close()
     return rows / took
 
 
@@ -222,13 +213,20 @@ def main(argv: list[str] | None = None) -> int:
                 f"keyword search, {label:<9} at {size:>6} notes over stdio  {fmt_ms(summary(lat))}"
                 f"  (seeded through the writer in {figs['seed_s'][size]:.0f}s)"
             )
+        from memtree.eval.bench_writer import raw_insert
+
         for clients in (1, 8):
-            print(f"writer throughput, {clients} client(s), group commit: {figs['tput'][clients]:8.0f} notes/s")
-        raw = raw_apsw_throughput(workdir, args.throughput_rows)
-        print(
-            f"raw apsw batched insert (one transaction):     {raw:8.0f} rows/s"
-            f"  (writer at 8 clients = {figs['tput'][8] / raw:.1%} of raw)"
-        )
+            print(
+                f"writer throughput, {clients} client(s), group commit: {figs['tput'][clients]['rate']:8.0f} notes/s"
+                f"  (mean batch {figs['tput'][clients]['batch']:.1f})"
+            )
+        at8 = figs["tput"][8]
+        for label, per_tx in (("its mean batch", round(at8["batch"])), ("one transaction", len(at8["nodes"]))):
+            raw, _cpu = raw_insert(workdir, at8["nodes"], at8["audit"], per_tx)
+            print(
+                f"raw apsw, the same rows (nodes + audit), {label:<15}: {raw:8.0f} rows/s"
+                f"  (writer at 8 clients = {at8['rate'] / raw:.1%} of raw)"
+            )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

@@ -1,7 +1,7 @@
 """Writer throughput beside raw apsw inserting the same rows (issue 17 point 3).
 
     .venv/bin/python -m memtree.eval.bench_writer [--rows 4000] [--clients 1,8,32]
-        [--against /work/main/.venv/bin/python] [--acks 200]
+        [--against /work/main/.venv/bin/python] [--acks 200] [--rounds 3]
 
 For each client count: notes/s through the real writer process (clients are
 threads with one DEALER each, every call waiting for its ack, as
@@ -28,21 +28,20 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from memtree.eval.bench_core import _row
+
 NODE_COLS = (
     "id, parent_id, kind, source_uri, content, content_hash, status, mtime, created_at, updated_at,"
     " truncated, original_bytes, metadata, session_id"
 )
 AUDIT_COLS = "at, actor, action, node_id, from_status, to_status, reason, detail"
-
-
-def _row(i: int) -> str:
-    return f"throughput note {i}: the writer batches concurrent requests into one transaction"
 
 
 def _cpu_s(pid: int) -> float:
@@ -142,9 +141,9 @@ class Subject:
         self.marks = stored_rows(self.paths.db, (0, 0))[2]
         self.ingest = self.paths.endpoint(protocol.SOCK_INGEST)
 
-    def throughput(self, workdir: str, rows: int, clients: int, batch: float | None = None) -> dict:
-        """notes/s, CPU a note, mean batch (``batch`` when the writer does not
-        count its batches: an older one) and raw apsw's figures for the same rows."""
+    def throughput(self, rows: int, clients: int) -> dict:
+        """notes/s, CPU a note, mean batch (None when the writer does not count
+        its batches: an older one) and the rows it stored."""
         from memtree import protocol
         from memtree.eval.bench_core import add_notes
 
@@ -154,18 +153,14 @@ class Subject:
         cpu = _cpu_s(self.proc.pid) - cpu0
         req1, batch1 = writer_stats(self.caller)
         mean_batch = (req1 - req0 - 1) / max(1, batch1 - batch0 - 1)  # less the Ping that read the stats
-        if not batch1:
-            mean_batch = batch or 1.0
         nodes, audit, self.marks = stored_rows(self.paths.db, self.marks)
-        same, one = (raw_insert(workdir, nodes, audit, n) for n in (round(mean_batch), len(nodes)))
         return {
             "rate": rate,
             "cpu": cpu / rows,
-            "batch": mean_batch,
+            "batch": mean_batch if batch1 else None,
+            "rows": (nodes, audit),
             "nodes": len(nodes),
             "audit": len(audit),
-            "same": same,
-            "one": one,
         }
 
     def ack(self, make, i: int, rewrite: bool = False) -> float:
@@ -215,15 +210,20 @@ class Subject:
         stop(self.proc)
 
 
-def _print_tput(label: str, clients: int, f: dict) -> None:
-    (same, same_cpu), (one, one_cpu) = f["same"], f["one"]
+def _print_tput(label: str, clients: int, runs: list[dict]) -> None:
+    """Medians over the rounds (each round's raw figures are for that round's rows)."""
+    med = statistics.median
+    rate, cpu, batch = (med(r[k] for r in runs) for k in ("rate", "cpu", "batch"))
+    same, same_cpu = med(r["same"][0] for r in runs), med(r["same"][1] for r in runs)
+    one, one_cpu = med(r["one"][0] for r in runs), med(r["one"][1] for r in runs)
     print(
-        f"  [{label}] {clients:>3} client(s): writer {f['rate']:7.0f} notes/s, mean batch {f['batch']:5.1f},"
-        f" writer CPU {f['cpu'] * 1e6:5.0f} us/note; raw apsw, the same {f['nodes']} nodes + {f['audit']} audit rows:\n"
-        f"        {round(f['batch']):>5} nodes a transaction: {same:7.0f} rows/s, CPU {same_cpu * 1e6:5.0f} us/row"
-        f"  -> writer = {f['rate'] / same:6.1%} of its rate, {same_cpu / f['cpu']:6.1%} of its CPU efficiency\n"
+        f"  [{label}] {clients:>3} client(s), median of {len(runs)}: writer {rate:7.0f} notes/s, mean batch {batch:5.1f},"
+        f" writer CPU {cpu * 1e6:5.0f} us/note; raw apsw, the same {runs[0]['nodes']} nodes + {runs[0]['audit']}"
+        f" audit rows:\n"
+        f"        {round(batch):>5} nodes a transaction: {same:7.0f} rows/s, CPU {same_cpu * 1e6:5.0f} us/row"
+        f"  -> writer = {rate / same:6.1%} of its rate, {same_cpu / cpu:6.1%} of its CPU efficiency\n"
         f"        one transaction:         {one:7.0f} rows/s, CPU {one_cpu * 1e6:5.0f} us/row"
-        f"  -> writer = {f['rate'] / one:6.1%} of its rate, {one_cpu / f['cpu']:6.1%} of its CPU efficiency",
+        f"  -> writer = {rate / one:6.1%} of its rate, {one_cpu / cpu:6.1%} of its CPU efficiency",
         flush=True,
     )
 
@@ -232,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=4000, help="notes per phase")
     ap.add_argument("--clients", default="1,8,32", help="client counts, comma-separated")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of each phase (medians printed)")
     ap.add_argument("--acks", type=int, default=200, help="ingest acks per writer and series (0: none)")
     ap.add_argument("--against", help="interpreter of another checkout whose writer is measured beside this one")
     args = ap.parse_args(argv)
@@ -251,11 +252,20 @@ def main(argv: list[str] | None = None) -> int:
             f" writers: {', '.join(f'{s.label} ({s.proc.args[0]})' for s in subjects)}"
         )
         for clients in (int(c) for c in args.clients.split(",")):
-            batch = None
+            runs: dict[str, list[dict]] = {s.label: [] for s in subjects}
+            for r in range(args.rounds):  # alternating order: neither writer always runs first
+                for s in subjects if r % 2 == 0 else subjects[::-1]:
+                    runs[s.label].append(s.throughput(args.rows, clients))
+                known = next(runs[s.label][-1]["batch"] for s in subjects if runs[s.label][-1]["batch"])
+                for s in subjects:  # raw apsw, right after: a writer that counts no batches gets the other's size
+                    f = runs[s.label][-1]
+                    f["batch"] = f["batch"] or known
+                    nodes, audit = f.pop("rows")
+                    f["same"], f["one"] = (
+                        raw_insert(workdir, nodes, audit, n) for n in (round(f["batch"]), len(nodes))
+                    )
             for s in subjects:
-                figures = s.throughput(workdir, args.rows, clients, batch)
-                batch = figures["batch"]
-                _print_tput(s.label, clients, figures)
+                _print_tput(s.label, clients, runs[s.label])
         if args.acks:
             acks: dict[str, list[float]] = {s.label: [] for s in subjects}
             for i in range(args.acks):  # interleaved: both writers see the same moments
