@@ -2,8 +2,10 @@
 
 When a socket is readable it drains what is queued on the write and ingest
 ROUTERs (up to writer.batchMax), runs every request in one transaction with
-a SAVEPOINT each (a failing request rolls back alone), commits, and only then
-replies and publishes ``NodesChanged`` events. A request that hits a bug gets
+a SAVEPOINT each (a failing request rolls back alone), takes in what arrived
+meanwhile (BATCH_FILL_S), commits, and only then replies and publishes
+``NodesChanged`` events. Big frames (whole-file Reads) get a batch of their
+own after the small ones are answered (HEAVY_FRAME_BYTES). A request that hits a bug gets
 an ``internal`` error reply and the writer lives: a poison request must not
 crash-loop the only writer. Storage that cannot take writes (disk full, a
 read-only database file; memtree.store.write.writable) is noticed before a batch or
