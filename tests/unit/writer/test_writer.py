@@ -302,3 +302,33 @@ def test_acked_writes_survive_a_kill_before_the_writer_checkpoints(tmp_path):
         assert sorted(r[0] for r in stored) == sorted(acked)
     finally:
         reap(again)
+
+
+def test_a_reader_holding_a_snapshot_never_stalls_the_requests_behind_a_forget(writer):
+    """After a Forget the writer truncates the WAL; a reader mid-transaction
+    keeps that from going through. The truncate must not wait for the reader
+    (the 5 s busy timeout would hold every request behind it): the next call
+    is answered while the reader still holds its snapshot, and the WAL is
+    truncated on a later tick once the reader lets go."""
+    from memtree.store.db import BUSY_TIMEOUT_MS, open_read
+
+    paths, proc, caller = writer
+    gone = caller.call(protocol.AddNode(kind="note", status="live", content="a note forgotten while a reader reads"))
+    reader = open_read(paths.db)
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM nodes WHERE id = ?", (gone["id"],)).fetchall() == [(1,)]
+        caller.call(protocol.Forget(node_id=gone["id"], reason="user asked"))
+        # Well inside the busy timeout: a truncate that waited for the reader would still be waiting.
+        after = caller.call(
+            protocol.AddNode(kind="note", status="live", content="written behind the forget"),
+            timeout_ms=BUSY_TIMEOUT_MS * 3 // 5,
+        )
+        assert after["status"] == "live"
+        assert os.path.getsize(paths.db + "-wal") > 0  # the reader's snapshot still needs it
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    wait_until(lambda: os.path.getsize(paths.db + "-wal") == 0, what="WAL truncated once the reader let go")
+    assert rows(paths, "SELECT status FROM nodes WHERE id = ?", (after["id"],)) == [("live",)]
+    assert proc.poll() is None
