@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark in turn (core, redact, hook, tools, idle, robust, doctor, storage, embed,
+"""`make bench`: every benchmark in turn (core, writer, redact, hook, tools, idle, robust, doctor, storage, embed,
 recall eval, broad recall eval, search by mode, search at scale, context A/B), figures to stdout."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from memtree.eval import (
     bench_search,
     bench_storage,
     bench_tools,
+    bench_writer,
     broad_eval,
     recall_eval,
 )
@@ -26,6 +27,7 @@ from memtree.eval.context_ab import run as context_ab
 def main() -> int:
     for name, bench in (
         ("core", bench_core),
+        ("writer", bench_writer),
         ("redact", bench_redact),
         ("hook", bench_hook),
         ("tools", bench_tools),
