@@ -206,6 +206,7 @@ async def stop_when_orphaned(scope) -> None:
 async def serve(front: Front) -> None:
     from mcp.server.stdio import stdio_server
 
+    from memtree.front import resume
     from memtree.front.mcp_stdin import StdinLines
 
     stdin = StdinLines()
@@ -217,7 +218,12 @@ async def serve(front: Front) -> None:
             tg.start_soon(stop_on_signal, tg.cancel_scope)
             tg.start_soon(stop_when_orphaned, tg.cancel_scope)
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):
-                await front.server.run(read_stream, write_stream, front.server.create_initialization_options())
+                handed = resume.take()  # the plugin's waiting server initialized this connection
+                if handed is None:
+                    await front.server.run(read_stream, write_stream, front.server.create_initialization_options())
+                else:
+                    async with resume.resumed(read_stream, write_stream, handed) as (r, w):
+                        await front.server.run(r, w, front.server.create_initialization_options())
             log.info("mcp: stdin closed, exiting")
             tg.cancel_scope.cancel()
     finally:

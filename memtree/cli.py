@@ -55,6 +55,12 @@ def _serve(argv: list[str]) -> int:
         except BadRequest as e:
             print(f"memtree serve: {e.message}", file=sys.stderr)
             return 2
+    import os
+
+    from memtree.front import resume
+
+    if resume.ENV in os.environ:  # the plugin's waiting server handed its connection over: for the front only
+        front_env[resume.ENV] = os.environ.pop(resume.ENV)
     from memtree.supervisor.main import serve
 
     return serve(args.project, front=not args.no_front, front_env=front_env)

@@ -14,8 +14,11 @@ plugin dependencies.
                   hook (the session brief), as `memtree install` registers
                   it; else start the install in the background and say so
                   (never blocks a turn)
-  serve           MCP server: install first if needed (waiting for one in
-                  progress), then exec ``memtree serve``
+  serve           MCP server: ready -> exec ``memtree serve``; else start the
+                  install and, once its first step (the MCP SDK) is in the
+                  environment, exec plugin/waiting_server.py, which answers
+                  Claude Code with no tools and hands the connection over to
+                  ``memtree serve`` (tools/list_changed) when the rest is in
   install         install now (under a lock; a second one waits, then sees it done)
   hook [ARG]      a capture hook (PostToolUse/Failure; ARG post-compact, file-changed)
                   while the environment is not ready: the hooks are standard
@@ -59,6 +62,8 @@ def _paths(data: str) -> dict:
         "venv": os.path.join(data, "venv"),
         "lib": os.path.join(data, "lib"),
         "stamp": os.path.join(data, "installed.manifest"),
+        "sdk_stamp": os.path.join(data, "sdk.manifest"),  # the first step: the MCP SDK is in the venv
+        "python": os.path.join(data, "venv", "bin", "python"),
         "log": os.path.join(data, "install.log"),
         "failed": os.path.join(data, "install.failed"),
         "lock": os.path.join(data, "install.lock"),
@@ -74,6 +79,27 @@ def ready(data: str) -> bool:
     except OSError:
         return False
     return stamped == manifest() and os.access(p["memtree"], os.X_OK) and os.path.isdir(p["lib"])
+
+
+def sdk_ready(data: str) -> bool:
+    """The environment has the MCP SDK (the install's first step): the waiting server can run."""
+    p = _paths(data)
+    try:
+        with open(p["sdk_stamp"], encoding="utf-8") as f:
+            stamped = f.read()
+    except OSError:
+        return False
+    return stamped == manifest() and os.access(p["python"], os.X_OK)
+
+
+def sdk_requirement() -> str:
+    """pyproject's requirement on the MCP SDK (one place for its version range)."""
+    import re
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        deps = tomllib.load(f)["project"]["dependencies"]
+    return next(d for d in deps if re.split(r"[<>=!~\[;\s]", d, maxsplit=1)[0] == "mcp")
 
 
 def _log(data: str, line: str) -> None:
@@ -93,10 +119,30 @@ def install(data: str) -> None:
             return
         _log(data, f"installing memtree from {ROOT} into {p['venv']}")
         t0 = time.monotonic()
+        if os.path.exists(p["sdk_stamp"]):  # the venv is about to be cleared under it
+            os.unlink(p["sdk_stamp"])
         try:
-            _run(data, [sys.executable, "-m", "venv", "--clear", p["venv"]])
-            py = os.path.join(p["venv"], "bin", "python")
-            _run(data, [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", ROOT])
+            py = p["python"]
+            pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+            # The SDK first, on its own: the MCP server can answer Claude Code (with no tools
+            # yet) long before the whole environment is in, and offer the tools once it is.
+            # Claude Code waits for a starting server MCP_TIMEOUT (30 s by default) and at most
+            # 60 s (its initialize request's timeout), so this step is kept short: this
+            # Python's own pip when it has one (no pip installed into the venv first) and no
+            # bytecode compiled ahead (it is compiled as it is imported).
+            if _has_pip_python_option():
+                _run(data, [sys.executable, "-m", "venv", "--clear", "--without-pip", p["venv"]])
+                sdk = [sys.executable, "-m", "pip", "--python", py, "install", "--disable-pip-version-check", "-q"]
+                _run(data, [*sdk, "--no-compile", sdk_requirement()])
+            else:
+                _run(data, [sys.executable, "-m", "venv", "--clear", p["venv"]])
+                _run(data, [*pip, "--no-compile", sdk_requirement()])
+            with open(p["sdk_stamp"], "w", encoding="utf-8") as f:
+                f.write(manifest())
+            _log(data, f"MCP SDK in after {time.monotonic() - t0:.1f} s")
+            if not os.path.exists(os.path.join(p["venv"], "bin", "pip")):
+                _run(data, [py, "-m", "ensurepip", "--default-pip"])  # the venv as `python -m venv` makes it
+            _run(data, [*pip, ROOT])
             site = subprocess.run(
                 [py, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                 capture_output=True,
@@ -118,6 +164,18 @@ def install(data: str) -> None:
         if os.path.exists(p["failed"]):
             os.unlink(p["failed"])
         _log(data, f"installed in {time.monotonic() - t0:.1f} s")
+
+
+def _has_pip_python_option() -> bool:
+    """This Python has pip 22.3 or newer, which installs into another environment (--python)."""
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "--version"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.split()
+        major, minor = (int(x) for x in out[1].split(".")[:2])
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return False
+    return (major, minor) >= (22, 3)
 
 
 def _run(data: str, argv: list[str]) -> None:
@@ -169,8 +227,10 @@ def session_start(data: str) -> int:
     msg = (
         f"memtree: setting up its Python environment in {p['venv']} (first run or update, about a minute; "
         f"log: {p['log']}).{why} This session's Read/Grep/Bash calls are kept meanwhile (spooled by this "
-        f"Python, stored once memtree runs); memtree's tools join this session only if the setup ends before "
-        f"Claude Code stops waiting for its server (MCP_TIMEOUT, 30 s by default), else the next one."
+        f"Python, stored once memtree runs). memtree's tools join this session when the setup is done: its "
+        f"server answers Claude Code with no tools once the setup's first step (the MCP SDK) is in, then "
+        f"offers them (tools/list_changed); if that first step takes longer than Claude Code waits for a "
+        f"starting server (MCP_TIMEOUT, 30 s by default), they come with the next session."
     )
     offer = _import_offer(p["memtree"])
     if offer:
@@ -191,15 +251,19 @@ def hook(data: str, args: list[str]) -> int:
 
 
 def serve(data: str) -> int:
-    """Wait for the environment (installing it in the background if needed), then be ``memtree serve``.
-    Claude Code gives a starting MCP server MCP_TIMEOUT (30 s by default); a
-    longer first install makes this session go without memtree's tools, the
-    next one has them."""
+    """Be ``memtree serve`` once the environment is ready; before that, as soon as its
+    first step (the MCP SDK) is in, the waiting server (plugin/waiting_server.py), which
+    answers Claude Code with no tools and becomes ``memtree serve`` when the rest is in.
+    Claude Code gives a starting MCP server MCP_TIMEOUT (30 s by default): a first
+    step longer than that makes this session go without memtree's tools."""
+    p = _paths(data)
     if not ready(data):
-        p = _paths(data)
         started = time.time()
         _install_in_background(data)
         while not ready(data):
+            if sdk_ready(data):
+                waiting = os.path.join(ROOT, "plugin", "waiting_server.py")
+                os.execv(p["python"], [p["python"], "-I", waiting])
             try:
                 if os.path.getmtime(p["failed"]) >= started:
                     print(f"memtree plugin: could not install its environment; see {p['log']}", file=sys.stderr)
@@ -210,9 +274,16 @@ def serve(data: str) -> int:
                 print(f"memtree plugin: its environment is still installing; see {p['log']}", file=sys.stderr)
                 return 1
             time.sleep(0.5)  # waiting on another process's install; nothing to poll but the files
-    py = os.path.join(_paths(data)["venv"], "bin", "python")
+    return exec_memtree_serve(data)
+
+
+def exec_memtree_serve(data: str, env: dict | None = None) -> int:
+    py = _paths(data)["python"]
     # -E: a PYTHONPATH pointing into the project must not shadow memtree's imports (-P: nor the cwd).
-    os.execv(py, [py, "-E", "-P", "-m", "memtree.cli", "serve"])
+    argv = [py, "-E", "-P", "-m", "memtree.cli", "serve"]
+    if env is None:
+        os.execv(py, argv)
+    os.execve(py, argv, env)
     return 1  # not reached
 
 
