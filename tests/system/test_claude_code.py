@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 
@@ -195,18 +194,7 @@ def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
 
 def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude_bin, tmp_path):
     proj, home = _project(tmp_path), str(tmp_path / "home")
-    market = str(tmp_path / "market")
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    for rel in files:  # the repository as a clone would have it (no .venv)
-        if os.path.isfile(os.path.join(REPO, rel)):
-            os.makedirs(os.path.dirname(os.path.join(market, rel)), exist_ok=True)
-            shutil.copy2(os.path.join(REPO, rel), os.path.join(market, rel))
+    market = cli.plugin_market(REPO, str(tmp_path / "market"))
     env = cli.base_env(home)
     added = cli.claude(claude_bin, ["plugin", "marketplace", "add", market], env, proj)
     assert added.returncode == 0 and "Successfully added marketplace" in added.stdout + added.stderr, added

@@ -177,6 +177,24 @@ class FakeApi:
             return [json.loads(line) for line in f if line.strip()]
 
 
+def plugin_market(repo: str, dest: str) -> str:
+    """The repository as a clone would have it (tracked and new files, no .venv): a local marketplace."""
+    import shutil
+
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for rel in files:
+        if os.path.isfile(os.path.join(repo, rel)):
+            os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+            shutil.copy2(os.path.join(repo, rel), os.path.join(dest, rel))
+    return dest
+
+
 def claude(binary: str, args: list[str], env: dict, cwd: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
         [binary, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
