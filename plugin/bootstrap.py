@@ -230,7 +230,7 @@ def session_start(data: str) -> int:
         f"Python, stored once memtree runs). memtree's tools join this session when the setup is done: its "
         f"server answers Claude Code with no tools once the setup's first step (the MCP SDK) is in, then "
         f"offers them (tools/list_changed); if that first step takes longer than Claude Code waits for a "
-        f"starting server (MCP_TIMEOUT, 30 s by default), they come with the next session."
+        f"starting server (MCP_TIMEOUT, 30 s by default, at most 60 s), they come with the next session."
     )
     offer = _import_offer(p["memtree"])
     if offer:

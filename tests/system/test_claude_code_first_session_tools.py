@@ -94,7 +94,11 @@ def test_the_first_plugin_session_is_offered_memtrees_tools_once_its_environment
         log = f.read()
     with open(os.path.join(data, "install.log")) as f:
         install_log = f.read()
+    # The first message says what happens: the tools join this session, or the next one if the
+    # first step is too slow for Claude Code's wait.
     assert "memtree: setting up its Python environment" in log, log[-3000:]
+    assert "memtree's tools join this session when the setup is done" in log, log[-3000:]
+    assert "at most 60 s), they come with the next session" in log, log[-3000:]
     assert install_log.count("installed in") == 1 and "MCP SDK in after" in install_log, install_log
     # The install's first step must beat the CLI's wait for a starting server (at most 60 s, the
     # initialize request's own timeout, whatever MCP_TIMEOUT says).
