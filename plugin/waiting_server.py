@@ -22,15 +22,19 @@ import os
 import sys
 import time
 
-import anyio
-import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.lowlevel.server import NotificationOptions
-from mcp.server.stdio import stdio_server
-from mcp.types import CallToolResult, ListToolsResult, TextContent
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # bootstrap.py; memtree's mcp_sdk (standard library only)
+import bootstrap  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bootstrap  # noqa: E402 - the plugin's own folder, put on the path just above
+from memtree.front import mcp_sdk  # noqa: E402
+
+mcp_sdk.lean_import()  # the SDK's import is most of this server's start, and Claude Code is waiting
+import anyio  # noqa: E402
+import mcp_types as types  # noqa: E402
+from mcp.server.lowlevel import Server  # noqa: E402
+from mcp.server.lowlevel.server import NotificationOptions  # noqa: E402
+from mcp.server.stdio import stdio_server  # noqa: E402
+from mcp.types import CallToolResult, ListToolsResult, TextContent  # noqa: E402
 
 RESUME_ENV = "MEMTREE_MCP_RESUME"  # read by memtree.front.resume
 POLL_S = 0.5  # how often the install's files are looked at (another process writes them)
