@@ -162,6 +162,26 @@ def terms(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def present_terms(text: str, wanted) -> set[str]:
+    """``set(terms(text)) & set(wanted)``, splitting and stemming only the words
+    that can yield one: a term is a stemmed prefix of a lowercased part of a
+    word, so only a word holding ``t`` (lowercased) can yield ``t``; the rest
+    cost one substring test each, not a split and a stem (stemming every word
+    of every candidate was most of a broad query's ranking)."""
+    want = tuple(t for t in dict.fromkeys(wanted) if t)
+    low = text.lower()
+    if not any(t in low for t in want):  # a candidate holding none of them costs this only
+        return set()
+    out: set[str] = set()
+    for w in dict.fromkeys(_IDENT.findall(text)):
+        lw = w.lower()
+        for t in want:
+            if t in lw:
+                out.update(x for x in _word_terms(w) if x in want)
+                break
+    return out
+
+
 def is_symbol_query(query: str) -> bool:
     return _SYMBOL_QUERY.match(query.strip()) is not None
 
@@ -226,8 +246,10 @@ def coverage(cand_terms: set[str], q_terms: list[str], idf: dict[str, float]) ->
     return sum(idf.get(t, 1.0) for t in q_terms if t in cand_terms) / total
 
 
-def candidate_terms(c: Candidate) -> set[str]:
-    return set(terms((c.node.get("content") or "") + " " + (c.symbol or "") + " " + c.path))
+def candidate_terms(c: Candidate, wanted=None) -> set[str]:
+    """The chunk's terms (content, symbol and path); only those among ``wanted`` when given."""
+    text = (c.node.get("content") or "") + " " + (c.symbol or "") + " " + c.path
+    return set(terms(text)) if wanted is None else present_terms(text, wanted)
 
 
 # The first definition line(s) of a chunk and the docstring under it.
@@ -238,11 +260,13 @@ _HEAD = re.compile(
 )
 
 
-def head_terms(c: Candidate) -> set[str]:
+def head_terms(c: Candidate, wanted=None) -> set[str]:
     """What a chunk says it is: its symbol's name parts, its definition line
-    and docstring (a function named and documented for what it does)."""
+    and docstring (a function named and documented for what it does); only
+    the terms among ``wanted`` when given."""
     m = _HEAD.search((c.node.get("content") or "")[:20_000])
-    return set(terms((c.symbol or "") + " " + (m.group(0) if m else "")))
+    text = (c.symbol or "") + " " + (m.group(0) if m else "")
+    return set(terms(text)) if wanted is None else present_terms(text, wanted)
 
 
 def score(cands: list[Candidate], query: str, idf: dict[str, float]) -> None:
@@ -256,10 +280,10 @@ def score(cands: list[Candidate], query: str, idf: dict[str, float]) -> None:
     asks_tests = "test" in query.lower()
     words = set(q_terms)
     for c in cands:
-        c.coverage = coverage(candidate_terms(c), q_terms, idf)
+        c.coverage = coverage(candidate_terms(c, words), q_terms, idf)
         s = c.base * (0.25 + 0.75 * c.coverage)
         if not symbol_query and len(words) > 1:
-            s += HEAD_WEIGHT * coverage(head_terms(c), q_terms, idf) ** 2
+            s += HEAD_WEIGHT * coverage(head_terms(c, words), q_terms, idf) ** 2
         path = c.path
         if names and defines(c, names):
             s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0)

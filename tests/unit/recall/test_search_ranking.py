@@ -154,3 +154,40 @@ def test_the_names_whose_definitions_a_query_asks_for(query, names):
     from memtree.recall import ranking
 
     assert ranking.queried_symbols(query)[0] == names
+
+
+def test_present_terms_finds_exactly_the_query_terms_a_full_split_finds():
+    """Ranking checks only the query's terms in a candidate (present_terms);
+    it must agree with splitting and stemming every word (terms), over real
+    code and over random identifier soup (camelCase, snake_case, digits, stems)."""
+    import random
+
+    from memtree.recall import ranking
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    texts = [DEFINES, *USES.values()]
+    for name in sorted(os.listdir(here))[:8]:
+        with open(os.path.join(here, name), encoding="utf-8") as f:
+            texts.append(f.read())
+    rng = random.Random(17)
+    texts += ["".join(rng.choice("aAbBcCeEsSdDiIyY_1 .-\n(é") for _ in range(60)) for _ in range(3000)]
+    queries = [ranking.terms(q) for q in ("expired cache entries", "HTTPServerError get_in", "parse intervals")]
+    queries += [["".join(rng.choice("abcesdiy_1") for _ in range(rng.randint(1, 4))) for _ in range(3)]] * 50
+    found = 0
+    for text in texts:
+        own = ranking.terms(text)
+        for q in [*rng.sample(queries, 3), rng.sample(own, min(2, len(own))) + rng.choice(queries)]:
+            want = set(own) & set(q)
+            assert ranking.present_terms(text, q) == want, (text, q)
+            found += bool(want)
+    assert found > 1000  # positive control: most cases hold some of the terms
+    assert ranking.present_terms("the expiredCacheEntries", ["expir", "cach"]) == {"expir", "cach"}
+    assert ranking.present_terms("nothing relevant", ["expir"]) == set()
+
+
+def test_keyword_hits_carry_their_fts_snippet(store, conn):
+    """Candidates come without snippets; the hits kept get theirs, for the
+    query's words (looked up after ranking, for the hits only)."""
+    hits = search.run(conn, "parse_interval", "keyword", {}, 10).hits
+    assert {c.node["id"] for c in hits} >= {store.defining}
+    assert all(c.snippet and "parse_interval" in c.snippet for c in hits), [c.snippet for c in hits]
