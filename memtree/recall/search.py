@@ -195,18 +195,36 @@ def _prose_words(query: str) -> list[str]:
     return (kept + joined)[:MAX_TERMS]
 
 
-def keyword_candidates(conn, query: str, filters: dict, n: int = CANDIDATES) -> list[tuple[dict, float, str]]:
-    """BM25 candidates (stopwords out), plus the chunks defining a queried symbol."""
-    rows = reads.search_fts(conn, fts_query(" ".join(_prose_words(query))), filters, n)
+def _keyword_matches(query: str) -> tuple[str, str | None]:
+    """The MATCH of the query's prose words, and of ``def``/``class`` phrases
+    naming a queried symbol (None: no symbol)."""
     names, _ = ranking.queried_symbols(query)
-    if names:
+    phrases = " OR ".join(
+        f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class") if re.fullmatch(r"[A-Za-z0-9_]+", n_)
+    )
+    return fts_query(" ".join(_prose_words(query))), phrases or None
+
+
+def keyword_candidates(conn, query: str, filters: dict, n: int = CANDIDATES) -> list[tuple[dict, float, str]]:
+    """BM25 candidates (stopwords out), plus the chunks defining a queried symbol;
+    without snippets (``with_snippets`` adds them to the hits kept)."""
+    prose, phrases = _keyword_matches(query)
+    rows = reads.search_fts(conn, prose, filters, n, snippets=False)
+    if phrases:
         have = {r[0]["id"] for r in rows}
-        phrases = " OR ".join(
-            f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class") if re.fullmatch(r"[A-Za-z0-9_]+", n_)
-        )
-        if phrases:
-            rows += [r for r in reads.search_fts(conn, phrases, filters, 20) if r[0]["id"] not in have]
+        rows += [r for r in reads.search_fts(conn, phrases, filters, 20, snippets=False) if r[0]["id"] not in have]
     return rows
+
+
+def with_snippets(conn, hits: list[ranking.Candidate], query: str, filters: dict) -> None:
+    """The FTS snippet of each keyword hit, looked up for the hits kept only
+    (one indexed lookup each, where a snippet for every candidate was most of
+    a broad query's cost)."""
+    todo = {c.node["id"]: c for c in hits if c.snippet is None and (c.keyword_rank or c.semantic_rank is None)}
+    for match in _keyword_matches(query):
+        if match and todo:
+            for node_id, snip in reads.snippets(conn, match, list(todo), filters.get("status")).items():
+                todo.pop(node_id).snippet = snip
 
 
 def semantic_candidates(conn, emb: dict, filters: dict, n: int = CANDIDATES) -> list[tuple[dict, float]]:
@@ -347,4 +365,5 @@ def run(
         return Outcome([], mode, requested, degraded, abstained=True, evidence=ev)
     if abstain and sem_rows:
         hits = above_floor(hits, model)
+    with_snippets(conn, hits, query, filters)
     return Outcome(hits, mode, requested, degraded, evidence=ev, weak=is_weak(ev, model))

@@ -181,32 +181,99 @@ def recent(conn, filters: dict, limit: int) -> list[Node]:
     return [_node(r) for r in rows]
 
 
-def search_fts(conn, match: str, filters: dict, limit: int) -> list[tuple[Node, float, str]]:
+# Top-k by BM25 from the FTS index alone first (no join per match), this many
+# times ``limit``; exact whenever that many pass the filters, else the filtered scan.
+FTS_OVERFETCH = 2
+FTS_OVERFETCH_MIN = 20
+
+
+def search_fts(conn, match: str, filters: dict, limit: int, snippets: bool = True) -> list[tuple[Node, float, str]]:
     """(node, score, snippet), best first. Filters sit inside the SQL, never
-    after a top-k, so hidden matches cannot starve a live one. Two steps: the
-    top ``limit`` rowids by BM25 among the matches that pass the filters,
-    then columns and snippets for those only (a broad query matches tens of
-    thousands of rows; a snippet and a row for each was its tail)."""
+    after a top-k, so hidden matches cannot starve a live one. Three reads in
+    one snapshot: the top ``limit`` rowids by BM25 among the matches that pass
+    the filters, their rows by rowid, and (``snippets``; else None) a snippet
+    of each, one indexed lookup apiece (a broad query matches tens of
+    thousands of rows; a snippet or a row for each was its tail).
+
+    The top rowids come from the FTS index alone, ranked without touching
+    ``nodes``, over-fetched; when at least ``limit`` of those pass the
+    filters they are the answer (every match outside them ranks lower), else
+    (a filter that hides most matches) the filtered scan decides."""
     where, params = _filters_sql(filters)
-    top = conn.execute(
+    conn.execute("SAVEPOINT search_fts")  # one snapshot: the ranking, the rows and the snippets agree
+    try:
+        top = _top_rowids(conn, match, filters, limit)
+        if not top:
+            return []
+        rows = conn.execute(
+            f"SELECT n.rowid, {_SELECT} FROM nodes n WHERE n.rowid IN (SELECT value FROM json_each(?)) AND {where}",
+            [json.dumps([r for r, _ in top]), *params],
+        )
+        found = {r[0]: r[1:] for r in rows}
+        out = []
+        for rowid, score in top:
+            r = found.get(rowid)
+            if r is not None:
+                snip = _snippet(conn, match, rowid) if snippets else None
+                out.append((_node(r), -float(score), snip))  # bm25: lower is better
+        return out
+    finally:
+        conn.execute("RELEASE search_fts")
+
+
+def _top_rowids(conn, match: str, filters: dict, limit: int) -> list[tuple[int, float]]:
+    where, params = _filters_sql(filters)
+    want = max(limit * FTS_OVERFETCH, limit + FTS_OVERFETCH_MIN)
+    ranked = conn.execute(
+        "SELECT rowid, bm25(nodes_fts) AS score FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY score LIMIT ?",
+        [match, want],
+    ).fetchall()
+    if not ranked:
+        return []
+    passing = {
+        r[0]
+        for r in conn.execute(
+            f"SELECT n.rowid FROM nodes n WHERE n.rowid IN (SELECT value FROM json_each(?)) AND {where}",
+            [json.dumps([r for r, _ in ranked]), *params],
+        )
+    }
+    kept = [r for r in ranked if r[0] in passing]
+    if len(kept) >= limit or len(ranked) < want:
+        return kept[:limit]
+    return conn.execute(
         f"SELECT nodes_fts.rowid, bm25(nodes_fts) AS score FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
         f"WHERE nodes_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
         [match, *params, limit],
     ).fetchall()
-    if not top:
-        return []
-    rows = conn.execute(
-        f"SELECT nodes_fts.rowid, {_SELECT}, snippet(nodes_fts, 0, '', '', ' … ', 24) "
-        f"FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
-        f"WHERE nodes_fts MATCH ? AND nodes_fts.rowid IN (SELECT value FROM json_each(?)) AND {where}",
-        [match, json.dumps([r for r, _ in top]), *params],
-    )
-    found = {r[0]: r[1:] for r in rows}
-    out = []
-    for rowid, score in top:
-        r = found.get(rowid)
-        if r is not None:  # the same snapshot unless a write landed between the two reads
-            out.append((_node(r[: len(COLS)]), -float(score), r[len(COLS)]))  # bm25: lower is better
+
+
+def _snippet(conn, match: str, rowid: int) -> str | None:
+    """The snippet of one row its caller read under the predicate."""
+    row = conn.execute(
+        "SELECT snippet(nodes_fts, 0, '', '', ' … ', 24) FROM nodes_fts WHERE nodes_fts MATCH ? AND rowid = ?",
+        [match, rowid],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def snippets(conn, match: str, ids: list[str], statuses=None) -> dict[str, str]:
+    """id -> FTS snippet for ``match`` of those of ``ids`` that pass the
+    predicate and match (search fills in its final hits only)."""
+    where, params = status_clause("n", statuses)
+    out: dict[str, str] = {}
+    conn.execute("SAVEPOINT snippets")
+    try:
+        for part in batches(dict.fromkeys(ids)):
+            marks = ",".join("?" * len(part))
+            rows = conn.execute(
+                f"SELECT n.id, n.rowid FROM nodes n WHERE n.id IN ({marks}) AND {where}", [*part, *params]
+            ).fetchall()
+            for node_id, rowid in rows:
+                snip = _snippet(conn, match, rowid)
+                if snip is not None:
+                    out[node_id] = snip
+    finally:
+        conn.execute("RELEASE snippets")
     return out
 
 

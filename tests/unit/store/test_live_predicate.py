@@ -23,6 +23,7 @@ READ = re.compile(r"\bSELECT\b[\s\S]*?\b(?:FROM|JOIN)\s+(?:nodes|nodes_fts|edges
 
 # "path::function": why this read may ignore the live predicate.
 ALLOW: dict[str, str] = {
+    "memtree/store/reads.py::_snippet": "the snippet of one rowid its caller (search_fts, snippets) read under the predicate",
     "memtree/store/reads.py::doc_counts": "document frequencies for IDF weights: counts only, no node or content",
     "memtree/store/vector_index.py::_load": "the first-pass cache holds every status as data (filtered per query"
     " as the SQL filters; vectors.knn reranks under the live predicate)",
@@ -46,6 +47,7 @@ PINNED: dict[str, set] = {
     "memtree/store/reads.py::children": {CALLER},
     "memtree/store/reads.py::chunk_ids_by_start": {_L},
     "memtree/store/reads.py::doc_counts": set(),
+    "memtree/store/reads.py::_snippet": set(),
     "memtree/store/reads.py::file_chunks": {CALLER},
     "memtree/store/reads.py::edges_of": {CALLER},
     "memtree/store/reads.py::get_node": {CALLER},
@@ -54,6 +56,8 @@ PINNED: dict[str, set] = {
     "memtree/store/reads.py::parent_of": {CALLER},
     "memtree/store/reads.py::recent": {CALLER},
     "memtree/store/reads.py::search_fts": {CALLER},
+    "memtree/store/reads.py::_top_rowids": {CALLER},
+    "memtree/store/reads.py::snippets": {CALLER},
     "memtree/store/reads.py::summary_of": {_L},
     "memtree/store/recent_work.py::files": {_L},
     "memtree/store/recent_work.py::notes": {_L},
