@@ -30,7 +30,7 @@ from memtree.actors.base import Actor, main_for
 from memtree.capture import heartbeat, ingest, rewrite, spool
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
-from memtree.store.write import bookkeeping, captures, mutations, rescan, vectors
+from memtree.store.write import bookkeeping, captures, fts, mutations, rescan, vectors
 from memtree.store.write.mutations import Tx
 from memtree.store.write.writable import STORAGE_ERRORS, Writability, describe
 
@@ -116,6 +116,7 @@ HANDLERS = {
     protocol.Redact: lambda tx, rec: {"changed": rescan.reredact(tx, rec.ids)},
     protocol.RebuildIndexes: lambda tx, rec: mutations.rebuild_indexes(tx, rec.reason),
     protocol.Tidy: lambda tx, rec: bookkeeping.tidy(tx, rec.spool_since),
+    protocol.MergeFts: lambda tx, rec: fts.merge(tx, rec.pages),
     protocol.PutVectors: vectors.put_vectors,
     protocol.Supersede: vectors.supersede,
 }

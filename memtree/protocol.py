@@ -197,6 +197,9 @@ RebuildIndexes = _rec("RebuildIndexes", ("reason", S, REQ))  # FTS and vectors r
 # pruner, every sweep: bookkeeping's bounded retention (store/write/bookkeeping.py);
 # spool_since = capture time (ms) of the oldest spool entry not yet applied, 0 if none
 Tidy = _rec("Tidy", ("spool_since", I, 0))
+# pruner, after Tidy when FTS5 flushed segments since the index settled: one bounded
+# FTS5 'merge' step of at most ``pages`` pages (store/write/fts.py)
+MergeFts = _rec("MergeFts", ("pages", I, 200))
 PutFile = _rec(
     "PutFile",  # chunks of one file read by the wrapped read tool
     ("path", S, REQ),

@@ -12,6 +12,7 @@ from memtree.protocol import ErrorCode, ProtocolError
 EXAMPLES = {
     "Ping": protocol.Ping(),
     "Tidy": protocol.Tidy(spool_since=1_700_000_000_000),
+    "MergeFts": protocol.MergeFts(pages=300),
     "AddNode": protocol.AddNode(
         kind="note",
         content="héllo ✓",
