@@ -11,6 +11,8 @@ distance go back to SQL for the exact cosine and the live predicate
 vectors nearer than a live one never push it out; the SQL rerank decides
 what a read may return.
 
+A VACUUM may renumber rowids without a log entry; it bumps the schema cookie,
+which each query compares with the one the arrays were loaded under.
 Staying in step across processes: triggers (schema m005) append to ``vec_log``
 the rowid of every vector that changed or whose node's status, kind or time did; each
 query reads the log past the position its arrays reflect, in one read
@@ -77,6 +79,7 @@ class _Codes:
         self.created = np.zeros(0, np.int64)
         self.sorted_n = 0
         self.seq = 0
+        self.schema = None  # PRAGMA schema_version the arrays were loaded under
         self.status_codes: dict[str, int] = {}
         self.kind_codes: dict[str, int] = {}
 
@@ -218,6 +221,7 @@ def _load(db, idx: _Codes, model: str, dim: int) -> None:
     import itertools
 
     np = idx.np
+    idx.schema = db.execute("PRAGMA schema_version").fetchone()[0]
     idx.seq = db.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
     cur = db.execute(
         "SELECT v.rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, n.created_at "
@@ -246,7 +250,10 @@ def _load(db, idx: _Codes, model: str, dim: int) -> None:
 
 def _sync(db, idx: _Codes, model: str, dim: int) -> None:
     trimmed = db.execute("SELECT value FROM counters WHERE name = 'vec_log_trimmed'").fetchone()
-    if idx.seq == 0 and not len(idx.rowids) or (trimmed and trimmed[0] > idx.seq):
+    # A VACUUM (open_write converts an older store with one) may renumber the
+    # vectors' rowids behind the log, and bumps the schema cookie: load again.
+    renumbered = db.execute("PRAGMA schema_version").fetchone()[0] != idx.schema
+    if idx.seq == 0 and not len(idx.rowids) or (trimmed and trimmed[0] > idx.seq) or renumbered:
         return _load(db, idx, model, dim)
     rows = db.execute(
         "SELECT l.seq, l.vec_rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, "

@@ -225,3 +225,47 @@ def test_forget_erases_the_vector_and_its_sign_bits_from_the_file(store):
     raw = _file_bytes(paths)
     assert code_gone not in raw
     assert blob_kept in raw and code_kept in raw
+
+
+def test_a_vacuum_behind_a_loaded_first_pass_makes_it_load_again(store, monkeypatch):
+    """A VACUUM may renumber vector rowids with no vec_log entry; the reader's
+    cached first pass notices the schema cookie it bumps and loads again, and
+    answers exactly as the exact scan does before and after."""
+    import math
+
+    import apsw
+
+    from memtree.store import vector_index
+
+    monkeypatch.setattr(vector_index, "RERANK", 20)  # the first pass answers (more than 3 x 20 live vectors)
+    paths, w, _node = store
+    dim = 16
+    ids = [
+        w.call(protocol.AddNode(kind="file_chunk", content=f"vacuum chunk {i}", status="live"))["id"] for i in range(90)
+    ]
+    hashes = dict(rows(paths, f"SELECT id, content_hash FROM nodes WHERE id IN ({','.join('?' * len(ids))})", ids))
+    vecs = {nid: [math.sin(j * 1.3 + k * 0.7 + j * k * 0.01) for k in range(dim)] for j, nid in enumerate(ids)}
+    assert (
+        put(w, "m", dim, [{"node_id": i, "content_hash": hashes[i], "vector": vecs[i]} for i in ids])["skipped"] == []
+    )
+    for nid in ids[:10]:  # holes below the rest
+        w.call(protocol.Forget(node_id=nid, reason="test"))
+    query = vecs[ids[40]]
+    db = read_db(paths)
+    try:
+        first = [i for i, _ in knn(db, query, 5, model="m")]
+        assert first == [i for i, _ in knn(db, query, 5)] and ids[40] in first
+        (idx,) = [v for k, v in vector_index._CACHE.items() if k[0] == paths.db and k[4] == "m"]
+        loaded_under = idx.schema
+        maint = apsw.Connection(paths.db)
+        try:
+            maint.set_busy_timeout(10_000)
+            maint.execute("VACUUM")
+        finally:
+            maint.close()
+        assert db.execute("PRAGMA schema_version").fetchone()[0] != loaded_under  # the VACUUM bumped it
+        again = [i for i, _ in knn(db, query, 5, model="m")]
+        assert idx.schema != loaded_under  # loaded again under the new cookie
+        assert again == [i for i, _ in knn(db, query, 5)] == first
+    finally:
+        db.close()
