@@ -8,7 +8,8 @@ packages installed beside memtree (site-packages: third-party code no one
 here wrote, ~55k chunks), and go through the writer's ``ingest`` socket as
 the hook sends them, 8 clients at once. The real filter walker makes them
 live and the real embed walker embeds them (both as processes, as the
-supervisor starts them). Variants, so a store can outgrow the corpus: pass
+supervisor starts them; the pruner too, sweeping every 2 s, so its FTS5
+merge steps settle the index before it is measured). Variants, so a store can outgrow the corpus: pass
 v > 0 puts every file under ``v<v>/`` and renames about a third of its
 identifiers (>= 4 letters) through a map seeded by v over the corpus's own
 identifier vocabulary, so each variant is new text with the corpus's token
@@ -48,6 +49,18 @@ KEYWORDS = frozenset(
     """False None True and assert async await break class continue def del elif else except
 finally for from global import lambda nonlocal not pass raise return self try while with yield print""".split()
 )
+
+
+PRUNER_INTERVAL_MS = 2000
+
+
+def bench_config(pruner_interval_ms: int):
+    """The eval's config, with the pruner sweeping every ``pruner_interval_ms``."""
+    from memtree.config.defaults import defaults
+    from memtree.config.loader import Config, validate
+
+    cfg = {"walkers": {"embeddingIdleMs": 100, "prunerIntervalMs": pruner_interval_ms}}
+    return Config(validate(cfg, "<bench_scale>", defaults()), ["<bench_scale>"])
 
 
 def corpus_files() -> list[tuple[str, str]]:
@@ -221,8 +234,10 @@ def seed(endpoint: str, db_path: str, source, target: int) -> int:
 
 
 def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
-    """Wait until nothing is pending and every live embeddable node has a vector."""
+    """Wait until nothing is pending, every live embeddable node has a vector
+    and the pruner's FTS5 merge steps left one segment a level."""
     from memtree.store import db as store_db
+    from memtree.store import fts_index
     from memtree.store.vectors import EMBED_KINDS
 
     kinds = ",".join(f"'{k}'" for k in EMBED_KINDS)
@@ -236,11 +251,15 @@ def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
                 f"(SELECT 1 FROM nodes_vec v WHERE v.node_id = n.id AND v.model = ?)",
                 (model,),
             ).fetchone()[0]
-            if not pending and not missing:
+            st = fts_index.structure(conn)
+            if not pending and not missing and (st is None or max(st.levels, default=0) <= 1):
                 return
             dead = [n for n, p in procs.items() if p.poll() is not None]
             if dead or time.monotonic() > deadline:
-                raise SystemExit(f"store did not settle ({pending} pending, {missing} unembedded; dead: {dead})")
+                raise SystemExit(
+                    f"store did not settle ({pending} pending, {missing} unembedded,"
+                    f" FTS segments a level {st and st.levels}; dead: {dead})"
+                )
             time.sleep(1.0)
     finally:
         conn.close()
@@ -358,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     from memtree.eval.recall_queries import QUERIES
     from memtree.recall.embeddings import load_provider
     from memtree.store import db as store_db
-    from memtree.store import vector_index
+    from memtree.store import fts_index, vector_index
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000", help="store sizes (nodes), comma-separated")
@@ -399,6 +418,11 @@ def main(argv: list[str] | None = None) -> int:
             "memtree.actors.walkers.filter", "walker.filter", paths, config
         )
         procs["walker.embed"] = recall_eval.start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
+        # As the supervisor runs it: its sweeps merge FTS5 segments (MergeFts); a short interval
+        # so a kept store settles before it is measured.
+        procs["walker.pruner"] = recall_eval.start_actor(
+            "memtree.actors.walkers.pruner", "walker.pruner", paths, bench_config(PRUNER_INTERVAL_MS)
+        )
         conn = store_db.open_read(paths.db)
         try:  # one file root per Read payload already stored
             reads_done = conn.execute("SELECT count(*) FROM nodes WHERE kind = 'file'").fetchone()[0]
@@ -429,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 print("  RSS MiB: " + ", ".join(f"{n} {v:.0f}" for n, v in rss.items()), flush=True)
+                st = fts_index.structure(conn)
+                print(f"  FTS5 segments: {st and st.segments} (a level: {st and st.levels})", flush=True)
                 import psutil
 
                 me = psutil.Process()
