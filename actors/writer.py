@@ -54,6 +54,9 @@ BATCH_FILL_S = 0.002
 # insert) runs in a batch of its own once the small ones are committed and
 # answered, so an ordinary capture's ack never waits on its chunking.
 HEAVY_FRAME_BYTES = 16 * 1024
+# Calls that run in a batch of their own the same way, whatever their size: an
+# FTS5 merge step writes up to its page bound (tens of ms on a large store).
+HEAVY_TYPES = (protocol.MergeFts,)
 
 
 class IngestDone:
@@ -306,7 +309,7 @@ class Writer(Actor):
             log.warning("bad frame: %s", e.message)
             self._send(sock, route, protocol.encode_error(getattr(e, "req_id", ""), e.code, e.message, src=self.name))
             return None
-        return Request(sock, route, env, len(parts[-1]) > HEAVY_FRAME_BYTES)
+        return Request(sock, route, env, len(parts[-1]) > HEAVY_FRAME_BYTES or isinstance(env.body, HEAVY_TYPES))
 
     def _run_batch(self, batch: list[Request], fill: bool = False) -> None:
         db = self.db
