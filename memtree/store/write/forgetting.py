@@ -123,9 +123,10 @@ def _in(ids) -> str:
     return ",".join("?" * len(ids))
 
 
-def _ids_matching(db, sql: str, values: list[str], skip: set) -> list[str]:
-    """Ids the query finds for ``values`` (bound in batches at ``{IN}``), not in ``skip``."""
-    where, params = status_clause("n", NOT_FORGOTTEN)
+def _ids_matching(db, sql: str, values: list[str], skip: set, status: tuple) -> list[str]:
+    """Ids the query finds for ``values`` (bound in batches at ``{IN}``) among
+    nodes ``n`` of ``status`` (at ``{where}``), not in ``skip``."""
+    where, params = status
     out = []
     for part in batches(values):
         out += [r[0] for r in db.execute(sql.format(IN=_in(part), where=where), [*part, *params]) if r[0] not in skip]
@@ -139,6 +140,7 @@ def same_hash(db, hashes: list[str], skip: set) -> list[str]:
         "SELECT n.id FROM nodes n WHERE n.content_hash IN ({IN}) AND n.kind NOT IN ('session', 'file') AND {where}",
         hashes,
         skip,
+        status_clause("n", NOT_FORGOTTEN),
     )
 
 
@@ -150,6 +152,7 @@ def summaries_of(db, ids: list[str], skip: set) -> list[str]:
         " WHERE e.kind = 'summarizes' AND e.dst_id IN ({IN}) AND {where}",
         ids,
         skip,
+        status_clause("n", NOT_FORGOTTEN),
     )
 
 
