@@ -302,22 +302,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
         if search_path and os.path.isfile(search_path if os.path.isabs(search_path) else os.path.join(cwd, search_path))
         else None
     )
-    kept, hits, denied_lines, denied_cache = [], [], 0, {}
-    for line in text.split("\n"):
-        path, lineno, body, context = grep_output.parse_line(line, mode, single_file)
-        if path is None and mode == "content" and _prefix_denied(line, resolve, deny, denied_cache):
-            denied_lines += 1  # "path:text" (no -n) or "path-text" context line of a secret file
-            continue
-        if path is not None:
-            full = resolve(path)
-            if full not in denied_cache:
-                denied_cache[full] = deny(full)
-            if denied_cache[full]:
-                denied_lines += 1  # a hit in a secret file or out of the project: neither stored nor kept
-                continue
-            if lineno is not None and not context and len(hits) < MAX_HITS:
-                hits.append((full, lineno, body))
-        kept.append(line)
+    kept, hits, denied_lines = _grep_lines(text, mode, single_file, resolve, deny)
     # A header names the search: results alone ("big.txt") say little and
     # would dedupe across different searches.
     header = (
@@ -345,6 +330,33 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
         "origin": "hook",
         **counts,
     }
+    return Plan(sid, _grep_nodes(sid, text, meta, hits, pattern))
+
+
+def _grep_lines(text: str, mode: str, single_file, resolve, deny) -> tuple[list[str], list[tuple], int]:
+    """(the lines kept, the match lines as (path, line, text) up to MAX_HITS,
+    how many lines were dropped for naming a denied file)."""
+    kept, hits, denied_lines, denied_cache = [], [], 0, {}
+    for line in text.split("\n"):
+        path, lineno, body, context = grep_output.parse_line(line, mode, single_file)
+        if path is None and mode == "content" and _prefix_denied(line, resolve, deny, denied_cache):
+            denied_lines += 1  # "path:text" (no -n) or "path-text" context line of a secret file
+            continue
+        if path is not None:
+            full = resolve(path)
+            if full not in denied_cache:
+                denied_cache[full] = deny(full)
+            if denied_cache[full]:
+                denied_lines += 1  # a hit in a secret file or out of the project: neither stored nor kept
+                continue
+            if lineno is not None and not context and len(hits) < MAX_HITS:
+                hits.append((full, lineno, body))
+        kept.append(line)
+    return kept, hits, denied_lines
+
+
+def _grep_nodes(sid: str, text: str, meta: dict, hits: list[tuple], pattern: str) -> list[dict]:
+    """The search's output under the session, and each match line as a chunk of its file under it."""
     nodes = [
         {
             "ref": "n0",
@@ -375,7 +387,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
                 },
             }
         )
-    return Plan(sid, nodes)
+    return nodes
 
 
 def _prefix_denied(line: str, resolve, deny, cache: dict) -> bool:
