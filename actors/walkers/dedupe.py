@@ -28,7 +28,7 @@ import apsw
 from memtree import protocol
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
-from memtree.errors import MemtreeError
+from memtree.errors import MemtreeError, NotFound
 from memtree.recall.embeddings import model_name
 from memtree.store import reads, vectors
 from memtree.text.sameness import same_text
@@ -95,6 +95,10 @@ class DedupeWalker(Walker):
             keep, old = (a, b) if newer(a, b) else (b, a)
             try:
                 res = self.call_writer(protocol.Supersede(keep_id=keep["id"], old_id=old["id"], score=round(score, 4)))
+            except NotFound as e:
+                # Purged since this pass read it (the pruner's disk budget): nothing to supersede.
+                log.debug("%s: Supersede skipped: %s", self.ctx.name, e.message)
+                continue
             except MemtreeError as e:
                 log.error("%s: Supersede refused: %s", self.ctx.name, e.message)
                 continue
