@@ -1,5 +1,5 @@
 """`make bench`: every benchmark in turn (core, writer, redact, hook, tools, idle, robust, doctor, storage, embed,
-recall eval, broad recall eval, search by mode, search at scale, context A/B), figures to stdout."""
+recall eval, broad recall eval, search by mode, search at scale, context A/B, the month-of-use soak), figures to stdout."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from memtree.eval import (
     bench_writer,
     broad_eval,
     recall_eval,
+    soak,
 )
 from memtree.eval.context_ab import run as context_ab
 
@@ -41,6 +42,8 @@ def main() -> int:
         ("search", bench_search),
         ("scale", bench_scale),
         ("context A/B (real Claude Code CLI)", context_ab),
+        # Last: hours at full scale, and it exits 1 when one of issue 17's soak goals is not met.
+        ("soak (a month of use: 300 sessions x 200 captures)", soak),
     ):
         print(f"\n===== {name} =====", flush=True)
         code = bench.main([])

@@ -30,8 +30,8 @@ each tenth of the run; the summary checks the issue's goals.
 
 Goals: RSS per actor within +-10 % between the first and the last tenth;
 the store never over the budget by more than one pruner interval's captures
-(captures in the busiest such interval x bytes per capture measured before
-the budget first bit); 0 lost; integrity clean.
+(the payload bytes of the busiest such interval x store bytes per payload
+byte, measured before the budget first came near); 0 lost; integrity clean.
 """
 
 from __future__ import annotations
@@ -118,8 +118,8 @@ class System:
             self._sups.close()
 
     # -- hooks -----------------------------------------------------------------------
-    def hook(self, payload: dict, what: str | None = None) -> tuple[int, bytes, float]:
-        """(pid, stdout, seconds) of one hook run exactly as `memtree install` registers it."""
+    def hook(self, payload: dict, what: str | None = None) -> tuple[int, bytes, float, int]:
+        """(pid, stdout, seconds, payload bytes) of one hook run exactly as `memtree install` registers it."""
         from memtree.ops.install import hook_argv
 
         t0 = time.perf_counter()
@@ -131,8 +131,9 @@ class System:
             cwd=self.project,
             env=self.env,
         )
-        out, _ = proc.communicate(json.dumps(payload).encode(), timeout=60)
-        return proc.pid, out, time.perf_counter() - t0
+        data = json.dumps(payload).encode()
+        out, _ = proc.communicate(data, timeout=60)
+        return proc.pid, out, time.perf_counter() - t0, len(data)
 
 
 class HookLog:
@@ -321,7 +322,7 @@ def run(args) -> dict:
     log = HookLog(os.path.join(system.paths.log_dir, "hook.log"))
     ledger = Ledger()
     samples: list[dict] = []
-    hook_s: list[tuple[int, float, float]] = []  # (capture number, when, seconds)
+    hook_s: list[tuple[int, float, float, int]] = []  # (capture number, when, seconds, payload bytes)
     recall_s: list[tuple[int, float]] = []
     recall_errors: list[str] = []
     watched_edits = file_changed = 0
@@ -345,7 +346,7 @@ def run(args) -> dict:
                     if s:
                         load.between_sessions()
                     sid = str(uuid.UUID(int=load.rng.getrandbits(128)))
-                    _, out, _ = system.hook(load.session_start(sid), "session-start")
+                    out = system.hook(load.session_start(sid), "session-start")[1]
                     try:
                         watch = set(json.loads(out)["hookSpecificOutput"].get("watchPaths") or []) if out else set()
                     except (ValueError, KeyError, TypeError):
@@ -358,9 +359,9 @@ def run(args) -> dict:
                                 file_changed += 1
                             continue
                         transcript(item)
-                        pid, _, secs = system.hook(item)
+                        pid, _, secs, size = system.hook(item)
                         n += 1
-                        hook_s.append((n, time.monotonic() - t0, secs))
+                        hook_s.append((n, time.monotonic() - t0, secs, size))
                         ids = Ledger.key_ids(system.conn(), item["tool_use_id"]) if system.conn() else None
                         if ids is not None:
                             ledger.acked[item["tool_use_id"]] = ids
@@ -404,6 +405,7 @@ def run(args) -> dict:
     finally:
         system.close()
         log.read()
+        result["log_errors"] = _log_errors(system.paths.log_dir)
         result["capture_gaps"] = [x for x in log.other if x.startswith("capture GAP")]
         result["hook_log_other"] = sorted({x for x in log.other if not x.startswith("capture GAP")})[:10]
         if not args.keep:
@@ -425,6 +427,17 @@ def run(args) -> dict:
         recall_s=recall_s,
     )
     return result
+
+
+def _log_errors(log_dir: str) -> dict:
+    """Per actor log: ERROR lines and tracebacks, and the first of them."""
+    out = {}
+    for name in sorted(os.listdir(log_dir)) if os.path.isdir(log_dir) else ():
+        with open(os.path.join(log_dir, name), encoding="utf-8", errors="replace") as f:
+            bad = [ln.strip() for ln in f if " ERROR " in ln or ln.startswith("Traceback")]
+        if bad:
+            out[name] = {"lines": len(bad), "first": bad[0][:240]}
+    return out
 
 
 def _stopped(pids: list[int], deadline_s: float = 30) -> bool:
@@ -489,21 +502,33 @@ def tenths(result: dict) -> list[dict]:
 def goals(result: dict, rows: list[dict], args) -> dict:
     limit = result["config"]["storage"]["maxBytes"]
     drive = [x for x in result["samples"] if "store_bytes" in x]
-    # Bytes a capture adds, from the samples before the budget first bit.
-    before = [x for x in drive if x["store_bytes"] < 0.9 * limit]
-    if len(before) >= 2 and before[-1]["captures"] > before[0]["captures"]:
-        per_capture = (before[-1]["store_bytes"] - before[0]["store_bytes"]) / (
-            before[-1]["captures"] - before[0]["captures"]
+    # Store bytes per payload byte, from the samples before the budget first came near
+    # (the pruner had removed nothing yet); captures differ in size, so the allowance
+    # is the payload bytes of the busiest pruner interval at that rate.
+    sent = [0]  # payload bytes sent up to capture n
+    for h in result["hook_s"]:
+        sent.append(sent[-1] + h[3])
+    before = []
+    for x in drive:
+        if x["store_bytes"] >= 0.9 * limit:
+            break
+        before.append(x)
+    if len(before) >= 2 and sent[before[-1]["captures"]] > sent[before[0]["captures"]]:
+        per_byte = (before[-1]["store_bytes"] - before[0]["store_bytes"]) / (
+            sent[before[-1]["captures"]] - sent[before[0]["captures"]]
         )
-    else:  # the budget bit before two samples: the whole run's peak per capture (an overestimate)
-        per_capture = max((x["store_bytes"] for x in drive), default=0) / max(1, result["captures"])
-    times = [h[1] for h in result["hook_s"]]
-    busiest, j = 0, 0
-    for i, t in enumerate(times):  # captures in the busiest pruner interval
-        while times[j] < t - args.pruner_s:
+    else:  # the budget bit before two samples: the whole run's peak per byte sent (an overestimate)
+        per_byte = max((x["store_bytes"] for x in drive), default=0) / max(1, sent[-1])
+    busiest = busiest_n = j = 0
+    hooks = result["hook_s"]
+    for i, h in enumerate(hooks):  # the payload bytes of the busiest pruner interval
+        while hooks[j][1] < h[1] - args.pruner_s:
             j += 1
-        busiest = max(busiest, i - j + 1)
-    allowance = busiest * per_capture if per_capture else None
+        window = sent[h[0]] - sent[hooks[j][0] - 1]
+        if window > busiest:
+            busiest, busiest_n = window, i - j + 1
+    per_capture = sent[-1] * per_byte / max(1, len(hooks))
+    allowance = busiest * per_byte if per_byte > 0 else None
     peak = max((x["store_bytes"] for x in drive), default=0)
     end = drive[-1]["store_bytes"] if drive else 0
     rss = {}
@@ -529,7 +554,9 @@ def goals(result: dict, rows: list[dict], args) -> dict:
             "end_bytes": end,
             "over_peak_bytes": max(0, peak - limit),
             "bytes_per_capture": round(per_capture) if per_capture else None,
-            "captures_in_busiest_pruner_interval": busiest,
+            "captures_in_busiest_pruner_interval": busiest_n,
+            "payload_bytes_in_busiest_pruner_interval": busiest,
+            "store_bytes_per_payload_byte": round(per_byte, 3),
             "allowance_bytes": round(allowance) if allowance else None,
         },
         "lost_zero": not result["lost"] and not result["spooled_left"] and not result["capture_gaps"],
@@ -595,6 +622,7 @@ def report(result: dict, rows: list[dict], g: dict, args) -> None:
         f"integrity: PRAGMA integrity_check {result['integrity_check'][:3]}; index checks "
         f"{result['index_problems'] or 'clean'} ({result['index_facts']}); serve stopped cleanly: {result['serve_stopped']}"
     )
+    print(f"errors in the actors' logs: {result['log_errors'] or 'none'}")
     if result["hook_log_other"]:
         print(f"hook.log (other lines): {result['hook_log_other']}")
     if result["recall_errors"]:
@@ -616,7 +644,9 @@ def report(result: dict, rows: list[dict], g: dict, args) -> None:
         f"  budget held (over by at most one pruner interval's captures): {mark(g['budget_held'])}; "
         f"peak {b['peak_bytes'] / MIB:.2f} MiB, end {b['end_bytes'] / MIB:.2f} MiB of {b['max_bytes'] / MIB:g} MiB; "
         f"over by {b['over_peak_bytes'] / 1024:.0f} KiB at most, allowance {((b['allowance_bytes'] or 0) / 1024):.0f} KiB "
-        f"({b['captures_in_busiest_pruner_interval']} captures x {b['bytes_per_capture']} B); the budget bit: {g['budget_bit']}"
+        f"({b['captures_in_busiest_pruner_interval']} captures, {b['payload_bytes_in_busiest_pruner_interval'] / 1024:.0f} KiB "
+        f"of payload x {b['store_bytes_per_payload_byte']} store bytes per payload byte; {b['bytes_per_capture']} B a capture "
+        f"on average); the budget bit: {g['budget_bit']}"
     )
     print(f"  0 lost: {mark(g['lost_zero'])} ({len(result['lost'])} lost {result['lost'][:5]})")
     print(f"  integrity clean: {mark(g['integrity_clean'])}")
