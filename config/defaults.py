@@ -41,6 +41,9 @@ def defaults() -> dict:
         "capture": {
             "maxBytes": 100000,  # content over this is truncated, original size kept
             "filterMinSize": 50,  # smaller captures are dropped by the filter walker
+            # A native Read's symbol chunks under this size join their neighbour (0: one chunk per
+            # symbol): a file of many small functions stays tens of nodes, so one Read's writer work is bounded.
+            "readSymbolMinBytes": 512,
             "bash": True,  # false: never store Bash output for this project
             "hookTimeoutMs": 100,  # hook waits this long for the writer's ack, then spools
             "dedupeWindowS": 3600,  # same tool output within this window is stored once
@@ -93,6 +96,7 @@ ZERO_OK = frozenset(
         "retention.prunedDays",
         "walkers.filterSettleMs",
         "capture.filterMinSize",
+        "capture.readSymbolMinBytes",
         "capture.hookTimeoutMs",
         "capture.dedupeWindowS",
         "supervisor.maxRestarts",

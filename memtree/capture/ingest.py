@@ -221,7 +221,10 @@ def read_nodes(
         meta = {**meta, "cut_at_capture_from_chars": len(content)}
         content = content[: cut + 1] if cut >= 0 else content[:MAX_READ_CHARS]
     whole = ondisk.project_file_text(full, project_root) if content else None
-    chunks = chunk_read(full, content, start, whole, settings.get(config, "capture", "filterMinSize"))
+    min_bytes = settings.get(config, "capture", "filterMinSize")
+    # Small symbols join a neighbour (capture.readSymbolMinBytes): a file of many small functions stays tens
+    # of chunks, so one Read's writer work (and every capture in its batch waits for it) stays bounded.
+    chunks = chunk_read(full, content, start, whole, min_bytes, settings.get(config, "capture", "readSymbolMinBytes"))
     if not chunks:  # an empty Read: one empty chunk, as before (the filter drops it as too small)
         chunks = [{"start": start, "end": end, "symbol": None, "kind": "window", "content": content}]
     nodes = []
@@ -239,6 +242,7 @@ def read_nodes(
                     "start": c["start"],
                     "end": c["end"],
                     "symbol": c["symbol"],
+                    **({"symbols": c["symbols"]} if c.get("symbols") else {}),
                     "chunk": c["kind"],
                     "read": [start, end],
                 },

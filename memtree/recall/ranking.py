@@ -205,10 +205,11 @@ def _def_line(name: str) -> re.Pattern:
 def defines(c: Candidate, names: set[str]) -> bool:
     sym = c.symbol
     if sym is not None:
-        if sym in names or sym.rsplit(".", 1)[-1] in names:
+        joined = c.meta.get("symbols") if isinstance(c.meta.get("symbols"), list) else [sym]
+        if any(isinstance(s, str) and (s in names or s.rsplit(".", 1)[-1] in names) for s in joined):
             return True
         if c.node.get("kind") == "file_chunk":
-            return False  # ast already named this chunk's symbol
+            return False  # ast already named this chunk's symbols
     content = c.node.get("content") or ""
     return any(_def_line(n).search(content) for n in names)
 

@@ -182,7 +182,9 @@ def _same_lines(a: list[str], b: list[str]) -> bool:
     return len(a) == len(b) and all(x.rstrip("\r\n") == y.rstrip("\r\n") for x, y in zip(a, b))
 
 
-def chunk_read(path: str, content: str, start: int = 1, whole: str | None = None, min_bytes: int = 0) -> list[dict]:
+def chunk_read(
+    path: str, content: str, start: int = 1, whole: str | None = None, min_bytes: int = 0, symbol_min_bytes: int = 0
+) -> list[dict]:
     """The chunks of what a native Read returned: ``content`` is lines
     ``start``.. of ``path`` (a whole file, an offset/limit slice, or a prefix
     cut at a token cap), numbered from ``start``.
@@ -192,8 +194,9 @@ def chunk_read(path: str, content: str, start: int = 1, whole: str | None = None
     lines at ``start``, so a slice or a prefix that ends inside a function is
     still cut where that function starts and ends; otherwise by the symbols of
     ``content`` itself (windows when it does not parse). Contents are always
-    the Read's own lines. A chunk under ``min_bytes`` (the filter drops those)
-    joins its neighbour, so the chunks keep tiling the lines read.
+    the Read's own lines. A chunk under ``min_bytes`` (the filter drops those),
+    or a symbol's chunk under ``symbol_min_bytes``, joins its neighbour, so the
+    chunks keep tiling the lines read; a joined chunk names all its symbols.
     """
     lines = split_lines(content)
     if not lines:
@@ -219,19 +222,21 @@ def chunk_read(path: str, content: str, start: int = 1, whole: str | None = None
                     "content": "".join(lines[s - start : e - start + 1]),
                 }
             )
-    return merge_small(out, min_bytes) if min_bytes > 0 else out
+    return merge_small(out, min_bytes, symbol_min_bytes) if min_bytes > 0 or symbol_min_bytes > 0 else out
 
 
-def merge_small(chunks: list[dict], min_bytes: int) -> list[dict]:
-    """Adjacent chunks with each one under ``min_bytes`` joined to the next
-    (the last to the one before); the bigger part names the result."""
+def merge_small(chunks: list[dict], min_bytes: int, symbol_min_bytes: int = 0) -> list[dict]:
+    """Adjacent chunks with each one under ``min_bytes`` (a symbol's chunk:
+    under ``symbol_min_bytes``) joined to the next (the last to the one
+    before); the bigger part names the result."""
     out: list[dict] = []
     carry: dict | None = None
     for c in chunks:
         if carry is not None:
             c = _join(carry, c)
             carry = None
-        if len(c["content"].encode("utf-8", "replace")) < min_bytes:
+        floor = min_bytes if c["kind"] == "window" else max(min_bytes, symbol_min_bytes)
+        if len(c["content"].encode("utf-8", "replace")) < floor:
             carry = c
         else:
             out.append(c)
@@ -242,10 +247,14 @@ def merge_small(chunks: list[dict], min_bytes: int) -> list[dict]:
 
 def _join(a: dict, b: dict) -> dict:
     named = a if len(a["content"]) > len(b["content"]) else b
-    return {
+    symbols = [x for c in (a, b) for x in c.get("symbols") or ([c["symbol"]] if c["symbol"] else [])]
+    out = {
         "start": a["start"],
         "end": b["end"],
         "symbol": named["symbol"],
         "kind": named["kind"],
         "content": a["content"] + b["content"],
     }
+    if symbols != [named["symbol"]] and symbols:
+        out["symbols"] = symbols  # every definition the joined chunk holds (a symbol query finds each)
+    return out

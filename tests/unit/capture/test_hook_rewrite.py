@@ -94,7 +94,7 @@ def test_a_large_read_is_shown_as_an_outline_of_the_node_that_holds_the_whole_fi
             system.paths, "SELECT content, metadata FROM nodes WHERE parent_id = ? AND kind = 'file_chunk'", (node,)
         )
     )
-    assert "".join(c for _, c in chunks) == content and len(chunks) >= 150
+    assert "".join(c for _, c in chunks) == content and len(chunks) > 10  # small symbols joined, still cut
 
     # Claude Code's dedup of a re-read carries no content: answered with the preview of that node again.
     again = _updated(run_hook(system, _read(system, path, "", rtype="file_unchanged"), **SLOW))

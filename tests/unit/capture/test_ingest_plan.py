@@ -106,24 +106,43 @@ def test_a_python_read_is_cut_by_symbol_and_a_slice_by_the_files_own_symbols_num
     path = tmp_path / "pool.py"
     path.write_text(MODULE)
     lines = MODULE.splitlines(keepends=True)
-    whole = plan(_python_read(str(path), MODULE), CFG, str(tmp_path))
+    cfg = make_config({"capture": {"readSymbolMinBytes": 0}})  # one chunk per symbol, as the wrapped read cuts
+    whole = plan(_python_read(str(path), MODULE), cfg, str(tmp_path))
     # The wrapped read's cuts (module head 1-3, Pool 4-9, Pool.start, Pool.stop, drain_queue), except that a
     # chunk under capture.filterMinSize (the head, Pool's header, stop) joins its neighbour, not dropped by the filter
     assert _cuts(whole) == [("Pool", 1, 9), ("Pool.start", 10, 13), ("drain_queue", 14, 24)]
     assert "".join(n["content"] for n in whole.nodes) == MODULE
     # A slice from line 12 (inside Pool.start) to 21: cut where the file's symbols are, lines numbered from 12.
     part = "".join(lines[11:21])
-    sliced = plan(_python_read(str(path), part, 12, len(lines)), CFG, str(tmp_path))
+    sliced = plan(_python_read(str(path), part, 12, len(lines)), cfg, str(tmp_path))
     assert _cuts(sliced) == [("Pool.start", 12, 13), ("drain_queue", 14, 21)]
     assert [n["content"] for n in sliced.nodes] == ["".join(lines[11:13]), "".join(lines[13:21])]
     assert {n["metadata"]["read"][0] for n in sliced.nodes} == {12}
     # Not the file on disk any more (edited since): the slice is cut by what it holds, still from line 12.
     path.write_text(MODULE.replace("drain_queue", "drain"))
-    alone = plan(_python_read(str(path), part, 12, len(lines)), CFG, str(tmp_path))
+    alone = plan(_python_read(str(path), part, 12, len(lines)), cfg, str(tmp_path))
     assert [n["metadata"]["start"] for n in alone.nodes][0] == 12
     assert "".join(n["content"] for n in alone.nodes) == part and _cuts(alone)[-1][2] == 21
     # Without the project root (the hook's own spool path) the disk is not looked at, and nothing breaks.
-    assert "".join(n["content"] for n in plan(_python_read(str(path), part, 12, len(lines)), CFG).nodes) == part
+    assert "".join(n["content"] for n in plan(_python_read(str(path), part, 12, len(lines)), cfg).nodes) == part
+
+
+def test_small_symbols_of_a_read_join_so_a_file_of_many_small_functions_is_tens_of_chunks(tmp_path):
+    path = tmp_path / "handlers.py"
+    text = "".join(f"def handler_{k}(request):\n    return request.get('k{k}') * {k}\n\n\n" for k in range(600))
+    path.write_text(text)
+    nodes = plan(_python_read(str(path), text), CFG, str(tmp_path)).nodes
+    floor = CFG.capture.readSymbolMinBytes
+    assert "".join(n["content"] for n in nodes) == text
+    assert 1 < len(nodes) <= len(text.encode()) // floor + 1  # 600 definitions, tens of chunks
+    assert all(len(n["content"].encode()) >= floor for n in nodes)
+    named = [s for n in nodes for s in n["metadata"].get("symbols") or [n["metadata"]["symbol"]]]
+    assert named == [f"handler_{k}" for k in range(600)]  # every definition named once, by the chunk holding it
+    for n in nodes:
+        held = {f"handler_{k}" for k in range(600) if f"def handler_{k}(" in n["content"]}
+        assert set(n["metadata"].get("symbols") or [n["metadata"]["symbol"]]) == held
+    # positive control: without the floor it is one chunk per function
+    assert len(plan(_python_read(str(path), text), make_config({"capture": {"readSymbolMinBytes": 0}})).nodes) == 600
 
 
 def test_an_unchanged_reread_and_a_failed_read_store_nothing():

@@ -87,16 +87,21 @@ def test_a_read_slice_is_cut_by_the_files_symbols_tiling_exactly_the_lines_read(
             start = rnd.randint(1, len(lines) - 10)
             end = rnd.randint(start, len(lines))
             part = "".join(lines[start - 1 : end])
-            for min_bytes, source in ((0, text), (0, None), (50, text)):
-                chunks = chunk_read(path, part, start, source, min_bytes)
+            for min_bytes, symbol_min, source in ((0, 0, text), (0, 0, None), (50, 0, text), (50, 512, text)):
+                chunks = chunk_read(path, part, start, source, min_bytes, symbol_min)
                 covered = [n for c in chunks for n in range(c["start"], c["end"] + 1)]
                 assert covered == list(range(start, end + 1)), (path, start, end, min_bytes)
                 assert "".join(c["content"] for c in chunks) == part
                 for c in chunks:
                     assert c["content"] == "".join(lines[c["start"] - 1 : c["end"]])
-                    if source is not None and min_bytes == 0:  # the file's own cuts, clipped to the slice
+                    if source is not None and min_bytes == symbol_min == 0:  # the file's own cuts, clipped to the slice
                         assert {whole[n] for n in range(c["start"], c["end"] + 1)} == {c["symbol"]}
                     if min_bytes and len(chunks) > 1:
                         assert len(c["content"].encode()) >= min_bytes
+                    if symbol_min and len(chunks) > 1 and c["kind"] != "window":
+                        assert len(c["content"].encode()) >= symbol_min
+                    if source is not None:  # a joined chunk names every symbol it holds, none it does not
+                        held = {whole[n] for n in range(c["start"], c["end"] + 1)} - {None}
+                        assert set(c.get("symbols") or [c["symbol"]]) - {None} == held, (path, c["start"])
             checked += 1
     assert checked >= 50
