@@ -13,9 +13,9 @@ are ours, each a small function:
   repeating a common word;
 - path: query words in the file name or its folder count for prose queries;
 - penalties: test files, unless the query asks for tests;
-- file coherence and diversity: a file with several matching chunks lifts its
-  best chunk, and each further chunk of one file decays (x0.5 each), or, with
-  ``group_files``, one file's chunks become one hit.
+- file coherence: a file with several matching chunks lifts its best chunk;
+  file diversity is a tie-break only (``select``), or, with ``group_files``,
+  one file's chunks become one hit.
 
 Pure functions over candidate dicts; the SQL lives in store/.
 """
@@ -89,7 +89,6 @@ STEM_FACTOR = 1.5  # the defining file is named after the symbol (cachetools/ttl
 PATH_BOOST = 0.5  # times the share of prose-query words found in the file's name or folder
 COHERENCE = 0.2  # a file's best chunk gains this times its file's share of the candidates' total
 TEST_PENALTY = 0.5
-SATURATION_DECAY = 0.5
 HEAD_WEIGHT = 0.5  # times the query's coverage by a chunk's name, signature and docstring (what it does)
 
 
@@ -309,10 +308,16 @@ def _file_coherence(cands: list[Candidate]) -> None:
 
 
 def select(cands: list[Candidate], limit: int, group_files: bool = False) -> list[Candidate]:
-    """The best ``limit``, each further chunk of a file decayed, or merged into one hit per file."""
+    """The best ``limit`` by score, or with ``group_files`` one hit per file
+    (its best chunk, the others named in ``also``). File diversity is only a
+    tie-break between equal scores: the decay it replaced (x0.5 for each
+    further chunk of a file) pushed a file's other relevant chunks out of the
+    top ten. On the broad eval, hybrid Recall@10 for "where" questions was
+    0.52 with it (plain BM25 0.71) and 0.73 without; file-level NDCG moved by
+    at most -0.011 (docstring queries)."""
     ranked = sorted(cands, key=lambda c: (-c.score, c.node["id"]))
     seen: dict[str, int] = {}
-    out: list[Candidate] = []
+    out: list[tuple[int, Candidate]] = []  # (the chunk's place within its file, chunk)
     firsts: dict[str, Candidate] = {}
     for c in ranked:
         key = c.path or c.node["id"]
@@ -321,11 +326,10 @@ def select(cands: list[Candidate], limit: int, group_files: bool = False) -> lis
         if group_files and key in firsts:
             firsts[key].also.append(c.node["id"])
             continue
-        c.score *= SATURATION_DECAY**n
         firsts.setdefault(key, c)
-        out.append(c)
-    out.sort(key=lambda c: (-c.score, c.node["id"]))
-    return out[:limit]
+        out.append((n, c))
+    out.sort(key=lambda nc: (-nc[1].score, nc[0], nc[1].node["id"]))
+    return [c for _, c in out[:limit]]
 
 
 def idf_from_counts(counts: dict[str, int], n_docs: int) -> dict[str, float]:
