@@ -8,6 +8,7 @@ are ours, each a small function:
 - definition: a symbol query (``Flask``, ``get_in``, ``Job.run``) lifts the
   chunk whose ``symbol`` metadata (from read's ``ast`` chunking) or first
   ``def``/``class`` line names it; more when the file is named after it;
+  for ``Class.method``, a namesake method of another class gets half;
 - coverage: the IDF-weighted share of the query's terms a chunk contains
   (content, symbol and path), so a chunk matching the rare words beats one
   repeating a common word;
@@ -85,6 +86,7 @@ def content_query(query: str) -> str:
 
 DEFINITION_BOOST = 3.0  # in units of the best base score (1.0 after normalising)
 EMBEDDED_BOOST = 1.0  # a symbol named inside a prose query may be incidental
+OTHER_CLASS_SHARE = 0.5  # of the definition boost, for ``Other.method`` when ``Class.method`` was asked
 STEM_FACTOR = 1.5  # the defining file is named after the symbol (cachetools/ttl.py for TTLCache)
 PATH_BOOST = 0.5  # times the share of prose-query words found in the file's name or folder
 COHERENCE = 0.2  # a file's best chunk gains this times its file's share of the candidates' total
@@ -212,6 +214,21 @@ def defines(c: Candidate, names: set[str]) -> bool:
     return any(_def_line(n).search(content) for n in names)
 
 
+def _qualified(c: Candidate, query: str, symbol_query: bool) -> float:
+    """1.0, or OTHER_CLASS_SHARE for the same method name in another class
+    than the ``Class.method`` a symbol query names (``Definition.options``
+    asks for that class's ``options``, not ``OneOf.options``)."""
+    q = query.strip()
+    if not symbol_query or "." not in q:
+        return 1.0
+    sym = c.symbol
+    if sym is None:
+        content = c.node.get("content") or ""
+        owner = q.rsplit(".", 1)[0].rsplit(".", 1)[-1]
+        return 1.0 if _def_line(owner).search(content) else OTHER_CLASS_SHARE
+    return 1.0 if sym == q or sym.endswith("." + q) or q.endswith("." + sym) else OTHER_CLASS_SHARE
+
+
 def _stem_matches(path: str, names: set[str]) -> bool:
     stem_ = os.path.splitext(os.path.basename(path))[0].lower().replace("_", "")
     return any(stem_ and stem_ in (n.lower().replace("_", ""), n.lower().rstrip("s")) for n in names)
@@ -285,7 +302,7 @@ def score(cands: list[Candidate], query: str, idf: dict[str, float]) -> None:
             s += HEAD_WEIGHT * coverage(head_terms(c, words), q_terms, idf) ** 2
         path = c.path
         if names and defines(c, names):
-            s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0)
+            s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0) * _qualified(c, query, symbol_query)
         if not symbol_query and len(words) > 1:
             s += PATH_BOOST * _path_hits(words, _path_words(path)) / len(words)
         if not asks_tests and _TEST_PATH.search(path):

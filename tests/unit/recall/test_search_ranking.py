@@ -261,3 +261,15 @@ def test_a_files_several_relevant_chunks_all_stay_in_the_top_hits(retry_store):
         assert backoff <= set(grouped.hits[0].also) | {_ids(grouped)[0]}
     finally:
         c.close()
+
+
+def test_a_class_qualified_method_query_ranks_that_class_method_above_a_namesake(retry_store):
+    c = store_db.open_read(retry_store.paths.db)
+    try:
+        for query in ("Batch.run", "Job.run"):
+            ranked = _ids(search.run(c, query, "keyword", {}, 5, abstain=False))
+            assert ranked[0] == retry_store.chunk[query], query
+            other = "Job.run" if query == "Batch.run" else "Batch.run"
+            assert retry_store.chunk[other] in ranked[1:]  # control: the namesake is still found
+    finally:
+        c.close()
