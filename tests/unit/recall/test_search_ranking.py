@@ -127,7 +127,7 @@ def test_hybrid_without_an_embedding_degrades_to_keyword_and_says_so(store):
     assert store.defining in ids_in(text)
 
 
-def test_one_file_cannot_crowd_out_the_others_and_group_files_merges_a_files_chunks(store, conn):
+def test_each_file_shows_when_the_limit_allows_and_group_files_merges_a_files_chunks(store, conn):
     ranked = search.run(conn, "parse_interval", "keyword", {}, 4, abstain=False)
     assert {c.path for c in ranked.hits} == {os.path.join(store.root, n) for n in ("timing.py", *USES)}
     grouped = search.run(conn, "interval", "keyword", {}, 10, group_files=True, abstain=False)
@@ -191,3 +191,85 @@ def test_keyword_hits_carry_their_fts_snippet(store, conn):
     hits = search.run(conn, "parse_interval", "keyword", {}, 10).hits
     assert {c.node["id"] for c in hits} >= {store.defining}
     assert all(c.snippet and "parse_interval" in c.snippet for c in hits), [c.snippet for c in hits]
+
+
+# One file with three chunks that each answer "retry backoff delay", a second
+# file that mentions it once; and two classes with a method of the same name.
+RETRY = '''"""Retrying with backoff."""
+
+
+class Backoff:
+    def backoff_delay(self, attempt):
+        # retry backoff delay: the retry backoff delay doubles per retry
+        return self.base * 2**attempt  # backoff delay for this retry
+
+
+    def backoff_cap(self, delay):
+        # retry backoff delay capped: no retry backoff delay above the cap
+        return min(delay, self.cap)  # backoff delay bound for a retry
+
+
+    def backoff_jitter(self, delay):
+        # retry backoff delay jitter: spread the retry backoff delay
+        return delay * self.rng.random()  # backoff delay jitter per retry
+
+
+class Job:
+    def run(self):
+        # run the job of a batch: run it now, run it again on failure, batch run run run
+        return self.run_once() or self.run_once()
+
+
+class Batch:
+    def run(self):
+        return [j.run() for j in self.jobs]
+'''
+CLIENT = "def fetch(url):\n    # one retry after a backoff delay\n    return get(url)\n"
+
+
+@pytest.fixture(scope="module")
+def retry_store(tmp_path_factory):
+    f = Front(tmp_path_factory.mktemp("ranking-retry"))
+    try:
+        for name, text in {"retry.py": RETRY, "client.py": CLIENT}.items():
+            with open(os.path.join(f.root, name), "w") as fh:
+                fh.write(text)
+            f.ok("read", {"path": name})
+        f.chunk = dict(
+            f.rows(
+                "SELECT json_extract(metadata, '$.symbol'), id FROM nodes WHERE kind = 'file_chunk' AND status = 'live'"
+            )
+        )
+        yield f
+    finally:
+        f.close()
+
+
+def test_a_files_several_relevant_chunks_all_stay_in_the_top_hits(retry_store):
+    c = store_db.open_read(retry_store.paths.db)
+    try:
+        backoff = {retry_store.chunk[f"Backoff.{m}"] for m in ("backoff_delay", "backoff_cap", "backoff_jitter")}
+        # File diversity is a tie-break, not a decay: the second file's passing mention does not
+        # push the first file's other answers out of a limit of three.
+        top3 = search.run(c, "retry backoff delay", "keyword", {}, 3, abstain=False)
+        assert set(_ids(top3)) == backoff
+        # Control: the other file is found when the limit leaves room, and grouping gives one hit per file.
+        top4 = search.run(c, "retry backoff delay", "keyword", {}, 4, abstain=False)
+        assert set(_ids(top4)) == backoff | {retry_store.chunk["fetch"]}
+        grouped = search.run(c, "retry backoff delay", "keyword", {}, 3, group_files=True, abstain=False)
+        assert [h.path for h in grouped.hits] == [os.path.join(retry_store.root, n) for n in ("retry.py", "client.py")]
+        assert backoff <= set(grouped.hits[0].also) | {_ids(grouped)[0]}
+    finally:
+        c.close()
+
+
+def test_a_class_qualified_method_query_ranks_that_class_method_above_a_namesake(retry_store):
+    c = store_db.open_read(retry_store.paths.db)
+    try:
+        for query in ("Batch.run", "Job.run"):
+            ranked = _ids(search.run(c, query, "keyword", {}, 5, abstain=False))
+            assert ranked[0] == retry_store.chunk[query], query
+            other = "Job.run" if query == "Batch.run" else "Batch.run"
+            assert retry_store.chunk[other] in ranked[1:]  # control: the namesake is still found
+    finally:
+        c.close()
