@@ -165,35 +165,25 @@ def _round_trips(project: str, runs: int, make=_payload, rewrite: bool = False) 
     return out
 
 
-def _mixed_batches(project: str, runs: int, clients: int = 4) -> tuple[list[float], list[float]]:
+def mixed_batches(ack, runs: int, first_read: int, first: int, clients: int = 4) -> tuple[list[float], list[float]]:
     """Ordinary captures from ``clients`` threads while one more sends rewritten
     40 KB Reads, so they share the writer's batches: the ordinary captures'
-    ack times show what a preview built inside the batch costs its neighbours."""
+    ack times show what a Read's work inside the batch costs its neighbours.
+    ``ack(make, i, rewrite)`` sends one capture and returns its ack time;
+    ids count from ``first_read`` and ``first`` so no call repeats another."""
     import threading
 
-    from memtree import protocol
-    from memtree.capture import zmtp
-    from memtree.paths import paths_for_cwd
-
-    ep = paths_for_cwd(project).endpoint(protocol.SOCK_INGEST)
     small, big, stop = [], [], threading.Event()
 
-    def send(make, i: int, rewrite: bool, into: list) -> None:
-        rid, frame = protocol.encode_ingest_raw(make(project, i), rewrite=rewrite)
-        t0 = time.perf_counter()
-        reply = zmtp.request(ep, [frame], 10.0)
-        into.append(time.perf_counter() - t0)
-        assert protocol.reply_is_ok(reply[-1], rid), reply
-
     def reads() -> None:
-        i = 50_000
+        i = first_read
         while not stop.is_set():
-            send(_big_read, i, True, big)
+            big.append(ack(_big_read, i, True))
             i += 1
 
     def ordinary(k: int) -> None:
         for i in range(runs):
-            send(_payload, 100_000 * (k + 1) + i, False, small)
+            small.append(ack(_payload, first + 100_000 * (k + 1) + i, False))
 
     reader = threading.Thread(target=reads)
     workers = [threading.Thread(target=ordinary, args=(k,)) for k in range(clients)]
@@ -205,6 +195,25 @@ def _mixed_batches(project: str, runs: int, clients: int = 4) -> tuple[list[floa
     stop.set()
     reader.join()
     return small, big
+
+
+def _acker(project: str):
+    """One capture to the writer's ingest socket, as the hook sends it; its ack time."""
+    from memtree import protocol
+    from memtree.capture import zmtp
+    from memtree.paths import paths_for_cwd
+
+    ep = paths_for_cwd(project).endpoint(protocol.SOCK_INGEST)
+
+    def ack(make, i: int, rewrite: bool) -> float:
+        rid, frame = protocol.encode_ingest_raw(make(project, i), rewrite=rewrite)
+        t0 = time.perf_counter()
+        reply = zmtp.request(ep, [frame], 10.0)
+        took = time.perf_counter() - t0
+        assert protocol.reply_is_ok(reply[-1], rid), reply
+        return took
+
+    return ack
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  the same for the 40 KB Read, rewrite on (+ redaction of 40 KB, preview built and redacted): "
             f"{fmt_ms(summary(rt))}"
         )
-        small, big = _mixed_batches(project, max(25, args.runs // 4))
+        small, big = mixed_batches(_acker(project), max(25, args.runs // 4), 50_000, 0)
         print(
             f"\n  writer ingest ack, 4 clients of ordinary captures sharing batches with rewritten 40 KB Reads:\n"
             f"    ordinary: {fmt_ms(summary(small))}\n    40 KB Read + preview: {fmt_ms(summary(big))}"

@@ -32,7 +32,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from memtree.eval.bench_core import _row
@@ -176,32 +175,10 @@ class Subject:
         return took
 
     def mixed(self, runs: int, base: int, clients: int = 4) -> tuple[list[float], list[float]]:
-        """bench_hook's mixed batches: ordinary captures from ``clients`` threads
-        while one more sends rewritten 40 KB Reads."""
-        from memtree.eval.bench_hook import _big_read, _payload
+        """bench_hook's mixed batches against this writer."""
+        from memtree.eval.bench_hook import mixed_batches
 
-        small, big, stop = [], [], threading.Event()
-
-        def reads() -> None:
-            i = base
-            while not stop.is_set():
-                big.append(self.ack(_big_read, i, True))
-                i += 1
-
-        def ordinary(k: int) -> None:
-            for i in range(runs):
-                small.append(self.ack(_payload, base + 100_000 * (k + 1) + i))
-
-        threads = [threading.Thread(target=ordinary, args=(k,)) for k in range(clients)]
-        reader = threading.Thread(target=reads)
-        reader.start()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        stop.set()
-        reader.join()
-        return small, big
+        return mixed_batches(self.ack, runs, base, base, clients)
 
     def close(self) -> None:
         from memtree.eval.recall_eval import stop
