@@ -29,15 +29,15 @@ def _bootstrap():
     return mod
 
 
-def test_the_waiting_server_lists_no_tools_then_hands_over_to_memtree_serve_which_offers_them(tmp_path):
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+def _waiting_server(tmp_path, cwd):
+    """(bootstrap module, the plugin data folder, the server's stdio params): the
+    environment after the install's first step. This test's venv stands for it
+    (it has the SDK, and memtree too, but without the stamp it is not ready)."""
+    from mcp import StdioServerParameters
 
     bootstrap = _bootstrap()
-    data, project = tmp_path / "data", tmp_path / "proj"
+    data = tmp_path / "data"
     data.mkdir()
-    project.mkdir()
-    # The environment after the install's first step: this test's venv stands for it
-    # (it has the SDK, and memtree too, but without the stamp it is not ready).
     os.symlink(sys.prefix, data / "venv")
     (data / "sdk.manifest").write_text(bootstrap.manifest())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMTREE_", "CLAUDE"))}
@@ -45,9 +45,18 @@ def test_the_waiting_server_lists_no_tools_then_hands_over_to_memtree_serve_whic
     params = StdioServerParameters(
         command=str(data / "venv" / "bin" / "python"),
         args=["-I", os.path.join(REPO, "plugin", "waiting_server.py")],
-        cwd=str(project),
+        cwd=str(cwd),
         env=env,
     )
+    return bootstrap, data, params
+
+
+def test_the_waiting_server_lists_no_tools_then_hands_over_to_memtree_serve_which_offers_them(tmp_path):
+    from mcp import ClientSession, stdio_client
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    bootstrap, data, params = _waiting_server(tmp_path, project)
     changed = anyio.Event()
     seen: dict = {}
 
@@ -101,21 +110,9 @@ def test_the_waiting_server_lists_no_tools_then_hands_over_to_memtree_serve_whic
 
 
 def test_the_waiting_server_says_when_the_install_failed_and_exits_when_the_client_leaves(tmp_path):
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp import ClientSession, stdio_client
 
-    bootstrap = _bootstrap()
-    data = tmp_path / "data"
-    data.mkdir()
-    os.symlink(sys.prefix, data / "venv")
-    (data / "sdk.manifest").write_text(bootstrap.manifest())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMTREE_", "CLAUDE"))}
-    env.update(CLAUDE_PLUGIN_DATA=str(data), MEMTREE_HOME=str(tmp_path / "home"))
-    params = StdioServerParameters(
-        command=str(data / "venv" / "bin" / "python"),
-        args=["-I", os.path.join(REPO, "plugin", "waiting_server.py")],
-        cwd=str(tmp_path),
-        env=env,
-    )
+    _, data, params = _waiting_server(tmp_path, tmp_path)
     seen: dict = {}
 
     async def session():
