@@ -26,7 +26,6 @@ from memtree.store import compactions
 BUDGET_TOKENS = 900
 TAIL_BYTES = 4 * 1024 * 1024  # how much of a transcript's end is searched for the summary
 TOUCHED = 12
-TOUCHED_ROWS = 2000  # captures looked at for them (bounded: one query, newest first)
 JUST_NOW_MS = 60_000
 
 
@@ -65,17 +64,13 @@ def _from_transcript(path) -> tuple[str, int] | None:
 
 
 def _per_read(items: list[dict]) -> list[dict]:
-    """One item per native Read: its symbol chunks (one capture, same ``read``
-    range) become one line with the range the Read covered."""
-    out, seen = [], set()
+    """A native Read (one item per capture, compactions.touched) shown with
+    the range the Read covered, not its chunk's."""
+    out = []
     for item in items:
         m = item["meta"]
         rng = m.get("read")
         if item["kind"] == "file_chunk" and isinstance(rng, list) and len(rng) == 2:
-            key = (m.get("path"), tuple(rng), item["created_at"])
-            if key in seen:
-                continue
-            seen.add(key)
             item = {**item, "meta": {**m, "start": rng[0], "end": rng[1]}}
         out.append(item)
     return out
@@ -112,8 +107,7 @@ def lead(
     if found is None and conn is not None:
         stored = compactions.latest_summary(conn, session_id)
         found = (stored[1], stored[2]) if stored else None
-    # Rows, not Reads: a Read stored one chunk per symbol takes many, so look further, then cut.
-    items = _per_read(compactions.touched(conn, session_id, TOUCHED_ROWS))[:TOUCHED] if conn is not None else []
+    items = _per_read(compactions.touched(conn, session_id, TOUCHED)) if conn is not None else []
     if found is None and not (compacting and items):
         return None
     summary, at = found if found else ("", now_ms)

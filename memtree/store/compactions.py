@@ -21,12 +21,19 @@ def latest_summary(conn, session_id: str) -> tuple[str, str, int] | None:
 
 
 def touched(conn, session_id: str, limit: int) -> list[dict]:
-    """The session's captures (files read, commands, searches), newest first."""
+    """The session's captures (files read, commands, searches), newest first:
+    ``limit`` of them, a native Read counted once however many symbol chunks
+    it was stored as (its chunks share the file, the ``read`` range and the
+    time; one of them stands for it)."""
     where, params = status_clause("n")
+    one_read = (
+        "CASE WHEN n.kind = 'file_chunk' AND json_valid(n.metadata) THEN coalesce(json_extract(n.metadata, '$.path')"
+        " || '|' || json_extract(n.metadata, '$.read') || '|' || n.created_at, n.id) ELSE n.id END"
+    )
     rows = conn.execute(
-        f"SELECT n.id, n.kind, n.metadata, n.created_at FROM nodes n WHERE n.session_id = ?"
+        f"SELECT n.id, n.kind, n.metadata, max(n.created_at) AS at FROM nodes n WHERE n.session_id = ?"
         f" AND n.kind IN ('file_chunk', 'tool_output') AND n.parent_id IN (SELECT p.id FROM nodes p"
-        f" WHERE p.kind IN ('file', 'session')) AND {where} ORDER BY n.created_at DESC LIMIT ?",
+        f" WHERE p.kind IN ('file', 'session')) AND {where} GROUP BY {one_read} ORDER BY at DESC LIMIT ?",
         [session_id, *params, limit],
     ).fetchall()
     out = []
