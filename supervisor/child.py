@@ -144,7 +144,12 @@ class Child:
         elif st is State.STOPPING and now >= self.kill_at:
             self.kill(f"still alive {self.spec.shutdown_timeout:g}s after SIGTERM")
             self.kill_at = float("inf")
-        elif st is State.STARTING and not self.spec.is_front and now - self.started_at > t.start_timeout:
+        elif (
+            st is State.STARTING
+            and not self.spec.is_front
+            and not self.kill_reason
+            and now - self.started_at > t.start_timeout
+        ):
             self.kill(f"no READY within {t.start_timeout:g}s")
         elif st in (State.RUNNING, State.STANDBY) and self.last_hb is not None and now - self.last_hb > t.hung_after:
             self.kill(f"no heartbeat for {now - self.last_hb:.1f}s ({t.missed} missed)")
@@ -155,6 +160,31 @@ class Child:
             self.last_hb = None
         elif st is State.RUNNING and self.running_since is not None:
             self.backoff.on_running(self.running_since, now)
+
+    def next_due(self) -> float:
+        """The earliest monotonic time a ``tick`` could act on a timer (inf: none
+        pending): the supervisor sleeps until then instead of polling. Exits are
+        not timers; the supervisor wakes on those through the child's pidfd."""
+        st, t = self.state, self.timing
+        due = float("inf")
+        if self.kill_reason and st in ALIVE:
+            pass  # SIGKILLed: the exit comes next, nothing else is due
+        elif st is State.BACKOFF:
+            due = self.restart_at
+        elif st is State.STOPPING:
+            due = self.kill_at
+        elif st is State.STARTING and not self.spec.is_front:
+            due = self.started_at + t.start_timeout
+        elif st in (State.RUNNING, State.STANDBY) and self.last_hb is not None:
+            due = self.last_hb + t.hung_after
+            busy = self.info.get("busy_s") if isinstance(self.info, dict) else None
+            if st is State.RUNNING and isinstance(busy, (int, float)) and busy > 0:
+                due = min(due, self.last_hb + t.busy_limit - busy)
+        if st is State.RUNNING and self.running_since is not None and self.backoff.attempt:
+            due = min(due, self.running_since + t.stable_after)
+        if self.op is not None:
+            due = min(due, self.op.deadline)
+        return due
 
     def busy_s(self, now: float) -> float:
         """How long the actor's loop has been inside one handler (0: not busy)."""
