@@ -181,6 +181,10 @@ class Actor:
 
     def stop(self) -> None:
         self._stopping = True
+        try:
+            os.write(self._wake_w, b"\0")  # the loop's poll returns now, whoever called stop
+        except (BlockingIOError, OSError):
+            pass  # full (a wake is pending anyway) or closed
 
     def _drain_wake(self) -> None:
         try:
@@ -297,8 +301,8 @@ class Actor:
                     self._dispatch(self.on_tick)
                 wake = min(next_hb, self._next_tick)
                 # Rounded up: a deadline 0.4 ms away must not become a 0 ms
-                # poll that spins until it passes. Capped so a stop is noticed promptly.
-                timeout_ms = min(max(0, math.ceil((wake - time.monotonic()) * 1000)), 250)
+                # poll that spins until it passes. No cap: stop() wakes the poll.
+                timeout_ms = None if wake == math.inf else max(0, math.ceil((wake - time.monotonic()) * 1000))
                 # Never an empty poll (it would return at once): the wake pipe is always in it.
                 for sock, _ in self.poller.poll(timeout_ms):
                     if sock == self._wake_r:
