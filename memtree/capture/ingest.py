@@ -52,6 +52,11 @@ from memtree.store import uris
 from memtree.text import grep_output
 
 MAX_HITS = 500  # children per Grep result; the tool_output keeps every line
+# A Grep hit is widened to the chunk of its file that holds it (read from disk
+# and outlined inside the writer's batch, so bounded): this many files, each
+# at most this big; hits in other files stay their own lines.
+GREP_WIDEN_FILES = 8
+GREP_WIDEN_BYTES = 512_000
 MAX_READ_CHARS = 8 * 1024 * 1024  # of one Read chunked, as the wrapped read's file limit
 _EXIT = re.compile(r"^Exit code (-?\d+)\s*$")
 
@@ -94,8 +99,8 @@ class Plan:
 
     ``nodes`` are dicts the writer stores in order (memtree.store.write.captures):
     ``ref``, ``parent`` ({"file"|"session"|"ref": ...}), ``kind``, ``content``,
-    ``source_uri``, ``mtime``, ``metadata``. Metadata is raw here: it is
-    redacted once, at insert."""
+    ``source_uri``, ``mtime``, ``metadata``, and ``with`` (a ref: stored only
+    if that node is). Metadata is raw here: it is redacted once, at insert."""
 
     __slots__ = ("session_id", "nodes", "skip")
 
@@ -137,7 +142,7 @@ def plan(payload, config, project_root: str | None = None) -> Plan:
     deny = _denier(config, cwd, project_root)
     if tool == "Read":
         return _plan_read(tool_input, response, sid, cwd, deny, config, project_root)
-    return _plan_grep(tool_input, response, sid, cwd, config, deny)
+    return _plan_grep(tool_input, response, sid, cwd, config, deny, project_root)
 
 
 def _denier(config, cwd: str, project_root: str | None):
@@ -277,7 +282,7 @@ def _resolver(cwd: str, search_path: str | None):
     return resolve
 
 
-def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, deny) -> dict:
+def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, deny, project_root=None) -> Plan:
     pattern = _field(tool_input, "pattern", str, "tool_input.")
     search_path = _field(tool_input, "path", str, "tool_input.", required=False)
     glob = _field(tool_input, "glob", str, "tool_input.", required=False)
@@ -334,7 +339,7 @@ def _plan_grep(tool_input: dict, response: dict, sid: str, cwd: str, config, den
         "origin": "hook",
         **counts,
     }
-    return Plan(sid, _grep_nodes(sid, text, meta, hits, pattern))
+    return Plan(sid, _grep_nodes(sid, text, meta, _grep_chunks(hits, config, project_root), pattern))
 
 
 def _grep_lines(text: str, mode: str, single_file, resolve, deny) -> tuple[list[str], list[tuple], int]:
@@ -359,8 +364,68 @@ def _grep_lines(text: str, mode: str, single_file, resolve, deny) -> tuple[list[
     return kept, hits, denied_lines
 
 
-def _grep_nodes(sid: str, text: str, meta: dict, hits: list[tuple], pattern: str) -> list[dict]:
-    """The search's output under the session, and each match line as a chunk of its file under it."""
+def _grep_chunks(hits: list[tuple], config, project_root: str | None) -> list[tuple[str, dict]]:
+    """(file, chunk) for the hits: each hit widened to the chunk of its file
+    that holds it, cut as a whole-file Read cuts the file (its symbol, section
+    or window), once however many hits it holds, so a hit names the function
+    and the filter drops a chunk a Read already stored for this version. A
+    file not on disk as the search saw it (changed, outside the project, too
+    big, past GREP_WIDEN_FILES) keeps its hit lines, a chunk per run of
+    adjacent lines (kind ``lines``: part of the search's output, not of a
+    file version)."""
+    by_file: dict[str, list[tuple[int, str]]] = {}
+    for full, lineno, body in hits:
+        by_file.setdefault(full, []).append((lineno, body))
+    out = []
+    for k, (full, lines) in enumerate(by_file.items()):
+        chunks = _widened(full, lines, config, project_root) if k < GREP_WIDEN_FILES else None
+        out += [(full, c) for c in (chunks if chunks is not None else _line_runs(lines))]
+    return out
+
+
+def _widened(full: str, lines: list[tuple[int, str]], config, project_root: str | None) -> list[dict] | None:
+    """The chunks of ``full`` on disk that hold the hit ``lines``, or None when
+    the file is not the version the search printed (a hit line differs)."""
+    from memtree.capture import ondisk
+    from memtree.text.chunking import chunk_read, split_lines
+
+    whole = ondisk.project_file_text(full, project_root, GREP_WIDEN_BYTES)
+    if not whole:
+        return None
+    file_lines = split_lines(whole)
+    for lineno, body in lines:
+        if not 1 <= lineno <= len(file_lines) or file_lines[lineno - 1].rstrip("\r\n") != body.rstrip("\r"):
+            return None
+    chunks = chunk_read(
+        full,
+        whole,
+        1,
+        whole,
+        settings.get(config, "capture", "filterMinSize"),
+        settings.get(config, "capture", "readSymbolMinBytes"),
+    )
+    wanted = {lineno for lineno, _ in lines}
+    return [c for c in chunks if any(c["start"] <= n <= c["end"] for n in wanted)]
+
+
+def _line_runs(lines: list[tuple[int, str]]) -> list[dict]:
+    """The hit lines of one file, a chunk per run of adjacent line numbers."""
+    runs: list[list[tuple[int, str]]] = []
+    for lineno, body in sorted(set(lines)):
+        if runs and lineno == runs[-1][-1][0] + 1:
+            runs[-1].append((lineno, body))
+        else:
+            runs.append([(lineno, body)])
+    return [
+        {"start": r[0][0], "end": r[-1][0], "symbol": None, "kind": "lines", "content": "\n".join(b for _, b in r)}
+        for r in runs
+    ]
+
+
+def _grep_nodes(sid: str, text: str, meta: dict, chunks: list[tuple[str, dict]], pattern: str) -> list[dict]:
+    """The search's output under the session; the chunks its hits fall in
+    under their files (stored only beside the output: a search repeated within
+    the dedupe window stores none of it again), hit lines under the output."""
     nodes = [
         {
             "ref": "n0",
@@ -372,20 +437,23 @@ def _grep_nodes(sid: str, text: str, meta: dict, hits: list[tuple], pattern: str
             "mtime": 0,
         }
     ]
-    for i, (full, lineno, body) in enumerate(hits, 1):
+    for i, (full, c) in enumerate(chunks, 1):
         nodes.append(
             {
                 "ref": f"n{i}",
-                "parent": {"ref": "n0"},
+                **({"parent": {"ref": "n0"}} if c["kind"] == "lines" else {"parent": {"file": full}, "with": "n0"}),
                 "kind": "file_chunk",
-                "content": body,
-                "source_uri": uris.file_uri(full, lineno, lineno),
+                "content": c["content"],
+                "source_uri": uris.file_uri(full, c["start"], c["end"]),
                 "mtime": _mtime_ns(full),
                 "metadata": {
                     "tool": "Grep",
                     "path": full,
-                    "start": lineno,
-                    "end": lineno,
+                    "start": c["start"],
+                    "end": c["end"],
+                    "symbol": c["symbol"],
+                    **({"symbols": c["symbols"]} if c.get("symbols") else {}),
+                    "chunk": c["kind"],
                     "pattern": pattern,
                     "origin": "hook",
                 },

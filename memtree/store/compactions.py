@@ -33,7 +33,10 @@ def touched(conn, session_id: str, limit: int) -> list[dict]:
     rows = conn.execute(
         f"SELECT n.id, n.kind, n.metadata, max(n.created_at) AS at FROM nodes n WHERE n.session_id = ?"
         f" AND n.kind IN ('file_chunk', 'tool_output') AND n.parent_id IN (SELECT p.id FROM nodes p"
-        f" WHERE p.kind IN ('file', 'session')) AND {where} GROUP BY {one_read} ORDER BY at DESC LIMIT ?",
+        f" WHERE p.kind IN ('file', 'session')) AND {where}"
+        # A Grep's chunks stand under their files; the search is listed once, by its output.
+        " AND NOT (n.kind = 'file_chunk' AND json_valid(n.metadata) AND json_extract(n.metadata, '$.tool') = 'Grep')"
+        f" GROUP BY {one_read} ORDER BY at DESC LIMIT ?",
         [session_id, *params, limit],
     ).fetchall()
     out = []

@@ -27,7 +27,7 @@ def _stored_uri(n: dict) -> str:
     return n["source_uri"]
 
 
-def _node(system, source_uri: str, kind: str, parent_id: str | None = None):
+def _node(system, source_uri: str, kind: str, parent_id: str | None = None, tool: str | None = None, taken=()):
     sql = (
         "SELECT n.id, n.content, n.status, p.kind, p.source_uri, n.parent_id FROM nodes n"
         " LEFT JOIN nodes p ON p.id = n.parent_id WHERE n.source_uri = ? AND n.kind = ?"
@@ -36,16 +36,34 @@ def _node(system, source_uri: str, kind: str, parent_id: str | None = None):
     if parent_id:
         sql += " AND n.parent_id = ?"
         args.append(parent_id)
-    got = rows(system.paths, sql, args)
-    assert len(got) == 1, (source_uri, kind, got)
+    if tool:  # a Grep's widened chunk and a Read's chunk of one file version share a URI
+        sql += " AND json_extract(n.metadata, '$.tool') = ?"
+        args.append(tool)
+    # Several searches widen to one chunk: stored in capture order, each planned node takes the next.
+    got = [r for r in rows(system.paths, sql + " ORDER BY n.id", args) if r[0] not in taken]
+    assert got, (source_uri, kind, tool)
     return got[0]
 
 
-def _expected_status(pl, min_size: int) -> str:
-    """The filter rule (docs/ARCHITECTURE.md): a Grep hit follows its parent; the
-    recorded outputs are all distinct, so only size can drop one."""
-    top = pl.nodes[0]
-    return "dropped" if len(top["content"].encode()) < min_size else "live"
+def _expected(plans, min_size: int) -> dict[int, str]:
+    """Each planned node's status by the filter rule (docs/ARCHITECTURE.md), in
+    capture order: a child of an output follows it; any other node under
+    ``min_size`` bytes is dropped, and so is one whose content an older node
+    kept (a Grep's widened chunk that a Read of the same file already stored)."""
+    out, kept = {}, set()
+    for pl in plans:
+        refs = {}
+        for n in pl.nodes:
+            parent = n["parent"]
+            if "ref" in parent:
+                st = refs[parent["ref"]]
+            elif len(n["content"].encode()) < min_size or n["content"] in kept:
+                st = "dropped"
+            else:
+                st = "live"
+                kept.add(n["content"])
+            refs[n["ref"]] = out[id(n)] = st
+    return out
 
 
 def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system):
@@ -53,11 +71,11 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
     for p in payloads:
         run_hook(system, p, MEMTREE_HOOK_TIMEOUT_MS="10000")
     cfg = make_config()
-    plans = [pl for pl in (plan(p, cfg) for p in payloads) if pl.nodes]
+    plans = [pl for pl in (plan(p, cfg, system.paths.project_root) for p in payloads) if pl.nodes]
+    expected = _expected(plans, cfg.capture.filterMinSize)
     want = {}
-    for pl in plans:
-        st = _expected_status(pl, cfg.capture.filterMinSize)
-        want[st] = want.get(st, 0) + len(pl.nodes)
+    for st in expected.values():
+        want[st] = want.get(st, 0) + 1
     assert want["live"] >= 12 and len(plans) >= 10  # positive control: most recorded captures are kept
 
     def statuses():
@@ -71,15 +89,19 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
     # The filter walker runs on the writer's event; allows for a loaded box.
     wait_until(lambda: statuses() == want, timeout=COLD_START_S, what=f"captures filtered to {want}")
 
+    assert any(n["metadata"].get("symbol") for pl in plans for n in pl.nodes if n["metadata"].get("tool") == "Grep")
+    taken = set()
     for pl in plans:
-        status, ids = _expected_status(pl, cfg.capture.filterMinSize), {}
+        ids = {}
         for n in pl.nodes:
             parent = n["parent"]
+            tool = n["metadata"].get("tool") if n["kind"] == "file_chunk" else None
             nid, content, got_status, pkind, puri, parent_id = _node(
-                system, _stored_uri(n), n["kind"], ids.get(parent.get("ref"))
+                system, _stored_uri(n), n["kind"], ids.get(parent.get("ref")), tool, taken
             )
+            taken.add(nid)
             ids[n["ref"]] = nid
-            assert (content, got_status) == (n["content"], status)
+            assert (content, got_status) == (n["content"], expected[id(n)])
             if "file" in parent:
                 assert (pkind, puri) == ("file", f"file://{parent['file']}")
             elif "session" in parent:
@@ -110,9 +132,12 @@ def test_every_real_payload_becomes_the_right_nodes_live_after_the_filter(system
     assert len(stored) == 9 and "".join(c for (c,) in stored) == big
     failed = contents(system, "$ echo out; echo err >&2; exit 3%")
     assert list(failed) == ["$ echo out; echo err >&2; exit 3\nexit: 3\n--- output ---\nout\nerr"]
+    # The -C 1 grep's two match lines (1 and 6) widen to the one chunk of app.py holding both functions.
     assert rows(
-        system.paths, "SELECT count(*) FROM nodes WHERE source_uri = ?", (f"file://{proj}/src/app.py#L6-6",)
-    ) == [(1,)]  # the -C 1 grep's second match line
+        system.paths,
+        "SELECT source_uri, json_extract(metadata, '$.symbols') FROM nodes WHERE kind = 'file_chunk'"
+        " AND json_extract(metadata, '$.tool') = 'Grep' AND json_extract(metadata, '$.pattern') = 'greet'",
+    ) == [(f"file://{proj}/src/app.py#L1-6", '["greet","main"]')]
     assert rows(system.paths, "SELECT count(*) FROM nodes WHERE content LIKE '%echo: ping from fake model%'") == [(0,)]
 
 

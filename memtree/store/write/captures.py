@@ -314,6 +314,9 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
     ids, deduped, refused = [], [], 0
     for n, prep in zip(nodes, prepared):
         parent = n.get("parent") or {}
+        if "with" in n and refs.get(n["with"]) is None:  # stored only beside that node (a Grep's hits, its output)
+            refs[n.get("ref")] = None
+            continue
         if "ref" in parent:
             parent_id = refs.get(parent["ref"])
             if parent_id is None:  # parent refused or deduplicated: its children go with it

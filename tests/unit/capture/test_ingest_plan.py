@@ -157,6 +157,7 @@ def test_an_unchanged_reread_and_a_failed_read_store_nothing():
 
 
 def test_grep_content_mode_makes_a_child_per_matching_line_resolved_against_cwd():
+    # No project root: the file is not read from disk, each hit stays its own lines, under the output.
     p = find(lambda p: p["tool_name"] == "Grep" and p["tool_input"].get("-C") == 1)
     out = plan(p, CFG)
     parent, *hits = out.nodes
@@ -170,6 +171,80 @@ def test_grep_content_mode_makes_a_child_per_matching_line_resolved_against_cwd(
         ({"ref": "n0"}, "file_chunk", f"file://{app}#L6-6", '    print(greet("world"))'),
     ]
     assert parent["metadata"]["mode"] == "content" and parent["metadata"]["case_insensitive"] is True
+
+
+GREP_MODULE = """import os
+
+
+def load_settings(path):
+    \"\"\"Read the settings file and return its values.\"\"\"
+    with open(path) as f:
+        text = f.read()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def unrelated_helper(values):
+    total = 0
+    for v in values:
+        total += len(v)
+    return total
+
+
+class Store:
+    def save_settings(self, path, values):
+        \"\"\"Write the settings back, one key=value a line.\"\"\"
+        with open(path, "w") as f:
+            for k, v in values.items():
+                f.write(f"{k}={v}\\n")
+"""
+
+
+def _grep_of(project: str, rel: str, hits: list[int], lines: list[str]) -> dict:
+    p = find(lambda p: p["tool_name"] == "Grep" and p["tool_input"].get("pattern") == "def ")
+    p["cwd"] = project
+    p["tool_input"] = {"pattern": "settings", "output_mode": "content", "-n": True}
+    p["tool_response"] = {"mode": "content", "content": "\n".join(f"{rel}:{n}:{lines[n - 1]}" for n in hits)}
+    return p
+
+
+def test_grep_hits_widen_to_the_symbols_holding_them_once_each_under_the_file(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    mod = tmp_path / "pkg" / "conf.py"
+    mod.write_text(GREP_MODULE)
+    lines = GREP_MODULE.splitlines()
+    want = {n for n, line in enumerate(lines, 1) if "settings" in line}
+    assert want == {4, 5, 19, 20}  # two hits in load_settings, two in Store.save_settings, none in unrelated_helper
+    cfg = make_config({"capture": {"readSymbolMinBytes": 0, "filterMinSize": 0}})
+    _, *chunks = plan(_grep_of(str(tmp_path), "pkg/conf.py", sorted(want), lines), cfg, str(tmp_path)).nodes
+    assert [(c["parent"], c.get("with"), c["metadata"]["symbol"], c["metadata"]["tool"]) for c in chunks] == [
+        ({"file": str(mod)}, "n0", "load_settings", "Grep"),
+        ({"file": str(mod)}, "n0", "Store.save_settings", "Grep"),
+    ]
+    for c in chunks:  # each chunk is its symbol's lines from the file, named in its URI
+        s, e = c["metadata"]["start"], c["metadata"]["end"]
+        assert c["content"] == "".join(GREP_MODULE.splitlines(keepends=True)[s - 1 : e])
+        assert c["source_uri"] == f"file://{mod}#L{s}-{e}"
+        assert any(s <= n <= e for n in want)
+    assert "unrelated_helper" not in "".join(c["content"] for c in chunks)
+    # Control: the file changed since the search (a hit line differs), so the hits stay lines, adjacent ones joined.
+    mod.write_text(GREP_MODULE.replace("return its values", "return the values"))
+    _, *lines_only = plan(_grep_of(str(tmp_path), "pkg/conf.py", sorted(want), lines), cfg, str(tmp_path)).nodes
+    assert [
+        (c["parent"], c["metadata"]["start"], c["metadata"]["end"], c["metadata"]["chunk"]) for c in lines_only
+    ] == [
+        ({"ref": "n0"}, 4, 5, "lines"),
+        ({"ref": "n0"}, 19, 20, "lines"),
+    ]
+
+
+def test_grep_hits_on_adjacent_lines_of_a_file_not_on_disk_are_one_chunk():
+    p = find(lambda p: p["tool_name"] == "Grep" and p["tool_input"].get("pattern") == "def ")
+    p["tool_response"]["content"] = "gone.py:3:a = 1\ngone.py:4:b = 2\ngone.py:9:c = 3"
+    _, *chunks = plan(p, CFG).nodes
+    assert [(c["metadata"]["start"], c["metadata"]["end"], c["content"]) for c in chunks] == [
+        (3, 4, "a = 1\nb = 2"),
+        (9, 9, "c = 3"),
+    ]
 
 
 def test_grep_hits_resolve_against_the_search_path_when_the_file_is_there(tmp_path):
