@@ -71,6 +71,16 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
     _write(billing, "".join(f"def charge_{i}(amount):\n    return amount * {i}\n\n" for i in range(30)))
     run_hook(system, bash_payload(system, 1, session=SID), **SLOW)  # before the Read's 30 symbol chunks
     run_hook(system, _read(system, billing), **SLOW)
+    tax = os.path.join(system.project, "tax.py")
+    _write(tax, "".join(f"def tax_{i}(amount):\n    return amount * {i} / 100\n\n" for i in range(30)))
+    grep = {
+        **bash_payload(system, 2, session=SID),
+        "tool_name": "Grep",
+        "tool_input": {"pattern": "tax_7", "path": tax, "output_mode": "content", "-n": True},
+        "tool_response": {"mode": "content", "numFiles": 1, "filenames": [], "content": "22:def tax_7(amount):"},
+        "tool_use_id": "toolu_grep_tax_7",
+    }
+    run_hook(system, grep, **SLOW)  # its hit widens to a chunk of tax.py, never read: listed as a search, not a read
     done = _hook(
         system,
         "post-compact",
@@ -97,6 +107,13 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
     resumed = _start(system, "resume")["additionalContext"]
     assert resumed.startswith('<memtree:recalled kind="compaction">') and "charge_7 must round half-even" in resumed
     assert "read billing.py L1-90" in resumed and "AKIAQWERTYUIOPASDF7K" not in resumed
+    lead = resumed.split('kind="session-brief"')[0]
+    assert lead.count("read billing.py") == 1 and lead.count("searched 'tax_7'") == 1 and "tax.py" not in lead, lead
+    [(grep_chunk, grep_status)] = rows(
+        system.paths,
+        "SELECT source_uri, status FROM nodes WHERE kind = 'file_chunk' AND json_extract(metadata, '$.tool') = 'Grep'",
+    )
+    assert grep_chunk.startswith(f"file://{tax}#L") and grep_status == "live"  # positive control: it is stored
     # one line per Read in the compaction block: its 30 chunks do not use up the list of what was touched
     assert "ran `echo capture-1`" in resumed.split('kind="session-brief"')[0]
     assert resumed.index('kind="compaction"') < resumed.index('kind="session-brief"')
