@@ -18,6 +18,7 @@ import time
 import psutil
 
 from memtree.eval.context_ab.cli import session_argv
+from memtree.runtime.group import start_group
 from tests.support import deadline, deadline_ms
 
 VERSION = "2.1.197"
@@ -205,16 +206,8 @@ def start_session(
     binary: str, env: dict, project: str, allowed: str, out_dir: str, args: list[str] | None = None
 ) -> subprocess.Popen:
     """``claude -p`` in ``project`` (its own process group); ``args`` replace ``-p "do the thing"``."""
-    return subprocess.Popen(
-        session_argv(binary, args or ["-p", "do the thing"], allowed, out_dir),
-        env=env,
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    argv = session_argv(binary, args or ["-p", "do the thing"], allowed, out_dir)
+    return start_group(argv, env=env, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def run_session(
