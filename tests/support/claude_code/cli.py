@@ -17,7 +17,7 @@ import time
 
 import psutil
 
-from memtree.eval.context_ab.cli import session_argv
+from memtree.eval.context_ab.cli import session_argv, start_api
 from memtree.runtime.group import start_group
 from tests.support import deadline, deadline_ms
 
@@ -142,28 +142,7 @@ class FakeApi:
         path = os.path.join(out_dir, "script.json")
         with open(path, "w") as f:
             json.dump(script, f)
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                FAKE_API,
-                "--port",
-                "0",
-                "--script",
-                path,
-                "--log",
-                self.log,
-                "--var",
-                f"PROJ={project}",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        line = self.proc.stdout.readline()  # blocks until it listens (or dies: empty line)
-        assert "listening on" in line, f"fake API did not start: {line!r}"
-        self.url = line.strip().rsplit(" ", 1)[-1]
+        self.proc, self.url = start_api(path, self.log, project, program=(sys.executable, "-I", FAKE_API))
 
     def close(self) -> None:
         try:
