@@ -58,6 +58,30 @@ def _start(system, source: str, transcript: str = "/dev/null") -> dict:
     return json.loads(done.stdout)["hookSpecificOutput"] if done.stdout else {}
 
 
+def _post_compact(system, trigger: str) -> dict:
+    """A PostCompact payload as Claude Code sends it, with SUMMARY as the compaction summary."""
+    return {
+        "session_id": SID,
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "PostCompact",
+        "trigger": trigger,
+        "compact_summary": SUMMARY,
+    }
+
+
+def _file_changed(system, path: str) -> dict:
+    """A FileChanged payload as Claude Code sends it for an edit of ``path``."""
+    return {
+        "session_id": SID,
+        "transcript_path": "/dev/null",
+        "cwd": system.project,
+        "hook_event_name": "FileChanged",
+        "file_path": path,
+        "event": "change",
+    }
+
+
 def _settled(system) -> None:
     wait_until(
         lambda: rows(system.paths, "SELECT count(*) FROM nodes WHERE status = 'pending'") == [(0,)],
@@ -71,18 +95,7 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
     _write(billing, "".join(f"def charge_{i}(amount):\n    return amount * {i}\n\n" for i in range(30)))
     run_hook(system, bash_payload(system, 1, session=SID), **SLOW)  # before the Read's 30 symbol chunks
     run_hook(system, _read(system, billing), **SLOW)
-    done = _hook(
-        system,
-        "post-compact",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "PostCompact",
-            "trigger": "auto",
-            "compact_summary": SUMMARY,
-        },
-    )
+    done = _hook(system, "post-compact", _post_compact(system, "auto"))
     assert done.stdout == b""  # PostCompact shows nothing and cannot block
     _settled(system)
     [(content, status, meta)] = rows(
@@ -128,19 +141,7 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
 def test_post_compact_without_a_writer_is_spooled_redacted(system_factory):
     system = system_factory
     system.write_config()
-    _hook(
-        system,
-        "post-compact",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "PostCompact",
-            "trigger": "manual",
-            "compact_summary": SUMMARY,
-        },
-        MEMTREE_HOOK_TIMEOUT_MS="200",
-    )
+    _hook(system, "post-compact", _post_compact(system, "manual"), MEMTREE_HOOK_TIMEOUT_MS="200")
     with open(system.paths.spool, "rb") as f:
         spooled = f.read()
     assert b"charge_7 must round half-even" in spooled and b"AKIAQWERTYUIOPASDF7K" not in spooled
@@ -169,14 +170,7 @@ def test_file_changed_marks_the_changed_file_stale_at_once_and_returns_the_watch
     out = _hook(
         system,
         "file-changed",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "FileChanged",
-            "file_path": real_a,
-            "event": "change",
-        },
+        _file_changed(system, real_a),
     )
     # marked before the hook returned: the writer answered the SetStatus
     assert {u.split("#")[0] for u in live()} == {f"file://{real_b}"}
@@ -188,13 +182,6 @@ def test_file_changed_marks_the_changed_file_stale_at_once_and_returns_the_watch
     _hook(
         system,
         "file-changed",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "FileChanged",
-            "file_path": real_b,
-            "event": "change",
-        },
+        _file_changed(system, real_b),
     )
     assert {u.split("#")[0] for u in live()} == {f"file://{real_b}"}
