@@ -103,6 +103,19 @@ def _base(name: str, tool: str) -> dict:
     }
 
 
+def _case(name, cls, expect, secrets, keep, payload: dict, files: dict, wrapped: dict) -> dict:
+    return {
+        "name": name,
+        "cls": cls,
+        "expect": expect,
+        "secrets": list(secrets),
+        "keep": list(keep),
+        "payload": payload,
+        "files": files,
+        "wrapped": wrapped,
+    }
+
+
 def bash(name, cls, command, stdout, secrets, keep=(), expect="stored", stderr="", shim_out=None, files=None):
     p = _base(name, "Bash")
     p["tool_input"] = {"command": command, "description": f"fixture {name}"}
@@ -113,21 +126,13 @@ def bash(name, cls, command, stdout, secrets, keep=(), expect="stored", stderr="
         "isImage": False,
         "noOutputExpected": False,
     }
-    return {
-        "name": name,
-        "cls": cls,
-        "expect": expect,
-        "secrets": list(secrets),
-        "keep": list(keep),
-        "payload": p,
-        "files": files or {},
-        "wrapped": {
-            "tool": "bash",
-            "command": command,
-            "shim_out": stdout if shim_out is None else shim_out,
-            "shim_err": stderr,
-        },
+    wrapped = {
+        "tool": "bash",
+        "command": command,
+        "shim_out": stdout if shim_out is None else shim_out,
+        "shim_err": stderr,
     }
+    return _case(name, cls, expect, secrets, keep, p, files or {}, wrapped)
 
 
 def read(name, cls, rel, text, secrets, keep=(), expect="stored", start=1, count=None):
@@ -141,16 +146,7 @@ def read(name, cls, rel, text, secrets, keep=(), expect="stored", start=1, count
         "type": "text",
         "file": {"filePath": full, "content": part, "numLines": count, "startLine": start, "totalLines": len(lines)},
     }
-    return {
-        "name": name,
-        "cls": cls,
-        "expect": expect,
-        "secrets": list(secrets),
-        "keep": list(keep),
-        "payload": p,
-        "files": {rel: text},
-        "wrapped": {"tool": "read", "path": rel},
-    }
+    return _case(name, cls, expect, secrets, keep, p, {rel: text}, {"tool": "read", "path": rel})
 
 
 def _context_lines(files: dict, needle: str, numbers: bool, before: int, after: int) -> list[str]:
@@ -223,16 +219,7 @@ def grep(
         **({"context": max(before, after)} if before or after else {}),
         **({"path": path} if path else {}),
     }
-    return {
-        "name": name,
-        "cls": cls,
-        "expect": expect,
-        "secrets": list(secrets),
-        "keep": list(keep),
-        "payload": p,
-        "files": dict(files),
-        "wrapped": wrapped,
-    }
+    return _case(name, cls, expect, secrets, keep, p, dict(files), wrapped)
 
 
 # -- the cases, by class ---------------------------------------------------------------
