@@ -181,6 +181,17 @@ def claude(binary: str, args: list[str], env: dict, cwd: str, timeout: float = 1
     )
 
 
+def install_plugin(binary: str, env: dict, cwd: str, market: str) -> float:
+    """The plugin as a user adds it: ``claude plugin marketplace add`` of ``market``, then
+    ``plugin install memtree@memtree``; the wall time the install began (readiness counts from it)."""
+    added = claude(binary, ["plugin", "marketplace", "add", market], env, cwd)
+    assert added.returncode == 0 and "Successfully added marketplace" in added.stdout + added.stderr, added
+    began = time.time()
+    inst = claude(binary, ["plugin", "install", "memtree@memtree"], env, cwd)
+    assert inst.returncode == 0 and "Successfully installed plugin" in inst.stdout + inst.stderr, inst
+    return began
+
+
 def start_session(
     binary: str, env: dict, project: str, allowed: str, out_dir: str, args: list[str] | None = None
 ) -> subprocess.Popen:
