@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -220,12 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=200)
     args = p.parse_args(argv)
-    work = tempfile.mkdtemp(prefix="memtree-bench-hook-")
-    project, home = os.path.join(work, "project"), os.path.join(work, "home")
-    os.makedirs(project)
-    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
-    env["MEMTREE_HOME"] = os.environ["MEMTREE_HOME"] = home
-    try:
+    with tempfile.TemporaryDirectory(prefix="memtree-bench-hook-", ignore_cleanup_errors=True) as work:
+        project, home = os.path.join(work, "project"), os.path.join(work, "home")
+        os.makedirs(project)
+        env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+        env["MEMTREE_HOME"] = os.environ["MEMTREE_HOME"] = home
         with system.serving(project, env):
             print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
             _print("writer up (ack after commit)", _round(args.runs, env, project))
@@ -266,8 +264,6 @@ def main(argv: list[str] | None = None) -> int:
             from memtree.paths import paths_for_cwd
 
             print(f"\nspooled entries waiting: {spool.pending_count(paths_for_cwd(project).spool)}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,19 +29,18 @@ def main() -> int:
     sys.path.insert(0, REPO)
     from tests.support import transcript_fixture as fx
 
-    work = tempfile.mkdtemp(prefix="bench-import-")
-    project, home, config_dir = (os.path.join(work, n) for n in ("project", "home", "claude"))
-    os.makedirs(project)
-    fx.write_files(project)
-    folder = fx.place(project, config_dir, copies=COPIES)
-    env = {
-        **os.environ,
-        "MEMTREE_HOME": home,
-        "CLAUDE_CONFIG_DIR": config_dir,
-        "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p),
-    }
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    try:
+    with tempfile.TemporaryDirectory(prefix="bench-import-", ignore_cleanup_errors=True) as work:
+        project, home, config_dir = (os.path.join(work, n) for n in ("project", "home", "claude"))
+        os.makedirs(project)
+        fx.write_files(project)
+        folder = fx.place(project, config_dir, copies=COPIES)
+        env = {
+            **os.environ,
+            "MEMTREE_HOME": home,
+            "CLAUDE_CONFIG_DIR": config_dir,
+            "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p),
+        }
+        env.pop("CLAUDE_PROJECT_DIR", None)
         with system.serving(project, env):
             os.environ["MEMTREE_HOME"] = home
             from memtree.paths import paths_for_cwd
@@ -99,8 +97,6 @@ def main() -> int:
                 f"{h[0]['source_uri'].rsplit('/', 1)[-1]} (session {h[0].get('session_id', '?')[:8]})" for h in hits
             )
             print(f"recall 'heronbay codename': {found or 'nothing'}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
