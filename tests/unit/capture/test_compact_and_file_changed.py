@@ -46,40 +46,24 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
+def _event(system, name: str, transcript: str = "/dev/null", **fields) -> dict:
+    """A hook payload for hook event ``name`` as Claude Code sends it in session SID."""
+    return {"session_id": SID, "transcript_path": transcript, "cwd": system.project, "hook_event_name": name, **fields}
+
+
 def _start(system, source: str, transcript: str = "/dev/null") -> dict:
-    payload = {
-        "session_id": SID,
-        "transcript_path": transcript,
-        "cwd": system.project,
-        "hook_event_name": "SessionStart",
-        "source": source,
-    }
-    done = _hook(system, "session-start", payload)
+    done = _hook(system, "session-start", _event(system, "SessionStart", transcript, source=source))
     return json.loads(done.stdout)["hookSpecificOutput"] if done.stdout else {}
 
 
 def _post_compact(system, trigger: str) -> dict:
-    """A PostCompact payload as Claude Code sends it, with SUMMARY as the compaction summary."""
-    return {
-        "session_id": SID,
-        "transcript_path": "/dev/null",
-        "cwd": system.project,
-        "hook_event_name": "PostCompact",
-        "trigger": trigger,
-        "compact_summary": SUMMARY,
-    }
+    """PostCompact, with SUMMARY as the compaction summary."""
+    return _event(system, "PostCompact", trigger=trigger, compact_summary=SUMMARY)
 
 
 def _file_changed(system, path: str) -> dict:
-    """A FileChanged payload as Claude Code sends it for an edit of ``path``."""
-    return {
-        "session_id": SID,
-        "transcript_path": "/dev/null",
-        "cwd": system.project,
-        "hook_event_name": "FileChanged",
-        "file_path": path,
-        "event": "change",
-    }
+    """FileChanged, for an edit of ``path``."""
+    return _event(system, "FileChanged", file_path=path, event="change")
 
 
 def _settled(system) -> None:
