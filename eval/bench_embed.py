@@ -32,6 +32,7 @@ import tempfile
 import time
 
 from memtree.eval.stats import fmt_ms, summary
+from memtree.runtime.group import start_group
 
 MIB = 1024 * 1024
 
@@ -326,14 +327,7 @@ def bench_system_rss(workdir: str) -> dict:
     os.makedirs(project)
     exe = shutil.which("memtree", path=os.path.dirname(sys.executable))
     argv = [exe] if exe else [sys.executable, "-P", "-m", "memtree.cli"]
-    proc = subprocess.Popen(
-        [*argv, "serve"],
-        cwd=project,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_group([*argv, "serve"], cwd=project, stdin=subprocess.PIPE)
     try:
         pids = wait_for(lambda: _running(project), 120, "every actor RUNNING")
         time.sleep(2.0)  # the embed walker has loaded its model before it reported RUNNING; let imports settle

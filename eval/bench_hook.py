@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -220,51 +219,51 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=200)
     args = p.parse_args(argv)
-    work = tempfile.mkdtemp(prefix="memtree-bench-hook-")
-    project, home = os.path.join(work, "project"), os.path.join(work, "home")
-    os.makedirs(project)
-    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
-    env["MEMTREE_HOME"] = os.environ["MEMTREE_HOME"] = home
-    proc = system.start(project, env)
-    try:
-        print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
-        _print("writer up (ack after commit)", _round(args.runs, env, project))
-        _print(
-            "writer up, a 40 KB whole-file Read each run (rewritten: preview printed after the ack)",
-            _round_rewrite(max(20, args.runs // 4), env, project),
-        )
-        from memtree.paths import paths_for_cwd
+    with tempfile.TemporaryDirectory(prefix="memtree-bench-hook-", ignore_cleanup_errors=True) as work:
+        project, home = os.path.join(work, "project"), os.path.join(work, "home")
+        os.makedirs(project)
+        env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+        env["MEMTREE_HOME"] = os.environ["MEMTREE_HOME"] = home
+        with system.serving(project, env):
+            print(f"hook: {' '.join(hook_argv())}\nruns per series: {args.runs}; cores: {os.cpu_count()}")
+            _print("writer up (ack after commit)", _round(args.runs, env, project))
+            _print(
+                "writer up, a 40 KB whole-file Read each run (rewritten: preview printed after the ack)",
+                _round_rewrite(max(20, args.runs // 4), env, project),
+            )
+            from memtree.paths import paths_for_cwd
 
-        beat = _heartbeat_in_process(paths_for_cwd(project).store_dir)
-        print(f"\n  capture heartbeat count, in process (flock + 6 KB read + one slot write): {fmt_ms(summary(beat))}")
-        rt = _round_trips(project, args.runs)
-        print(f"\n  in-process ZMTP Ingest round trip (connect, handshake, writer commit, ack): {fmt_ms(summary(rt))}")
-        rt = _round_trips(project, max(20, args.runs // 4), _big_read, rewrite=True)
-        print(
-            f"  the same for the 40 KB Read, rewrite on (+ redaction of 40 KB, preview built and redacted): "
-            f"{fmt_ms(summary(rt))}"
-        )
-        small, big = mixed_batches(_acker(project), max(25, args.runs // 4), 50_000, 0)
-        print(
-            f"\n  writer ingest ack, 4 clients of ordinary captures sharing batches with rewritten 40 KB Reads:\n"
-            f"    ordinary: {fmt_ms(summary(small))}\n    40 KB Read + preview: {fmt_ms(summary(big))}"
-        )
-        print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")
-        for us, name in _importtime(env, project):
-            print(f"  {us / 1000:7.1f} ms  {name}")
-        system.ctl(project, env, "stop", "writer")
-        system.wait_writer(project, env, up=False)
-        _print("writer stopped (spool path: json + redaction + locked append)", _round(args.runs, env, project))
-        print("\nwhere the time goes (hook, writer stopped):")
-        for us, name in _importtime(env, project):
-            print(f"  {us / 1000:7.1f} ms  {name}")
-        from memtree.capture import spool
-        from memtree.paths import paths_for_cwd
+            beat = _heartbeat_in_process(paths_for_cwd(project).store_dir)
+            print(
+                f"\n  capture heartbeat count, in process (flock + 6 KB read + one slot write): {fmt_ms(summary(beat))}"
+            )
+            rt = _round_trips(project, args.runs)
+            print(
+                f"\n  in-process ZMTP Ingest round trip (connect, handshake, writer commit, ack): {fmt_ms(summary(rt))}"
+            )
+            rt = _round_trips(project, max(20, args.runs // 4), _big_read, rewrite=True)
+            print(
+                f"  the same for the 40 KB Read, rewrite on (+ redaction of 40 KB, preview built and redacted): "
+                f"{fmt_ms(summary(rt))}"
+            )
+            small, big = mixed_batches(_acker(project), max(25, args.runs // 4), 50_000, 0)
+            print(
+                f"\n  writer ingest ack, 4 clients of ordinary captures sharing batches with rewritten 40 KB Reads:\n"
+                f"    ordinary: {fmt_ms(summary(small))}\n    40 KB Read + preview: {fmt_ms(summary(big))}"
+            )
+            print("\nwhere the time goes (hook, writer up; -X importtime, cumulative, top-level modules):")
+            for us, name in _importtime(env, project):
+                print(f"  {us / 1000:7.1f} ms  {name}")
+            system.ctl(project, env, "stop", "writer")
+            system.wait_writer(project, env, up=False)
+            _print("writer stopped (spool path: json + redaction + locked append)", _round(args.runs, env, project))
+            print("\nwhere the time goes (hook, writer stopped):")
+            for us, name in _importtime(env, project):
+                print(f"  {us / 1000:7.1f} ms  {name}")
+            from memtree.capture import spool
+            from memtree.paths import paths_for_cwd
 
-        print(f"\nspooled entries waiting: {spool.pending_count(paths_for_cwd(project).spool)}")
-    finally:
-        system.shutdown(proc, project, env)
-        shutil.rmtree(work, ignore_errors=True)
+            print(f"\nspooled entries waiting: {spool.pending_count(paths_for_cwd(project).spool)}")
     return 0
 
 

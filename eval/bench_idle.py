@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from memtree.runtime.cpu import measure
+from memtree.runtime.group import start_group
 
 
 def _memtree() -> list[str]:
@@ -53,14 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     project = os.path.join(workdir, "project")
     os.makedirs(project)
     os.environ["MEMTREE_HOME"] = os.path.join(workdir, "home")
-    proc = subprocess.Popen(
-        [*_memtree(), "serve", "--no-front"],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_group([*_memtree(), "serve", "--no-front"], cwd=project)
     floor = subprocess.Popen(["sleep", str(args.seconds + 60)])
     try:
         deadline = time.monotonic() + 60

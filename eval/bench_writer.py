@@ -29,7 +29,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -106,8 +105,8 @@ class Subject:
 
     def __init__(self, workdir: str, label: str, python: str, config):
         from memtree import protocol
+        from memtree.eval.recall_eval import start_actor
         from memtree.paths import prepare_store, store_paths
-        from memtree.runtime.actorenv import ActorContext
         from memtree.runtime.client import Caller
 
         self.label = label
@@ -117,17 +116,7 @@ class Subject:
             self.project, f"{len(label):x}{label}"[:16].ljust(16, "0"), home=os.path.join(workdir, "home")
         )
         prepare_store(self.paths)
-        env = {**os.environ, **ActorContext("writer", self.paths, config, None).child_env()}
-        log = open(self.paths.log_file("writer"), "ab")
-        self.proc = subprocess.Popen(
-            [python, "-P", "-m", "memtree.actors.writer"],
-            env=env,
-            stdout=log,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        log.close()
+        self.proc = start_actor("memtree.actors.writer", "writer", self.paths, config, python)
         self.caller = Caller(self.paths.endpoint(protocol.SOCK_WRITE), src="bench", timeout_ms=60_000)
         deadline = time.monotonic() + 60
         while True:

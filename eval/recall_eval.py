@@ -94,22 +94,15 @@ def eval_config():
     return Config(validate({"walkers": {"embeddingIdleMs": 100}}, "<eval>", defaults()), ["<eval>"])
 
 
-def start_actor(module: str, name: str, paths, config):
-    """One actor process on ``paths``' store, as the supervisor starts it (its log in the store's logs)."""
+def start_actor(module: str, name: str, paths, config, python: str = sys.executable):
+    """One actor process on ``paths``' store, as the supervisor starts it (its log in the store's logs),
+    run by ``python``."""
     from memtree.runtime.actorenv import ActorContext
+    from memtree.runtime.group import start_group
 
     env = {**os.environ, **ActorContext(name, paths, config, None).child_env()}
-    log = open(paths.log_file(name), "ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", module],
-        env=env,
-        stdout=log,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    log.close()
-    return proc
+    with open(paths.log_file(name), "ab") as log:
+        return start_group([python, "-P", "-m", module], env=env, stdout=log, stderr=log)
 
 
 def start_writer(workdir: str, config):

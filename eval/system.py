@@ -17,6 +17,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from memtree.runtime.group import start_group
+
 MEMTREE = [sys.executable, "-P", "-m", "memtree.cli"]
 
 
@@ -47,15 +49,7 @@ def wait_writer(project: str, env: dict, up: bool = True, timeout: float = 120) 
 
 def start(project: str, env: dict, timeout: float = 120) -> subprocess.Popen:
     """The supervisor without the MCP front, its writer RUNNING."""
-    proc = subprocess.Popen(
-        [*MEMTREE, "serve", "--no-front"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_group([*MEMTREE, "serve", "--no-front"], cwd=project, env=env)
     try:
         wait_writer(project, env, up=True, timeout=timeout)
     except BaseException:

@@ -25,21 +25,22 @@ def memtree_home() -> str:
     return os.path.abspath(os.path.expanduser(os.environ.get("MEMTREE_HOME") or "~/.memtree"))
 
 
-def _git(cwd: str, *args: str) -> str | None:
+def run_git(cwd: str, *args: str, timeout: float = 5):
+    """``git args`` in ``cwd`` (text captured, no stdin): the CompletedProcess, or None where git
+    could not run (not installed, timed out)."""
     import subprocess
 
     try:
-        out = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            stdin=subprocess.DEVNULL,
+        return subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _git(cwd: str, *args: str) -> str | None:
+    out = run_git(cwd, *args)
+    return out.stdout.strip() if out is not None and out.returncode == 0 and out.stdout.strip() else None
 
 
 def find_git_root(cwd: str) -> str | None:

@@ -71,25 +71,25 @@ def _paths(data: str) -> dict:
     }
 
 
-def ready(data: str) -> bool:
-    p = _paths(data)
+def _stamped(path: str) -> bool:
+    """The stamp at ``path`` holds this plugin's manifest (a step finished for this version)."""
     try:
-        with open(p["stamp"], encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             stamped = f.read()
     except OSError:
         return False
-    return stamped == manifest() and os.access(p["memtree"], os.X_OK) and os.path.isdir(p["lib"])
+    return stamped == manifest()
+
+
+def ready(data: str) -> bool:
+    p = _paths(data)
+    return _stamped(p["stamp"]) and os.access(p["memtree"], os.X_OK) and os.path.isdir(p["lib"])
 
 
 def sdk_ready(data: str) -> bool:
     """The environment has the MCP SDK (the install's first step): the waiting server can run."""
     p = _paths(data)
-    try:
-        with open(p["sdk_stamp"], encoding="utf-8") as f:
-            stamped = f.read()
-    except OSError:
-        return False
-    return stamped == manifest() and os.access(p["python"], os.X_OK)
+    return _stamped(p["sdk_stamp"]) and os.access(p["python"], os.X_OK)
 
 
 def sdk_requirement() -> str:

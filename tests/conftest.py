@@ -109,6 +109,15 @@ class System:
         with open(os.path.join(self.project, ".memtree", "config.json"), "w") as f:
             json.dump(data, f)
 
+    def write_crashy_config(self, flag, max_restarts: int) -> None:
+        """The config with the test actor that crashes while ``flag`` exists (tests/support/actors/crashy.py)."""
+        flag.write_text("")
+        self.env["CRASHY_FLAG"] = str(flag)
+        self.write_config(
+            {"supervisor": {"maxRestarts": max_restarts, "restartPeriodS": 60}},
+            actors={"crashy": {"module": "tests.support.actors.crashy"}},
+        )
+
     def serve(self, front: bool = False, **popen) -> subprocess.Popen:
         argv = [PYTHON, "-m", "memtree.cli", "serve"] + ([] if front else ["--no-front"])
         popen.setdefault("stdin", subprocess.DEVNULL)
@@ -117,17 +126,29 @@ class System:
         self.seen_pids.add(proc.pid)
         return proc
 
+    def serve_two(self) -> tuple[subprocess.Popen, subprocess.Popen, list[dict]]:
+        """A second supervisor after the first is up (it stands by for every singleton):
+        (first, second, every actor of both)."""
+        first = self.serve()
+        self.wait_running()
+        second = self.serve()
+        return first, second, self.wait_running(count=2)
+
     # -- control ----------------------------------------------------------------
-    def ctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        """`memtree ctl ...` as an operator runs it, from the project directory."""
+    def cli(self, *args: str, timeout: float = 60, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+        """`memtree ...` as an operator runs it, from the project directory (``env``: more variables)."""
         return subprocess.run(
-            [PYTHON, "-m", "memtree.cli", "ctl", *args],
+            [PYTHON, "-m", "memtree.cli", *args],
             cwd=self.project,
-            env={**os.environ, **self.env},
+            env={**os.environ, **self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
+            **kw,
         )
+
+    def ctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return self.cli("ctl", *args, timeout=timeout)
 
     def status(self) -> list[dict]:
         """Every actor of every supervisor, over the real control sockets (in-process, fast)."""

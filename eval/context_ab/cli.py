@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from memtree.runtime.group import start_group
+
 VERSION = os.environ.get("CLAUDE_CODE_VERSION", "2.1.197")
 
 
@@ -96,27 +98,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def start_api(script_path: str, log_path: str, proj: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "memtree.eval.context_ab.scripted_api",
-            "--port",
-            "0",
-            "--script",
-            script_path,
-            "--log",
-            log_path,
-            "--var",
-            f"PROJ={proj}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+SCRIPTED_API = (sys.executable, "-P", "-m", "memtree.eval.context_ab.scripted_api")
+
+
+def start_api(script_path: str, log_path: str, proj: str, program=SCRIPTED_API) -> tuple[subprocess.Popen, str]:
+    """The stand-in Anthropic API (``program``: the scripted one by default) on a free port,
+    answering from ``script_path`` and logging each request to ``log_path``: (process, its URL)."""
+    argv = [*program, "--port", "0", "--script", script_path, "--log", log_path, "--var", f"PROJ={proj}"]
+    proc = start_group(argv, stdin=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30  # a cold interpreter on a loaded box
     while time.monotonic() < deadline:
         line = proc.stdout.readline()

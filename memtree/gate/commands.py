@@ -96,56 +96,42 @@ def _segments(command: str) -> list[list[str]]:
     return out
 
 
-# Commands whose output is a credential, by shape: (program, words that must all
-# appear among its arguments, in any order). Value-level redaction catches
-# labelled values; these print bare ones (a token, a decoded secret).
-_CREDENTIAL_COMMANDS = (
-    ("kubectl", ("get", "secret", "-o")),
-    ("kubectl", ("get", "secrets", "-o")),
-    ("kubectl", ("get", "secret", "--output")),
-    ("kubectl", ("config", "view", "--raw")),
-    ("kubectl", ("create", "token")),
-    ("vault", ("kv", "get")),
-    ("vault", ("read",)),
-    ("vault", ("login",)),
-    ("vault", ("token", "create")),
-    ("vault", ("write",)),
-    ("terraform", ("output",)),
-    ("terraform", ("show", "-json")),
-    ("terraform", ("state", "pull")),
-    ("terraform", ("state", "show")),
-    ("heroku", ("config",)),
-    ("heroku", ("config:get",)),
-    ("heroku", ("auth:token",)),
-    ("heroku", ("authorizations:create",)),
-    ("gh", ("auth", "token")),
-    ("gh", ("auth", "status", "--show-token")),
-    ("gh", ("auth", "status", "-t")),
-    ("aws", ("configure", "get")),
-    ("aws", ("configure", "export-credentials")),
-    ("aws", ("get-login-password",)),
-    ("aws", ("secretsmanager", "get-secret-value")),
-    ("aws", ("ssm", "--with-decryption")),
-    ("gcloud", ("print-access-token",)),
-    ("gcloud", ("print-identity-token",)),
-    ("gcloud", ("secrets", "access")),
-    ("az", ("get-access-token",)),
-    ("az", ("keyvault", "secret", "show")),
-    ("op", ("read",)),
-    ("op", ("item", "get", "--reveal")),
-    ("security", ("find-generic-password", "-w")),
-    ("security", ("find-internet-password", "-w")),
-    ("pass", ("show",)),
-    ("lpass", ("show",)),
-    ("bw", ("get",)),
-    ("doppler", ("secrets",)),
-    ("sops", ("-d",)),
-    ("sops", ("--decrypt",)),
-    ("ansible-vault", ("view",)),
-    ("ansible-vault", ("decrypt",)),
-    ("kubeseal", ("--raw",)),
-    ("docker", ("secret", "inspect")),
-)
+# Commands whose output is a credential, by shape: program -> word sets; the first set
+# whose words all appear among its arguments (in any order) names the command.
+# Value-level redaction catches labelled values; these print bare ones (a token, a
+# decoded secret).
+_CREDENTIAL_COMMANDS = {
+    "kubectl": (
+        ("get", "secret", "-o"),
+        ("get", "secrets", "-o"),
+        ("get", "secret", "--output"),
+        ("config", "view", "--raw"),
+        ("create", "token"),
+    ),
+    "vault": (("kv", "get"), ("read",), ("login",), ("token", "create"), ("write",)),
+    "terraform": (("output",), ("show", "-json"), ("state", "pull"), ("state", "show")),
+    "heroku": (("config",), ("config:get",), ("auth:token",), ("authorizations:create",)),
+    "gh": (("auth", "token"), ("auth", "status", "--show-token"), ("auth", "status", "-t")),
+    "aws": (
+        ("configure", "get"),
+        ("configure", "export-credentials"),
+        ("get-login-password",),
+        ("secretsmanager", "get-secret-value"),
+        ("ssm", "--with-decryption"),
+    ),
+    "gcloud": (("print-access-token",), ("print-identity-token",), ("secrets", "access")),
+    "az": (("get-access-token",), ("keyvault", "secret", "show")),
+    "op": (("read",), ("item", "get", "--reveal")),
+    "security": (("find-generic-password", "-w"), ("find-internet-password", "-w")),
+    "pass": (("show",),),
+    "lpass": (("show",),),
+    "bw": (("get",),),
+    "doppler": (("secrets",),),
+    "sops": (("-d",), ("--decrypt",)),
+    "ansible-vault": (("view",), ("decrypt",)),
+    "kubeseal": (("--raw",),),
+    "docker": (("secret", "inspect"),),
+}
 
 
 def _credential_command(cmd: str, args: list[str]) -> str | None:
@@ -158,9 +144,9 @@ def _credential_command(cmd: str, args: list[str]) -> str | None:
                 flat.add("-o")
         if ":" in a and cmd == "heroku":
             flat.add(a.split(":", 1)[0])
-    for prog, need in _CREDENTIAL_COMMANDS:
-        if cmd == prog and all(w in flat for w in need):
-            return f"{prog} {' '.join(need)}"
+    for need in _CREDENTIAL_COMMANDS.get(cmd, ()):
+        if all(w in flat for w in need):
+            return f"{cmd} {' '.join(need)}"
     return None
 
 

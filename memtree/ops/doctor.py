@@ -93,6 +93,8 @@ def _initialize(entry: dict, project: str) -> tuple[bool, str]:
     import signal
     import subprocess
 
+    from memtree.runtime.group import start_group
+
     argv = [entry.get("command", "")] + [str(a) for a in entry.get("args") or []]
     env = {**os.environ, **{k: str(v) for k, v in (entry.get("env") or {}).items()}, "CLAUDE_PROJECT_DIR": project}
     request = {
@@ -107,15 +109,7 @@ def _initialize(entry: dict, project: str) -> tuple[bool, str]:
     }
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=project,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = start_group(argv, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     except OSError as e:
         return False, f"cannot start {argv[0]}: {e.strerror}"
     try:

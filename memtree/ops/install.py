@@ -288,28 +288,18 @@ def plan_files(project: str, shared: bool = False, tools: tuple[str, ...] | None
         ),
         Change(hook_not, hooks_old, strip_hooks(hooks_old), f"memtree hooks removed, now in {hook_at}", cleanup=True),
     ]
+
+    def local(server: dict | None, note: str, **kw) -> Change:  # this project's entry in the user config
+        return Change(user_cfg, cfg, merge_local_server(cfg, key, server, user_cfg), note, slice_of=local_slice, **kw)
+
     if shared:
         changes += [
             Change(mcp_path, mcp, merge_mcp(mcp, entry, mcp_path), "MCP server memtree, project scope"),
-            Change(
-                user_cfg,
-                cfg,
-                merge_local_server(cfg, key, None, user_cfg),
-                f"MCP server memtree removed from local scope, now in {mcp_path}",
-                cleanup=True,
-                slice_of=local_slice,
-            ),
+            local(None, f"MCP server memtree removed from local scope, now in {mcp_path}", cleanup=True),
         ]
     else:
         changes += [
-            Change(
-                user_cfg,
-                cfg,
-                merge_local_server(cfg, key, entry, user_cfg),
-                f"MCP server memtree, local scope: {key}, this machine only",
-                private=True,
-                slice_of=local_slice,
-            ),
+            local(entry, f"MCP server memtree, local scope: {key}, this machine only", private=True),
             Change(mcp_path, mcp, drop_mcp(mcp), f"MCP server memtree removed, now in {user_cfg}", cleanup=True),
         ]
     return [c for c in changes if not c.cleanup or c.changed]
@@ -318,32 +308,16 @@ def plan_files(project: str, shared: bool = False, tools: tuple[str, ...] | None
 def keep_out_of_git(path: str) -> str | None:
     """Add ``path`` to the repository's .git/info/exclude (never a committed
     file) unless git already ignores it; the line to print, or None."""
-    import subprocess
+    from memtree.paths import run_git
 
     d = os.path.dirname(path)
     while not os.path.isdir(d):
         d = os.path.dirname(d)
-    try:
-        ignored = subprocess.run(
-            ["git", "check-ignore", "-q", "--no-index", path],
-            cwd=d,
-            capture_output=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
-        if ignored.returncode != 1:  # 0: ignored already; 128: not a repository (or no git)
-            return None
-        where = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel", "--git-path", "info/exclude"],
-            cwd=d,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
+    ignored = run_git(d, "check-ignore", "-q", "--no-index", path, timeout=10)
+    if ignored is None or ignored.returncode != 1:  # 0: ignored already; 128: not a repository (or no git)
         return None
-    if where.returncode != 0:
+    where = run_git(d, "rev-parse", "--show-toplevel", "--git-path", "info/exclude", timeout=10)
+    if where is None or where.returncode != 0:
         return None
     top, exclude = where.stdout.splitlines()[:2]
     exclude = os.path.normpath(os.path.join(d, exclude))

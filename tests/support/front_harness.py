@@ -109,6 +109,19 @@ class Front:
 _ULID = re.compile(r"(?<![0-9A-Z])[0-9A-HJKMNP-TV-Z]{26}(?![0-9A-Z])")
 
 
+def module_front(name: str):
+    """A module-scoped ``front`` fixture: one Front (in a temp dir named ``name``) shared by the module's tests."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def front(tmp_path_factory):
+        f = Front(tmp_path_factory.mktemp(name))
+        yield f
+        f.close()
+
+    return front
+
+
 def ids_in(text: str) -> set[str]:
     """Node ids appearing in an answer."""
     return set(_ULID.findall(text))

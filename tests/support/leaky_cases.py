@@ -103,6 +103,19 @@ def _base(name: str, tool: str) -> dict:
     }
 
 
+def _case(name, cls, expect, secrets, keep, payload: dict, files: dict, wrapped: dict) -> dict:
+    return {
+        "name": name,
+        "cls": cls,
+        "expect": expect,
+        "secrets": list(secrets),
+        "keep": list(keep),
+        "payload": payload,
+        "files": files,
+        "wrapped": wrapped,
+    }
+
+
 def bash(name, cls, command, stdout, secrets, keep=(), expect="stored", stderr="", shim_out=None, files=None):
     p = _base(name, "Bash")
     p["tool_input"] = {"command": command, "description": f"fixture {name}"}
@@ -113,21 +126,13 @@ def bash(name, cls, command, stdout, secrets, keep=(), expect="stored", stderr="
         "isImage": False,
         "noOutputExpected": False,
     }
-    return {
-        "name": name,
-        "cls": cls,
-        "expect": expect,
-        "secrets": list(secrets),
-        "keep": list(keep),
-        "payload": p,
-        "files": files or {},
-        "wrapped": {
-            "tool": "bash",
-            "command": command,
-            "shim_out": stdout if shim_out is None else shim_out,
-            "shim_err": stderr,
-        },
+    wrapped = {
+        "tool": "bash",
+        "command": command,
+        "shim_out": stdout if shim_out is None else shim_out,
+        "shim_err": stderr,
     }
+    return _case(name, cls, expect, secrets, keep, p, files or {}, wrapped)
 
 
 def read(name, cls, rel, text, secrets, keep=(), expect="stored", start=1, count=None):
@@ -141,16 +146,7 @@ def read(name, cls, rel, text, secrets, keep=(), expect="stored", start=1, count
         "type": "text",
         "file": {"filePath": full, "content": part, "numLines": count, "startLine": start, "totalLines": len(lines)},
     }
-    return {
-        "name": name,
-        "cls": cls,
-        "expect": expect,
-        "secrets": list(secrets),
-        "keep": list(keep),
-        "payload": p,
-        "files": {rel: text},
-        "wrapped": {"tool": "read", "path": rel},
-    }
+    return _case(name, cls, expect, secrets, keep, p, {rel: text}, {"tool": "read", "path": rel})
 
 
 def _context_lines(files: dict, needle: str, numbers: bool, before: int, after: int) -> list[str]:
@@ -223,16 +219,7 @@ def grep(
         **({"context": max(before, after)} if before or after else {}),
         **({"path": path} if path else {}),
     }
-    return {
-        "name": name,
-        "cls": cls,
-        "expect": expect,
-        "secrets": list(secrets),
-        "keep": list(keep),
-        "payload": p,
-        "files": dict(files),
-        "wrapped": wrapped,
-    }
+    return _case(name, cls, expect, secrets, keep, p, dict(files), wrapped)
 
 
 # -- the cases, by class ---------------------------------------------------------------
@@ -359,37 +346,43 @@ def _class2() -> list[dict]:
     return out
 
 
+def _cred(name: str, command: str, stdout: str, secrets: list, **kw) -> dict:
+    """A command whose output is a credential: denied, so none of it is stored."""
+    return bash(name, 3, command, stdout, secrets, expect="skipped", **kw)
+
+
+def _printed(name: str, command: str, secret: str, prefix: str = "", end: str = "\n", **kw) -> dict:
+    """A command that prints one credential (after ``prefix``) and nothing else."""
+    return _cred(name, command, prefix + secret + end, [secret], **kw)
+
+
+def bash1(name: str, cls: int, secret: str, command: str, stdout: str, **kw) -> dict:
+    """A Bash case around one secret: ``{p}`` in its command, output and stderr stands for the secret."""
+    if "stderr" in kw:
+        kw["stderr"] = kw["stderr"].replace("{p}", secret)
+    return bash(name, cls, command.replace("{p}", secret), stdout.replace("{p}", secret), [secret], **kw)
+
+
 def _class3() -> list[dict]:
     """Commands whose output is a credential."""
     out = []
     p1, p2, u1 = pw(16), pw(18), "svc" + _s(6)
+    dsn = "postgres://app:" + p2 + "@db:5432/app"
     yaml = (
         f"apiVersion: v1\ndata:\n  password: {b64(p1)}\n  username: {b64(u1)}\n  DATABASE_URL: "
-        f"{b64('postgres://app:' + p2 + '@db:5432/app')}\nkind: Secret\nmetadata:\n  name: db-creds\n"
-        f"  namespace: prod\ntype: Opaque\n"
+        f"{b64(dsn)}\nkind: Secret\nmetadata:\n  name: db-creds\n  namespace: prod\ntype: Opaque\n"
     )
     out.append(
-        bash(
+        _cred(
             "cred_kubectl_secret_yaml",
-            3,
             "kubectl get secret db-creds -n prod -o yaml",
             yaml,
-            [b64(p1), b64(u1), b64("postgres://app:" + p2 + "@db:5432/app"), p1, p2],
-            expect="skipped",
+            [b64(p1), b64(u1), b64(dsn), p1, p2],
         )
     )
     p3 = pw(20)
-    out.append(
-        bash(
-            "cred_kubectl_jsonpath_base64",
-            3,
-            "kubectl get secret db-creds -o jsonpath='{.data.password}' | base64 -d",
-            p3 + "\n",
-            [p3],
-            expect="skipped",
-            shim_out=b64(p3),
-        )
-    )
+    jsonpath = "kubectl get secret db-creds -o jsonpath='{.data.password}' | base64 -d"
+    out.append(_printed("cred_kubectl_jsonpath_base64", jsonpath, p3, shim_out=b64(p3)))
     p4 = pw(15)
     js = (
         json.dumps(
@@ -398,20 +391,20 @@ def _class3() -> list[dict]:
         )
         + "\n"
     )
-    out.append(bash("cred_kubectl_secret_json", 3, "kubectl get secrets api -o json", js, [b64(p4)], expect="skipped"))
+    out.append(_cred("cred_kubectl_secret_json", "kubectl get secrets api -o json", js, [b64(p4)]))
     p5, p6 = pw(), pw(22)
     vault = (
         "====== Secret Path ======\nsecret/data/app\n\n======= Metadata =======\nKey              Value\n---"
         f"              -----\nversion          3\n\n====== Data ======\nKey         Value\n---         -----\n"
         f"db_pass     {p5}\napi_key     {p6}\n"
     )
-    out.append(bash("cred_vault_kv_get", 3, "vault kv get secret/app", vault, [p5, p6], expect="skipped"))
+    out.append(_cred("cred_vault_kv_get", "vault kv get secret/app", vault, [p5, p6]))
     p7, u7 = pw(20), "v-token-app-" + _s(10)
     vr = (
         f"Key                Value\n---                -----\nlease_id           database/creds/app/{_s(24)}\n"
         f"lease_duration     1h\nlease_renewable    true\npassword           {p7}\nusername           {u7}\n"
     )
-    out.append(bash("cred_vault_read", 3, "vault read database/creds/app", vr, [p7], expect="skipped"))
+    out.append(_cred("cred_vault_read", "vault read database/creds/app", vr, [p7]))
     p8, t8 = pw(17), pw(30)
     tf = (
         json.dumps(
@@ -424,63 +417,36 @@ def _class3() -> list[dict]:
         )
         + "\n"
     )
-    out.append(bash("cred_terraform_output_json", 3, "terraform output -json", tf, [p8, t8], expect="skipped"))
-    p9 = pw(19)
-    out.append(bash("cred_terraform_output_raw", 3, "terraform output -raw db_password", p9, [p9], expect="skipped"))
+    out.append(_cred("cred_terraform_output_json", "terraform output -json", tf, [p8, t8]))
+    out.append(_printed("cred_terraform_output_raw", "terraform output -raw db_password", pw(19), end=""))
     p10, k10 = pw(16), _s(64, "0123456789abcdef")
     hc = (
         f"=== acme-prod Config Vars\nDATABASE_URL:    postgres://u{_s(5)}:{p10}@ec2-1-2-3-4.compute.amazonaws.com:5432/d1\n"
         f"SECRET_KEY_BASE: {k10}\nWEB_CONCURRENCY: 2\n"
     )
-    out.append(bash("cred_heroku_config", 3, "heroku config -a acme-prod", hc, [p10, k10], expect="skipped"))
+    out.append(_cred("cred_heroku_config", "heroku config -a acme-prod", hc, [p10, k10]))
     p11, k11 = pw(16), pw(40)
     hca = (
         f"\x1b[1m=== acme-prod Config Vars\x1b[22m\n\x1b[32mDATABASE_URL:\x1b[39m    postgres://u:{p11}@h:5432/d\n"
         f"\x1b[32mRAILS_MASTER_KEY:\x1b[39m {k11}\n"
     )
-    out.append(
-        bash("cred_heroku_config_ansi", 3, "heroku config --app acme-prod | cat", hca, [p11, k11], expect="skipped")
-    )
-    t12 = "HRKU-" + _s(36)
-    out.append(bash("cred_heroku_auth_token", 3, "heroku auth:token", t12 + "\n", [t12], expect="skipped"))
+    out.append(_cred("cred_heroku_config_ansi", "heroku config --app acme-prod | cat", hca, [p11, k11]))
+    out.append(_printed("cred_heroku_auth_token", "heroku auth:token", "HRKU-" + _s(36)))
     envdump = f"HOME=/home/dev\nDEPLOY_SECRET={pw(12)}\nSHELL=/bin/bash\n"
     sec = envdump.split("DEPLOY_SECRET=")[1].split("\n")[0]
-    out.append(bash("cred_which_env_head", 3, "$(which env) | head -n 20", envdump, [sec], expect="skipped"))
-    out.append(bash("cred_alias_env", 3, "alias showenv=printenv; showenv | sort", envdump, [sec], expect="skipped"))
-    out.append(bash("cred_backtick_env", 3, "`command -v env` | grep -v PATH", envdump, [sec], expect="skipped"))
-    out.append(bash("cred_usr_bin_env_pipe", 3, "/usr/bin/env | sort | head", envdump, [sec], expect="skipped"))
-    t13 = "gho_" + _s(36)
-    out.append(bash("cred_gh_auth_token", 3, "gh auth token", t13 + "\n", [t13], expect="skipped"))
-    p14 = pw(40)
-    out.append(
-        bash(
-            "cred_aws_configure_get", 3, "aws configure get aws_secret_access_key", p14 + "\n", [p14], expect="skipped"
-        )
-    )
-    p15 = "eyJ" + _s(40) + "." + _s(60)
-    out.append(
-        bash(
-            "cred_aws_ecr_login_password",
-            3,
-            "aws ecr get-login-password --region eu-west-1",
-            p15 + "\n",
-            [p15],
-            expect="skipped",
-        )
-    )
-    p16 = pw(24)
-    out.append(bash("cred_op_read", 3, "op read op://Private/db/password", p16 + "\n", [p16], expect="skipped"))
-    p17 = pw(13)
-    out.append(
-        bash(
-            "cred_security_find_password",
-            3,
-            "security find-generic-password -s deploy -w",
-            p17 + "\n",
-            [p17],
-            expect="skipped",
-        )
-    )
+    for name, command in (
+        ("cred_which_env_head", "$(which env) | head -n 20"),
+        ("cred_alias_env", "alias showenv=printenv; showenv | sort"),
+        ("cred_backtick_env", "`command -v env` | grep -v PATH"),
+        ("cred_usr_bin_env_pipe", "/usr/bin/env | sort | head"),
+    ):
+        out.append(_cred(name, command, envdump, [sec]))
+    out.append(_printed("cred_gh_auth_token", "gh auth token", "gho_" + _s(36)))
+    out.append(_printed("cred_aws_configure_get", "aws configure get aws_secret_access_key", pw(40)))
+    ecr = "aws ecr get-login-password --region eu-west-1"
+    out.append(_printed("cred_aws_ecr_login_password", ecr, "eyJ" + _s(40) + "." + _s(60)))
+    out.append(_printed("cred_op_read", "op read op://Private/db/password", pw(24)))
+    out.append(_printed("cred_security_find_password", "security find-generic-password -s deploy -w", pw(13)))
     s18, t18 = pw(40), _s(200, _B64)
     sts = (
         json.dumps(
@@ -496,6 +462,7 @@ def _class3() -> list[dict]:
         )
         + "\n"
     )
+    sts_keep = ['"Expiration": "2026-12-01T12:00:00Z"']
     out.append(
         bash(
             "cred_aws_sts_session",
@@ -503,7 +470,7 @@ def _class3() -> list[dict]:
             "aws sts get-session-token --duration-seconds 900",
             sts,
             [s18, t18],
-            keep=['"Expiration": "2026-12-01T12:00:00Z"'],
+            keep=sts_keep,
         )
     )
     p19, p19b = pw(9), pw(11)
@@ -511,24 +478,20 @@ def _class3() -> list[dict]:
         f"services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {p19}\n      POSTGRES_USER: app\n"
         f"      REDIS_PASS: {p19b}\n    image: postgres:16\n"
     )
+    compose_keep = ["POSTGRES_USER: app", "image: postgres:16"]
     out.append(
-        bash(
-            "cred_docker_compose_config_short",
-            3,
-            "docker compose config",
-            compose,
-            [p19, p19b],
-            keep=["POSTGRES_USER: app", "image: postgres:16"],
-        )
+        bash("cred_docker_compose_config_short", 3, "docker compose config", compose, [p19, p19b], keep=compose_keep)
     )
     p20 = pw(12)
+    values = f"image:\n  tag: v1.2.3\nconfig: {b64('DB_PASSWORD=' + p20 + chr(10) + 'MODE=prod')}\n"
+    helm_secrets = [b64("DB_PASSWORD=" + p20 + "\nMODE=prod"), p20]
     out.append(
         bash(
             "cred_yaml_base64_under_plain_key",
             3,
             "helm get values api -o yaml",
-            f"image:\n  tag: v1.2.3\nconfig: {b64('DB_PASSWORD=' + p20 + chr(10) + 'MODE=prod')}\n",
-            [b64("DB_PASSWORD=" + p20 + "\nMODE=prod"), p20],
+            values,
+            helm_secrets,
             keep=["tag: v1.2.3"],
         )
     )
@@ -536,6 +499,7 @@ def _class3() -> list[dict]:
     hcl = (
         f'resource "aws_db_instance" "main" {{\n  engine   = "postgres"\n  password = "{p21}"\n  username = "app"\n}}\n'
     )
+    tf_files = {"cases/cred21/main.tf": hcl}
     out.append(
         bash(
             "cred_hcl_password",
@@ -544,146 +508,108 @@ def _class3() -> list[dict]:
             hcl,
             [p21],
             keep=['engine   = "postgres"'],
-            files={"cases/cred21/main.tf": hcl},
+            files=tf_files,
         )
     )
-    p22 = pw(40)
-    out.append(
-        bash("cred_gcloud_token", 3, "gcloud auth print-access-token", "ya29." + p22 + "\n", [p22], expect="skipped")
-    )
-    p23 = pw(12)
-    out.append(bash("cred_env_pipe_grep", 3, "env | grep -i pass", f"DB_PASS={p23}\n", [p23], expect="skipped"))
+    out.append(_printed("cred_gcloud_token", "gcloud auth print-access-token", pw(40), prefix="ya29."))
+    out.append(_printed("cred_env_pipe_grep", "env | grep -i pass", pw(12), prefix="DB_PASS="))
     k24, ck24 = pw(40), b64(pw(60))
     kc = (
         "apiVersion: v1\nclusters:\n- cluster:\n    server: https://k8s.example.com\n  name: prod\nusers:\n- name: admin\n"
         f"  user:\n    client-key-data: {ck24}\n    token: {k24}\n"
     )
-    out.append(bash("cred_kubectl_config_view_raw", 3, "kubectl config view --raw", kc, [k24, ck24], expect="skipped"))
+    out.append(_cred("cred_kubectl_config_view_raw", "kubectl config view --raw", kc, [k24, ck24]))
     return out
 
 
 def _class4() -> list[dict]:
     """Secrets on the command line, and in output that echoes the command."""
-    out = []
-    p1 = pw(12)
-    out.append(
-        bash(
+    return [
+        bash1(
             "cli_mysql_p",
             4,
-            f"mysql -h db -u root -p{p1} -e 'show databases'",
+            pw(12),
+            "mysql -h db -u root -p{p} -e 'show databases'",
             "Database\ninformation_schema\nshop\n",
-            [p1],
             keep=["information_schema"],
-        )
-    )
-    p2 = pw(11)
-    out.append(
-        bash(
+        ),
+        bash1(
             "cli_export_token_and",
             4,
-            f"export DEPLOY_TOKEN={p2} && deploy --env prod",
+            pw(11),
+            "export DEPLOY_TOKEN={p} && deploy --env prod",
             "deploying 3 services\ndone\n",
-            [p2],
             keep=["deploying 3 services"],
-        )
-    )
-    p3 = pw(9)
-    out.append(
-        bash(
+        ),
+        bash1(
             "cli_curl_u",
             4,
-            f"curl -su admin:{p3} https://jenkins.example.com/api/json",
+            pw(9),
+            "curl -su admin:{p} https://jenkins.example.com/api/json",
             '{"jobs": []}\n',
-            [p3],
             keep=['{"jobs": []}'],
-        )
-    )
-    p4 = pw(10)
-    out.append(
-        bash(
+        ),
+        bash1(
             "cli_pgpassword",
             4,
-            f"PGPASSWORD='{p4}' psql -h db -U app -c '\\dt'",
+            pw(10),
+            "PGPASSWORD='{p}' psql -h db -U app -c '\\dt'",
             "         List of relations\n Schema | Name  | Type  \n--------+-------+-------\n public | users | table\n",
-            [p4],
             keep=["public | users | table"],
-        )
-    )
-    p5 = pw(13)
-    out.append(
-        bash(
+        ),
+        bash1(
             "cli_url_password_echoed",
             4,
-            f"git clone https://builder:{p5}@git.example.com/acme/tools.git",
+            pw(13),
+            "git clone https://builder:{p}@git.example.com/acme/tools.git",
             "",
-            [p5],
-            stderr=f"Cloning into 'tools'...\nfatal: could not read from https://builder:{p5}@git.example.com/acme/tools.git\n",
-        )
-    )
-    p6 = pw(10)
-    out.append(
-        bash(
+            stderr="Cloning into 'tools'...\nfatal: could not read from https://builder:{p}@git.example.com/acme/tools.git\n",
+        ),
+        bash1(
             "cli_set_x_trace",
             4,
+            pw(10),
             "bash -x ./release.sh",
             "released\n",
-            [p6],
-            stderr=f"+ export RELEASE_PASSWORD={p6}\n+ curl -s https://release.example.com\n",
+            stderr="+ export RELEASE_PASSWORD={p}\n+ curl -s https://release.example.com\n",
             files={"release.sh": "#!/bin/sh\necho released\n"},
-        )
-    )
-    p7 = pw(8)
-    out.append(
-        bash(
+        ),
+        bash1(
             "cli_docker_run_e",
             4,
-            f"docker run -d -e POSTGRES_PASSWORD={p7} -e POSTGRES_DB=app postgres:16",
+            pw(8),
+            "docker run -d -e POSTGRES_PASSWORD={p} -e POSTGRES_DB=app postgres:16",
             _s(64, "0123456789abcdef") + "\n",
-            [p7],
             keep=["POSTGRES_DB=app"],
-        )
-    )
-    p8 = pw(10)
-    out.append(bash("cli_sshpass", 4, f"sshpass -p '{p8}' ssh deploy@host uptime", " 10:00:00 up 3 days\n", [p8]))
-    p9 = pw(12)
-    out.append(bash("cli_redis_cli_a", 4, f"redis-cli -h cache -a {p9} ping", "PONG\n", [p9], keep=["PONG"]))
-    t10 = "npm_" + _s(36)
-    out.append(bash("cli_npm_authtoken", 4, f"npm config set //registry.npmjs.org/:_authToken={t10}", "", [t10]))
-    p11 = pw(14)
-    out.append(bash("cli_mysql_password_eq", 4, f"mysql --user=app --password={p11} shop < dump.sql", "", [p11]))
-    p12 = pw(12)
-    out.append(
-        bash(
+        ),
+        bash1("cli_sshpass", 4, pw(10), "sshpass -p '{p}' ssh deploy@host uptime", " 10:00:00 up 3 days\n"),
+        bash1("cli_redis_cli_a", 4, pw(12), "redis-cli -h cache -a {p} ping", "PONG\n", keep=["PONG"]),
+        bash1("cli_npm_authtoken", 4, "npm_" + _s(36), "npm config set //registry.npmjs.org/:_authToken={p}", ""),
+        bash1("cli_mysql_password_eq", 4, pw(14), "mysql --user=app --password={p} shop < dump.sql", ""),
+        bash1(
             "cli_env_prefix_secret",
             4,
-            f"API_SECRET={p12} node server.js --port 3000",
+            pw(12),
+            "API_SECRET={p} node server.js --port 3000",
             "listening on 3000\n",
-            [p12],
             keep=["listening on 3000"],
-        )
-    )
-    p13 = pw(12)
-    out.append(
-        bash(
+        ),
+        bash1(
             "cli_http_basic_in_url_arg",
             4,
-            f"http -a ops:{p13} GET https://status.example.com",
+            pw(12),
+            "http -a ops:{p} GET https://status.example.com",
             "HTTP/1.1 200 OK\n",
-            [p13],
-        )
-    )
-    p14 = pw(15)
-    out.append(
-        bash(
+        ),
+        bash1(
             "cli_pg_dump_dsn",
             4,
-            f"pg_dump 'host=db user=app password={p14} dbname=shop' -s",
+            pw(15),
+            "pg_dump 'host=db user=app password={p} dbname=shop' -s",
             "CREATE TABLE users (id int);\n",
-            [p14],
             keep=["CREATE TABLE users (id int);"],
-        )
-    )
-    return out
+        ),
+    ]
 
 
 def _class5() -> list[dict]:
@@ -789,6 +715,12 @@ def _class5() -> list[dict]:
     return out
 
 
+def grep1(name: str, cls: int, secret: str, files: dict, pattern: str, **kw) -> dict:
+    """A Grep case around one secret: ``{p}`` in its files' text stands for the secret."""
+    files = {rel: text.replace("{p}", secret) for rel, text in files.items()}
+    return grep(name, cls, files, pattern, [secret], **kw)
+
+
 def _class6() -> list[dict]:
     """Grep content: manifests, assignment greps, path:text lines of secret files."""
     out = []
@@ -812,203 +744,137 @@ def _class6() -> list[dict]:
             },
         )
     )
-    k5 = pw(16)
-    out.append(
-        grep(
+    # a secret file's hit beside a benign file's, whose line is kept
+    for name, secret, files, pattern, numbers, kept in (
+        (
             "grep_dotenv_no_line_numbers",
-            6,
-            {".env": f"API_KEY={k5}\nDEBUG=1\n", "src/conf.py": "API_KEY = load('API_KEY')\n"},
+            pw(16),
+            {".env": "API_KEY={p}\nDEBUG=1\n", "src/conf.py": "API_KEY = load('API_KEY')\n"},
             "API_KEY",
-            [k5],
-            numbers=False,
-            keep=["src/conf.py:API_KEY = load('API_KEY')"],
-        )
-    )
-    k6 = pw(13)
-    out.append(
-        grep(
+            False,
+            "src/conf.py:API_KEY = load('API_KEY')",
+        ),
+        (
             "grep_nested_env_no_numbers",
-            6,
+            pw(13),
             {
-                "services/api/.env.production": f"STRIPE_WEBHOOK={k6}\n",
+                "services/api/.env.production": "STRIPE_WEBHOOK={p}\n",
                 "services/api/app.rb": "STRIPE_WEBHOOK_NAME = 'hooks'\n",
             },
             "STRIPE_WEBHOOK",
-            [k6],
-            numbers=False,
-            keep=["STRIPE_WEBHOOK_NAME = 'hooks'"],
-        )
-    )
-    k7 = pw(12)
-    out.append(
-        grep(
+            False,
+            "STRIPE_WEBHOOK_NAME = 'hooks'",
+        ),
+        (
             "grep_tfstate_hits",
-            6,
-            {"infra/old.tfstate": f'"password": "{k7}",\n', "infra/main.tf": "password = var.db_password\n"},
+            pw(12),
+            {"infra/old.tfstate": '"password": "{p}",\n', "infra/main.tf": "password = var.db_password\n"},
             "password",
-            [k7],
-            keep=["password = var.db_password"],
-        )
-    )
-    k8 = pw(12)
-    out.append(
-        grep(
+            True,
+            "password = var.db_password",
+        ),
+        (
             "grep_netrc_no_numbers",
-            6,
+            pw(12),
             {
-                "home/.netrc": f"machine api.example.com login bot password {k8}\n",
+                "home/.netrc": "machine api.example.com login bot password {p}\n",
                 "docs/setup.md": "Put your password in ~/.netrc (machine, login, password).\n",
             },
             "password",
-            [k8],
-            numbers=False,
-            keep=["Put your password in ~/.netrc"],
-        )
-    )
+            False,
+            "Put your password in ~/.netrc",
+        ),
+    ):
+        out.append(grep1(name, 6, secret, files, pattern, numbers=numbers, keep=[kept]))
     return out
+
+
+def _benign_shell(name: str, command: str, stdout: str, keep: list, **kw) -> dict:
+    """A look-alike command: nothing in it is a secret, and ``keep`` must be stored verbatim."""
+    return bash(name, 7, command, stdout, [], keep=keep, **kw)
+
+
+def _benign_grep(name: str, command: str, rel: str, hit: str, before: str = "") -> dict:
+    """``grep -rn`` in Bash over one file (``before`` then the ``hit`` line): the hit is stored verbatim."""
+    n = before.count("\n") + 1
+    return _benign_shell(name, command, f"{rel}:{n}:{hit}\n", [hit], files={rel: before + hit + "\n"})
+
+
+def _benign_file(name: str, rel: str, text: str, keep: list) -> dict:
+    """A look-alike file read whole: nothing in it is a secret, and ``keep`` must be stored verbatim."""
+    return read(name, 7, rel, text, [], keep=keep)
 
 
 def _class7() -> list[dict]:
     """Benign look-alikes: must be stored, and their text kept verbatim."""
     out = []
     node = "const { API_KEY, DB_HOST } = process.env;\nconsole.log(Boolean(API_KEY), DB_HOST);"
-    out.append(
-        bash(
-            "benign_node_env_destructure",
-            7,
-            f"node -e '{node}'",
-            "true db.internal\n",
-            [],
-            keep=["const { API_KEY, DB_HOST } = process.env;", "true db.internal"],
-        )
-    )
+    node_keep = ["const { API_KEY, DB_HOST } = process.env;", "true db.internal"]
+    out.append(_benign_shell("benign_node_env_destructure", f"node -e '{node}'", "true db.internal\n", node_keep))
     py = (
         'import os\n\nAPI_KEY = os.environ["OPENAI_API_KEY"]\ntoken = os.getenv("GITHUB_TOKEN")\n'
         'password = getpass.getpass("Password: ")\nif token is None:\n    raise SystemExit("set GITHUB_TOKEN")\n'
     )
-    out.append(
-        read(
-            "benign_py_env_lookup",
-            7,
-            "app/keys.py",
-            py,
-            [],
-            keep=[
-                'API_KEY = os.environ["OPENAI_API_KEY"]',
-                'token = os.getenv("GITHUB_TOKEN")',
-                'password = getpass.getpass("Password: ")',
-            ],
-        )
-    )
+    py_keep = [
+        'API_KEY = os.environ["OPENAI_API_KEY"]',
+        'token = os.getenv("GITHUB_TOKEN")',
+        'password = getpass.getpass("Password: ")',
+    ]
+    out.append(_benign_file("benign_py_env_lookup", "app/keys.py", py, py_keep))
     yml = (
         "spec:\n  containers:\n  - env:\n    - name: DB_PASSWORD\n      valueFrom:\n        secretKeyRef:\n"
         "          name: db-creds\n          key: password\n  volumes:\n  - secret:\n      secretName: tls-cert\n"
         "    passwordFile: /run/secrets/db_password\n    password: ${DB_PASSWORD}\n"
     )
+    yml_keep = [
+        "key: password",
+        "secretName: tls-cert",
+        "passwordFile: /run/secrets/db_password",
+        "password: ${DB_PASSWORD}",
+        "name: DB_PASSWORD",
+    ]
+    out.append(_benign_file("benign_k8s_refs", "k8s/deploy.yaml", yml, yml_keep))
+    port = "const port = process.env.PORT || 3000;"
+    out.append(_benign_grep("benign_grep_process_env", 'grep -rn "process.env" cases/b4', "cases/b4/cfg.js", port))
+    login = "docker login -u ci --password-stdin registry.example.com"
     out.append(
-        read(
-            "benign_k8s_refs",
-            7,
-            "k8s/deploy.yaml",
-            yml,
-            [],
-            keep=[
-                "key: password",
-                "secretName: tls-cert",
-                "passwordFile: /run/secrets/db_password",
-                "password: ${DB_PASSWORD}",
-                "name: DB_PASSWORD",
-            ],
-        )
-    )
-    out.append(
-        bash(
-            "benign_grep_process_env",
-            7,
-            'grep -rn "process.env" cases/b4',
-            "cases/b4/cfg.js:1:const port = process.env.PORT || 3000;\n",
-            [],
-            keep=["const port = process.env.PORT || 3000;"],
-            files={"cases/b4/cfg.js": "const port = process.env.PORT || 3000;\n"},
-        )
-    )
-    out.append(
-        bash(
-            "benign_docker_login_stdin",
-            7,
-            "docker login -u ci --password-stdin registry.example.com",
-            "Login Succeeded\n",
-            [],
-            keep=["--password-stdin", "Login Succeeded"],
-        )
+        _benign_shell("benign_docker_login_stdin", login, "Login Succeeded\n", ["--password-stdin", "Login Succeeded"])
     )
     sha = _s(64, "0123456789abcdef")
+    env = f"SORT_KEY=created_at\nPRIMARY_KEY=id\nIMAGE_DIGEST=sha256:{sha}\nTOKEN_LIMIT=4096\n"
     out.append(
-        bash(
+        _benign_shell(
             "benign_digests_and_sorting_keys",
-            7,
             "cat cases/b6/build.env",
-            f"SORT_KEY=created_at\nPRIMARY_KEY=id\nIMAGE_DIGEST=sha256:{sha}\nTOKEN_LIMIT=4096\n",
-            [],
-            keep=["SORT_KEY=created_at", "PRIMARY_KEY=id", f"IMAGE_DIGEST=sha256:{sha}", "TOKEN_LIMIT=4096"],
-            files={
-                "cases/b6/build.env": f"SORT_KEY=created_at\nPRIMARY_KEY=id\nIMAGE_DIGEST=sha256:{sha}\nTOKEN_LIMIT=4096\n"
-            },
+            env,
+            env.split("\n")[:4],
+            files={"cases/b6/build.env": env},
         )
     )
     prose = (
         "Password policy\n\nEnter your password: the field must be at least 12 characters.\n"
         "token_count = len(tokens)\nSet GITHUB_TOKEN in your shell before running the release script.\n"
     )
-    out.append(
-        read(
-            "benign_prose_and_counters",
-            7,
-            "docs/auth.md",
-            prose,
-            [],
-            keep=[
-                "Enter your password: the field must be at least 12 characters.",
-                "token_count = len(tokens)",
-                "Set GITHUB_TOKEN in your shell before running the release script.",
-            ],
-        )
-    )
+    prose_keep = [
+        "Enter your password: the field must be at least 12 characters.",
+        "token_count = len(tokens)",
+        "Set GITHUB_TOKEN in your shell before running the release script.",
+    ]
+    out.append(_benign_file("benign_prose_and_counters", "docs/auth.md", prose, prose_keep))
     code = (
         "def check(password: str, hashed: bytes) -> bool:\n    return bcrypt.checkpw(password.encode(), hashed)\n\n\n"
         "def rotate(secret_name):\n    client.rotate_secret(SecretId=secret_name)\n"
     )
+    code_keep = ["return bcrypt.checkpw(password.encode(), hashed)", "client.rotate_secret(SecretId=secret_name)"]
+    out.append(_benign_file("benign_auth_functions", "app/auth/check.py", code, code_keep))
+    never = "Never run printenv in CI logs."
     out.append(
-        read(
-            "benign_auth_functions",
-            7,
-            "app/auth/check.py",
-            code,
-            [],
-            keep=["return bcrypt.checkpw(password.encode(), hashed)", "client.rotate_secret(SecretId=secret_name)"],
+        _benign_grep(
+            "benign_printenv_in_grep_pattern", "grep -rn printenv cases/b9", "cases/b9/README.md", never, "# ops\n\n"
         )
     )
-    out.append(
-        bash(
-            "benign_printenv_in_grep_pattern",
-            7,
-            "grep -rn printenv cases/b9",
-            "cases/b9/README.md:3:Never run printenv in CI logs.\n",
-            [],
-            keep=["Never run printenv in CI logs."],
-            files={"cases/b9/README.md": "# ops\n\nNever run printenv in CI logs.\n"},
-        )
-    )
-    out.append(
-        bash(
-            "benign_env_var_echo_name",
-            7,
-            'echo "API_KEY is ${API_KEY:+set}"',
-            "API_KEY is set\n",
-            [],
-            keep=["API_KEY is set"],
-        )
-    )
+    echo = 'echo "API_KEY is ${API_KEY:+set}"'
+    out.append(_benign_shell("benign_env_var_echo_name", echo, "API_KEY is set\n", ["API_KEY is set"]))
     return out
 
 

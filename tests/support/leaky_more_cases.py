@@ -390,6 +390,11 @@ def _class10() -> list[dict]:
     return out
 
 
+def _ctx(name: str, rel: str, text: str, pattern: str, secret: str, after: int = 1, **kw) -> dict:
+    """A Grep with context lines over one file holding one secret (by default the line after each hit)."""
+    return grep(name, 11, {rel: text}, pattern, [secret], after=after, **kw)
+
+
 def _class11() -> list[dict]:
     """Grep context lines, name/value pairs, hyphenated secret keys."""
     out = []
@@ -399,15 +404,7 @@ def _class11() -> list[dict]:
         "    - name: LOG_LEVEL\n      value: debug\n"
     )
     out.append(
-        grep(
-            "ctx_k8s_name_value_after",
-            11,
-            {"k8s/api-deploy.yaml": dep},
-            "PASSWORD",
-            [p1],
-            after=1,
-            keep=["- name: DB_PASSWORD"],
-        )
+        _ctx("ctx_k8s_name_value_after", "k8s/api-deploy.yaml", dep, "PASSWORD", p1, keep=["- name: DB_PASSWORD"])
     )
     p2 = pw(18)
     ecs = json.dumps(
@@ -421,26 +418,16 @@ def _class11() -> list[dict]:
         },
         indent=2,
     )
-    out.append(
-        grep(
-            "ctx_ecs_json_name_value",
-            11,
-            {"ecs/task.json": ecs},
-            "API_TOKEN",
-            [p2],
-            after=1,
-            keep=['"name": "API_TOKEN",'],
-        )
-    )
+    out.append(_ctx("ctx_ecs_json_name_value", "ecs/task.json", ecs, "API_TOKEN", p2, keep=['"name": "API_TOKEN",']))
     p3 = b64(pw(12))
     vals = f"redis:\n  enabled: true\n  auth:\n    redis-password: {p3}\n  port: 6379\n"
     out.append(
-        grep(
+        _ctx(
             "ctx_hyphen_key_on_context_line",
-            11,
-            {"charts/values.yaml": vals},
+            "charts/values.yaml",
+            vals,
             "auth:",
-            [p3],
+            p3,
             before=1,
             after=2,
             keep=["enabled: true"],
@@ -476,14 +463,13 @@ def _class11() -> list[dict]:
     )
     p7 = pw(17)
     out.append(
-        grep(
+        _ctx(
             "ctx_no_line_numbers",
-            11,
-            {"deploy/env.yaml": f'- name: ADMIN_TOKEN\n  value: "{p7}"\n'},
+            "deploy/env.yaml",
+            f'- name: ADMIN_TOKEN\n  value: "{p7}"\n',
             "ADMIN_TOKEN",
-            [p7],
+            p7,
             numbers=False,
-            after=1,
         )
     )
     p8, p9 = pw(13), pw(12)

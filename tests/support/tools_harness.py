@@ -51,6 +51,18 @@ class Harness:
             return (0, 0, 0)
         return tuple(self.rows(f"SELECT count(*) FROM {t}")[0][0] for t in ("nodes", "audit", "edges"))
 
+    def refused(self, tool, *args, **kwargs) -> str:
+        """Run ``tool`` expecting a BadRequest, and nothing stored by it: the error's message."""
+        import pytest
+
+        from memtree.errors import BadRequest
+
+        before = self.counts()
+        with pytest.raises(BadRequest) as e:
+            self.run(tool, *args, **kwargs)
+        assert self.counts() == before
+        return e.value.message
+
 
 def numbered(out: str) -> dict[int, str]:
     """The ``N\t`` numbered lines of a tool answer (native Read's form): {line number: text}."""

@@ -194,13 +194,8 @@ def test_a_session_without_the_capture_hook_shows_the_gap(claude_bin, tmp_path):
 
 def test_the_plugin_from_a_local_marketplace_installs_itself_and_captures(claude_bin, tmp_path):
     proj, home = _project(tmp_path), str(tmp_path / "home")
-    market = cli.plugin_market(REPO, str(tmp_path / "market"))
     env = cli.base_env(home)
-    added = cli.claude(claude_bin, ["plugin", "marketplace", "add", market], env, proj)
-    assert added.returncode == 0 and "Successfully added marketplace" in added.stdout + added.stderr, added
-    t_install = time.time()
-    inst = cli.claude(claude_bin, ["plugin", "install", "memtree@memtree"], env, proj)
-    assert inst.returncode == 0 and "Successfully installed plugin" in inst.stdout + inst.stderr, inst
+    t_install = cli.install_plugin(claude_bin, env, proj, cli.plugin_market(REPO, str(tmp_path / "market")))
     data = os.path.join(home, ".claude", "plugins", "data", "memtree-memtree")
 
     # First session, Claude Code's default MCP wait: the SessionStart hook starts the install in the

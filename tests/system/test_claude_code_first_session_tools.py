@@ -45,12 +45,8 @@ def _mcp_tools(request: dict) -> set[str]:
 
 def test_the_first_plugin_session_is_offered_memtrees_tools_once_its_environment_is_ready(claude_bin, tmp_path):
     proj, home = _project(tmp_path), str(tmp_path / "home")
-    market = cli.plugin_market(REPO, str(tmp_path / "market"))
     env = cli.base_env(home)
-    added = cli.claude(claude_bin, ["plugin", "marketplace", "add", market], env, proj)
-    assert added.returncode == 0 and "Successfully added marketplace" in added.stdout + added.stderr, added
-    inst = cli.claude(claude_bin, ["plugin", "install", "memtree@memtree"], env, proj)
-    assert inst.returncode == 0 and "Successfully installed plugin" in inst.stdout + inst.stderr, inst
+    cli.install_plugin(claude_bin, env, proj, cli.plugin_market(REPO, str(tmp_path / "market")))
     data = os.path.join(home, ".claude", "plugins", "data", "memtree-memtree")
     out = str(tmp_path / "out")
     debug = os.path.join(out, "claude_debug.log")

@@ -172,13 +172,7 @@ def test_restarted_filter_walker_keeps_promoting_notes(system):
 
 
 def test_fatal_walker_leaves_notes_and_search_working(system_factory, tmp_path):
-    flag = tmp_path / "crash"
-    flag.write_text("")
-    system_factory.env["CRASHY_FLAG"] = str(flag)
-    system_factory.write_config(
-        {"supervisor": {"maxRestarts": 2, "restartPeriodS": 60}},
-        actors={"crashy": {"module": "tests.support.actors.crashy"}},
-    )
+    system_factory.write_crashy_config(tmp_path / "crash", max_restarts=2)
     with _mcp(system_factory) as call:
         wait_until(lambda: system_factory.actor("crashy", {"FATAL"}), timeout=COLD_START_S * 2, what="crashy FATAL")
         nid = _note_via_mcp(call, "The FATAL walker does not stop the cache warmer from being documented.")

@@ -81,13 +81,33 @@ def test_the_writer_starts_beside_the_front_and_the_walkers_after_it(system_fact
     proc.stdout.close()
 
 
+def _own_env(tmp_path) -> dict:
+    """This environment without any MEMTREE_ setting, a home of the test's own and this tree importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
+    env.update(MEMTREE_HOME=str(tmp_path / "home"), PYTHONPATH=os.getcwd())
+    return env
+
+
+def _memtree(cwd, env: dict, *args: str, timeout: float, **kw):
+    import subprocess
+
+    return subprocess.run(
+        [PYTHON, "-m", "memtree.cli", *args],
+        cwd=str(cwd),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )
+
+
 def test_a_note_through_memtree_serve_goes_live_via_the_filter_and_is_searchable(tmp_path):
     from mcp import Client, StdioServerParameters
 
     project = tmp_path / "project"
     project.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
-    env.update(MEMTREE_HOME=str(tmp_path / "home"), PYTHONPATH=os.getcwd())
+    env = _own_env(tmp_path)
     params = StdioServerParameters(command=PYTHON, args=["-m", "memtree.cli", "serve"], cwd=str(project), env=env)
     with start_blocking_portal() as portal:
         # Allows for cold interpreters (supervisor, front, writer, walkers) on 2 cores.
@@ -126,8 +146,7 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
 
     project = tmp_path / "project"
     project.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
-    env.update(MEMTREE_HOME=str(tmp_path / "home"), PYTHONPATH=os.getcwd())
+    env = _own_env(tmp_path)
     params = StdioServerParameters(
         command=PYTHON, args=["-m", "memtree.cli", "serve", "--tools", "recall"], cwd=str(project), env=env
     )
@@ -137,16 +156,8 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
 
             def front_info():
                 import json
-                import subprocess
 
-                done = subprocess.run(
-                    [PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"],
-                    cwd=str(project),
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=deadline(60),
-                )
+                done = _memtree(project, env, "ctl", "status", "--json", timeout=deadline(60))
                 actors = json.loads(done.stdout or "{}").get("actors", [])
                 return [a["info"] for a in actors if a["name"] == "mcp" and a.get("info")]
 
@@ -169,16 +180,9 @@ def test_serve_tools_recall_lists_only_recall_and_still_serves_notes(tmp_path):
 def test_serve_refuses_an_unknown_tool_name_in_one_line(tmp_path):
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTREE_")}
-    env.update(MEMTREE_HOME=str(tmp_path / "home"), PYTHONPATH=os.getcwd())
-    out = subprocess.run(
-        [PYTHON, "-m", "memtree.cli", "serve", "--tools", "recall,recal"],
-        cwd=str(tmp_path),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=COLD_START_S * 3,
-        stdin=subprocess.DEVNULL,
+    env = _own_env(tmp_path)
+    out = _memtree(
+        tmp_path, env, "serve", "--tools", "recall,recal", timeout=COLD_START_S * 3, stdin=subprocess.DEVNULL
     )
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr == (

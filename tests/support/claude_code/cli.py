@@ -17,7 +17,8 @@ import time
 
 import psutil
 
-from memtree.eval.context_ab.cli import session_argv
+from memtree.eval.context_ab.cli import session_argv, start_api
+from memtree.runtime.group import start_group
 from tests.support import deadline, deadline_ms
 
 VERSION = "2.1.197"
@@ -141,28 +142,7 @@ class FakeApi:
         path = os.path.join(out_dir, "script.json")
         with open(path, "w") as f:
             json.dump(script, f)
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                FAKE_API,
-                "--port",
-                "0",
-                "--script",
-                path,
-                "--log",
-                self.log,
-                "--var",
-                f"PROJ={project}",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        line = self.proc.stdout.readline()  # blocks until it listens (or dies: empty line)
-        assert "listening on" in line, f"fake API did not start: {line!r}"
-        self.url = line.strip().rsplit(" ", 1)[-1]
+        self.proc, self.url = start_api(path, self.log, project, program=(sys.executable, "-I", FAKE_API))
 
     def close(self) -> None:
         try:
@@ -201,20 +181,23 @@ def claude(binary: str, args: list[str], env: dict, cwd: str, timeout: float = 1
     )
 
 
+def install_plugin(binary: str, env: dict, cwd: str, market: str) -> float:
+    """The plugin as a user adds it: ``claude plugin marketplace add`` of ``market``, then
+    ``plugin install memtree@memtree``; the wall time the install began (readiness counts from it)."""
+    added = claude(binary, ["plugin", "marketplace", "add", market], env, cwd)
+    assert added.returncode == 0 and "Successfully added marketplace" in added.stdout + added.stderr, added
+    began = time.time()
+    inst = claude(binary, ["plugin", "install", "memtree@memtree"], env, cwd)
+    assert inst.returncode == 0 and "Successfully installed plugin" in inst.stdout + inst.stderr, inst
+    return began
+
+
 def start_session(
     binary: str, env: dict, project: str, allowed: str, out_dir: str, args: list[str] | None = None
 ) -> subprocess.Popen:
     """``claude -p`` in ``project`` (its own process group); ``args`` replace ``-p "do the thing"``."""
-    return subprocess.Popen(
-        session_argv(binary, args or ["-p", "do the thing"], allowed, out_dir),
-        env=env,
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    argv = session_argv(binary, args or ["-p", "do the thing"], allowed, out_dir)
+    return start_group(argv, env=env, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def run_session(

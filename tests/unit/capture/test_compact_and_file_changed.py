@@ -46,16 +46,24 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
+def _event(system, name: str, transcript: str = "/dev/null", **fields) -> dict:
+    """A hook payload for hook event ``name`` as Claude Code sends it in session SID."""
+    return {"session_id": SID, "transcript_path": transcript, "cwd": system.project, "hook_event_name": name, **fields}
+
+
 def _start(system, source: str, transcript: str = "/dev/null") -> dict:
-    payload = {
-        "session_id": SID,
-        "transcript_path": transcript,
-        "cwd": system.project,
-        "hook_event_name": "SessionStart",
-        "source": source,
-    }
-    done = _hook(system, "session-start", payload)
+    done = _hook(system, "session-start", _event(system, "SessionStart", transcript, source=source))
     return json.loads(done.stdout)["hookSpecificOutput"] if done.stdout else {}
+
+
+def _post_compact(system, trigger: str) -> dict:
+    """PostCompact, with SUMMARY as the compaction summary."""
+    return _event(system, "PostCompact", trigger=trigger, compact_summary=SUMMARY)
+
+
+def _file_changed(system, path: str) -> dict:
+    """FileChanged, for an edit of ``path``."""
+    return _event(system, "FileChanged", file_path=path, event="change")
 
 
 def _settled(system) -> None:
@@ -81,18 +89,7 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
         "tool_use_id": "toolu_grep_tax_7",
     }
     run_hook(system, grep, **SLOW)  # its hit widens to a chunk of tax.py, never read: listed as a search, not a read
-    done = _hook(
-        system,
-        "post-compact",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "PostCompact",
-            "trigger": "auto",
-            "compact_summary": SUMMARY,
-        },
-    )
+    done = _hook(system, "post-compact", _post_compact(system, "auto"))
     assert done.stdout == b""  # PostCompact shows nothing and cannot block
     _settled(system)
     [(content, status, meta)] = rows(
@@ -145,19 +142,7 @@ def test_the_compaction_summary_is_kept_redacted_and_leads_the_brief_after_compa
 def test_post_compact_without_a_writer_is_spooled_redacted(system_factory):
     system = system_factory
     system.write_config()
-    _hook(
-        system,
-        "post-compact",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "PostCompact",
-            "trigger": "manual",
-            "compact_summary": SUMMARY,
-        },
-        MEMTREE_HOOK_TIMEOUT_MS="200",
-    )
+    _hook(system, "post-compact", _post_compact(system, "manual"), MEMTREE_HOOK_TIMEOUT_MS="200")
     with open(system.paths.spool, "rb") as f:
         spooled = f.read()
     assert b"charge_7 must round half-even" in spooled and b"AKIAQWERTYUIOPASDF7K" not in spooled
@@ -186,14 +171,7 @@ def test_file_changed_marks_the_changed_file_stale_at_once_and_returns_the_watch
     out = _hook(
         system,
         "file-changed",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "FileChanged",
-            "file_path": real_a,
-            "event": "change",
-        },
+        _file_changed(system, real_a),
     )
     # marked before the hook returned: the writer answered the SetStatus
     assert {u.split("#")[0] for u in live()} == {f"file://{real_b}"}
@@ -205,13 +183,6 @@ def test_file_changed_marks_the_changed_file_stale_at_once_and_returns_the_watch
     _hook(
         system,
         "file-changed",
-        {
-            "session_id": SID,
-            "transcript_path": "/dev/null",
-            "cwd": system.project,
-            "hook_event_name": "FileChanged",
-            "file_path": real_b,
-            "event": "change",
-        },
+        _file_changed(system, real_b),
     )
     assert {u.split("#")[0] for u in live()} == {f"file://{real_b}"}

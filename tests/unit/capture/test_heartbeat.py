@@ -111,10 +111,7 @@ def test_the_real_hooks_count_outcomes_and_the_stop_hook_finds_no_gap(system, tm
     denied = bash_payload(system, 9, session=sid)
     denied["tool_input"]["command"] = "printenv"
     run_hook(system, denied)
-    transcript = _transcript(tmp_path / "t.jsonl", [("Bash", f"toolu_{i}", False) for i in (0, 1, 2, 9)])
-    stop = {"session_id": sid, "transcript_path": transcript, "cwd": system.project, "hook_event_name": "Stop"}
-    _run_stop(system, stop)
-    [slot] = [s for s in heartbeat.read_all(system.paths.store_dir) if s["session"] == sid]
+    slot = _stop_sessions(system, tmp_path, {sid: [("Bash", f"toolu_{i}", False) for i in (0, 1, 2, 9)]})[sid]
     assert {k: slot[k] for k in ("seen", "stored", "refused", "spooled", "failed", "transcript_calls", "gap")} == {
         "seen": 4,
         "stored": 3,
@@ -132,26 +129,19 @@ def test_the_real_hooks_count_outcomes_and_the_stop_hook_finds_no_gap(system, tm
 def test_a_session_whose_hook_never_ran_shows_the_gap_in_ctl_status_and_the_log(system, tmp_path):
     ran, missed = "sess-with-hook", "sess-no-hook"
     run_hook(system, bash_payload(system, 1, session=ran))  # positive control
-    for sid, calls in (
-        (ran, [("Bash", "toolu_1", False)]),
-        (missed, [("Read", "r1", False), ("Grep", "g1", False), ("Bash", "b1", False)]),
-    ):
-        _run_stop(
-            system,
-            {
-                "session_id": sid,
-                "transcript_path": _transcript(tmp_path / f"{sid}.jsonl", calls),
-                "cwd": system.project,
-                "hook_event_name": "Stop",
-            },
-        )
-    slots = {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}
+    slots = _stop_sessions(
+        system,
+        tmp_path,
+        {
+            ran: [("Bash", "toolu_1", False)],
+            missed: [("Read", "r1", False), ("Grep", "g1", False), ("Bash", "b1", False)],
+        },
+    )
     assert {sid for sid, s in slots.items() if s["gap"]} == {missed}
     assert (slots[missed]["gap"], slots[missed]["seen"]) == (3, 0)
     status = system.ctl("status")
     assert status.returncode == 0 and "GAP" in status.stdout and "3 of 3" in status.stdout, status.stdout
-    with open(os.path.join(system.paths.log_dir, "hook.log")) as f:
-        log = f.read()
+    log = _hook_log(system)
     assert "capture GAP" in log and missed[:12] in log and ran[:12] not in log
 
 
@@ -173,6 +163,21 @@ def _run_stop(system, payload: dict) -> subprocess.CompletedProcess:
     )
     assert (done.returncode, done.stdout) == (0, b""), done.stderr[-500:]
     return done
+
+
+def _stop_sessions(system, tmp_path, sessions: dict[str, list]) -> dict[str, dict]:
+    """The Stop hook once per session, each with a transcript of its ``calls``; the heartbeat slots after."""
+    for sid, calls in sessions.items():
+        transcript = _transcript(tmp_path / f"{sid}.jsonl", calls)
+        _run_stop(
+            system, {"session_id": sid, "transcript_path": transcript, "cwd": system.project, "hook_event_name": "Stop"}
+        )
+    return {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}
+
+
+def _hook_log(system) -> str:
+    with open(os.path.join(system.paths.log_dir, "hook.log")) as f:
+        return f.read()
 
 
 def _failed_bash(system, tid: str, session: str) -> dict:
@@ -199,20 +204,14 @@ def test_the_gap_is_found_by_tool_use_id_not_by_count(system, tmp_path):
     ok = bash_payload(system, 7, session=whole)
     run_hook(system, ok)  # positive control: both calls captured
     run_hook(system, _failed_bash(system, "toolu_fail_b", whole))
-    for sid, calls in (
-        (lost, [("Bash", "toolu_ok_a", False), ("Bash", "toolu_fail_a", True)]),
-        (whole, [("Bash", ok["tool_use_id"], False), ("Bash", "toolu_fail_b", True)]),
-    ):
-        _run_stop(
-            system,
-            {
-                "session_id": sid,
-                "transcript_path": _transcript(tmp_path / f"{sid}.jsonl", calls),
-                "cwd": system.project,
-                "hook_event_name": "Stop",
-            },
-        )
-    slots = {s["session"]: s for s in heartbeat.read_all(system.paths.store_dir)}
+    slots = _stop_sessions(
+        system,
+        tmp_path,
+        {
+            lost: [("Bash", "toolu_ok_a", False), ("Bash", "toolu_fail_a", True)],
+            whole: [("Bash", ok["tool_use_id"], False), ("Bash", "toolu_fail_b", True)],
+        },
+    )
     assert {sid for sid, s in slots.items() if s["gap"]} == {lost}
     assert {k: slots[lost][k] for k in ("seen", "transcript_calls", "gap")} == {
         "seen": 1,
@@ -220,8 +219,7 @@ def test_the_gap_is_found_by_tool_use_id_not_by_count(system, tmp_path):
         "gap": 1,
     }
     assert (slots[whole]["seen"], slots[whole]["gap"]) == (2, 0)
-    with open(os.path.join(system.paths.log_dir, "hook.log")) as f:
-        log = f.read()
+    log = _hook_log(system)
     assert "capture GAP" in log and lost[:12] in log and whole[:12] not in log
 
 

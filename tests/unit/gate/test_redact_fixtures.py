@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -44,3 +45,12 @@ def test_each_case_is_skipped_or_stored_clean_with_its_benign_text_intact(case):
     assert leaked == []
     missing = [k for k in case["keep"] if k not in "\n".join(redact_text(n["content"])[0] for n in out.nodes)]
     assert missing == []
+
+
+def test_the_generated_cases_are_byte_for_byte_the_pinned_ones():
+    """The case builders are code: a refactor that changes one secret, id or text changes this digest.
+    A case changed or added on purpose updates the digest in the same commit."""
+    cases = load_cases("${PROJECT}")
+    digest = hashlib.sha256(json.dumps(cases, sort_keys=True).encode()).hexdigest()
+    assert len(cases) == 170
+    assert digest == "392b4334cecef7cad3983d901366cee2ae17c89d5fa9c9eead65c4d58d9b7708"

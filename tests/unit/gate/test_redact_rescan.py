@@ -29,11 +29,29 @@ def _old_row(conn, content: str) -> str:
     return nid
 
 
-def test_old_rows_are_redacted_on_the_way_out_and_rescan_fixes_them(system):
+def _stored_while_stopped(system, *contents: str) -> list[str]:
+    """Stop the writer and write ``contents`` as an older memtree's rows; their ids."""
     assert system.ctl("stop", "writer").returncode == 0
     conn = apsw.Connection(system.paths.db)  # an older memtree's rows, written while no writer runs
-    secret_id, benign_id = _old_row(conn, OLD), _old_row(conn, BENIGN)
-    conn.close()
+    try:
+        return [_old_row(conn, c) for c in contents]
+    finally:
+        conn.close()
+
+
+def _rescan(system, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PYTHON, "-m", "memtree.cli", "redact", "--rescan"],
+        cwd=system.project,
+        env={**system.env, **env},
+        capture_output=True,
+        text=True,
+        timeout=deadline(120),
+    )
+
+
+def test_old_rows_are_redacted_on_the_way_out_and_rescan_fixes_them(system):
+    secret_id, benign_id = _stored_while_stopped(system, OLD, BENIGN)
     assert system.ctl("start", "writer").returncode == 0
 
     ro = store_db.open_read(system.paths.db)
@@ -46,14 +64,7 @@ def test_old_rows_are_redacted_on_the_way_out_and_rescan_fixes_them(system):
         ro.close()
     assert rows(system.paths, "SELECT content FROM nodes WHERE id = ?", (secret_id,)) == [(OLD,)]  # still on disk
 
-    done = subprocess.run(
-        [PYTHON, "-m", "memtree.cli", "redact", "--rescan"],
-        cwd=system.project,
-        env={**system.env, "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=deadline(120),
-    )
+    done = _rescan(system, PATH="/usr/bin:/bin")
     assert done.returncode == 0, done.stderr
     assert "[" in done.stderr and "rows" in done.stderr  # the progress bar
     assert "1 changed" in done.stdout
@@ -71,20 +82,10 @@ def test_old_rows_are_redacted_on_the_way_out_and_rescan_fixes_them(system):
 
 
 def test_a_second_rescan_changes_nothing_and_audits_nothing(system):
-    assert system.ctl("stop", "writer").returncode == 0
-    conn = apsw.Connection(system.paths.db)
-    benign_id = _old_row(conn, BENIGN)
-    conn.close()
+    [benign_id] = _stored_while_stopped(system, BENIGN)
     assert system.ctl("start", "writer").returncode == 0
     for expect in ("rescanned 1 rows", "rescanned 0 rows"):  # the second finds nothing older than the gate
-        done = subprocess.run(
-            [PYTHON, "-m", "memtree.cli", "redact", "--rescan"],
-            cwd=system.project,
-            env={**system.env, "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            text=True,
-            timeout=deadline(120),
-        )
+        done = _rescan(system, PATH="/usr/bin:/bin")
         assert done.returncode == 0 and expect in done.stdout, (done.stdout, done.stderr)
     assert rows(system.paths, "SELECT node_id, reason LIKE '%metadata%' FROM audit WHERE action = 'redact'") == [
         (benign_id, 1)
@@ -92,17 +93,7 @@ def test_a_second_rescan_changes_nothing_and_audits_nothing(system):
 
 
 def test_rescan_without_a_writer_says_so_in_one_line(system):
-    assert system.ctl("stop", "writer").returncode == 0
-    conn = apsw.Connection(system.paths.db)
-    _old_row(conn, OLD)
-    conn.close()
-    done = subprocess.run(
-        [PYTHON, "-m", "memtree.cli", "redact", "--rescan"],
-        cwd=system.project,
-        env={**system.env, "MEMTREE_CALL_TIMEOUT_MS": "500"},
-        capture_output=True,
-        text=True,
-        timeout=deadline(120),
-    )
+    _stored_while_stopped(system, OLD)
+    done = _rescan(system, MEMTREE_CALL_TIMEOUT_MS="500")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "writer did not answer" in done.stderr

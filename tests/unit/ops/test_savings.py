@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 from memtree import tokens
 from memtree.ops import savings
@@ -180,14 +179,8 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     defs = savings.definition_tokens()
     assert 150 < defs < 600  # the four listed definitions (ARCHITECTURE: 279 tokens per request on 2026-12-01)
 
-    done = subprocess.run(
-        [PYTHON, "-m", "memtree.cli", "stats", "--json"],
-        cwd=system.project,
-        env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
-        capture_output=True,
-        text=True,
-        timeout=deadline(60),
-    )
+    claude_dir = {"CLAUDE_CONFIG_DIR": config_dir}
+    done = system.cli("stats", "--json", timeout=deadline(60), env=claude_dir)
     assert done.returncode == 0, done.stderr
     m = json.loads(done.stdout)
     assert set(m["sessions"]) == {"sess-rw"}
@@ -197,48 +190,15 @@ def test_the_meter_is_stored_minus_shown_and_definitions_times_requests_plus_bri
     assert s["added"] == defs * 3 + tokens.count(BRIEF) and s["net"] == s["kept"] - s["added"]
     assert m["total"]["kept"] == stored - shown and list(m["days"]) == [s["day"]]
 
-    table = subprocess.run(
-        [PYTHON, "-m", "memtree.cli", "stats"],
-        cwd=system.project,
-        env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir},
-        capture_output=True,
-        text=True,
-        timeout=deadline(60),
-    )
+    table = system.cli("stats", timeout=deadline(60), env=claude_dir)
     assert table.returncode == 0 and table.stdout.splitlines()[0].split()[:2] == ["DAY", "SESSIONS"]
     assert f"{stored - shown:,} tokens kept out of the context" in table.stdout and "formula: kept = " in table.stdout
 
-    env = {**os.environ, **system.env, "CLAUDE_CONFIG_DIR": config_dir}
-    status = subprocess.run(
-        [PYTHON, "-m", "memtree.cli", "ctl", "status"],
-        cwd=system.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=deadline(60),
-    )
+    status = system.cli("ctl", "status", timeout=deadline(60), env=claude_dir)
     assert status.returncode == 0 and savings.summary_line(m) in status.stdout.splitlines(), status.stdout
-    status_json = json.loads(
-        subprocess.run(
-            [PYTHON, "-m", "memtree.cli", "ctl", "status", "--json"],
-            cwd=system.project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=deadline(60),
-        ).stdout
-    )
+    status_json = json.loads(system.cli("ctl", "status", "--json", timeout=deadline(60), env=claude_dir).stdout)
     assert status_json["savings"] == m["total"]
-    doctor = json.loads(
-        subprocess.run(
-            [PYTHON, "-m", "memtree.cli", "doctor", "--json"],
-            cwd=system.project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=deadline(300),
-        ).stdout
-    )
+    doctor = json.loads(system.cli("doctor", "--json", timeout=deadline(300), env=claude_dir).stdout)
     [row] = [r for r in doctor["checks"] if r["check"] == "savings"]
     assert row["status"] == "ok" and row["message"].startswith(f"{stored - shown:,} tokens kept out of the context")
 
@@ -247,14 +207,8 @@ def test_the_cost_counts_only_the_tools_the_registration_lists(system, tmp_path)
     """`memtree install --tools read,recall` puts two definitions in every request, not four."""
 
     def stats() -> dict:
-        done = subprocess.run(
-            [PYTHON, "-m", "memtree.cli", "stats", "--json"],
-            cwd=system.project,
-            env={**os.environ, **system.env, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "HOME": str(tmp_path)},
-            capture_output=True,
-            text=True,
-            timeout=deadline(60),
-        )
+        env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "HOME": str(tmp_path)}
+        done = system.cli("stats", "--json", timeout=deadline(60), env=env)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

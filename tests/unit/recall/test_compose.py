@@ -9,17 +9,13 @@ import re
 import pytest
 
 from memtree import tokens
-from tests.support.front_harness import Front, ids_in
+from tests.support.front_harness import ids_in, module_front
 
 ENTRY = re.compile(r"([0-9A-Z]{26})(?:=([0-9A-Z]{26}))?(?::(\d+)|\(([^)]*)\))")
 BUCKETS = ("included", "summarised", "truncated", "outlined", "dropped")
 
 
-@pytest.fixture(scope="module")
-def front(tmp_path_factory):
-    f = Front(tmp_path_factory.mktemp("compose"))
-    yield f
-    f.close()
+front = module_front("compose")
 
 
 def manifest(text: str) -> dict:

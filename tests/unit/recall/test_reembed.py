@@ -49,15 +49,7 @@ def _rows(s, sql, params=()):
 
 
 def _reembed(s, *args, **kw):
-    return subprocess.run(
-        [PYTHON, "-m", "memtree.cli", "reembed", *args],
-        cwd=s.project,
-        env={**os.environ, **s.env},
-        capture_output=True,
-        text=True,
-        timeout=deadline(120),
-        **kw,
-    )
+    return s.cli("reembed", *args, timeout=deadline(120), **kw)
 
 
 def test_mixed_model_store_is_refused_then_reembed_fixes_it(old_model_store):

@@ -13,16 +13,12 @@ import pytest
 
 from memtree import protocol, tokens
 from tests.support import deadline, wait_until
-from tests.support.front_harness import Front, ids_in
+from tests.support.front_harness import ids_in, module_front
 
 HIDDEN = ("stale", "superseded", "pruned", "dropped", "forgotten")
 
 
-@pytest.fixture(scope="module")
-def front(tmp_path_factory):
-    f = Front(tmp_path_factory.mktemp("retrieval"))
-    yield f
-    f.close()
+front = module_front("retrieval")
 
 
 def _hidden_family(front, word: str):

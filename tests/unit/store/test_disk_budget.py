@@ -4,6 +4,7 @@ captures (never notes or pinned nodes), audited, and the file shrinks."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 
@@ -54,11 +55,25 @@ def _fill(h) -> dict[str, list[str]]:
     return ids
 
 
-def test_a_store_over_budget_loses_superseded_then_stale_then_oldest_and_shrinks(tmp_path):
-    h = Harness(tmp_path)
-    pruner = None
+@contextlib.contextmanager
+def _filled(tmp_path):
+    """A harness store filled by _fill: (harness, its ids, ``prune(config)`` starting the pruner walker on it);
+    the pruner reaped and the harness closed after."""
+    h, procs = Harness(tmp_path), []
+
+    def prune(config) -> None:
+        procs.append(start_actor(h.paths, config, "memtree.actors.walkers.pruner", "walker.pruner"))
+
     try:
-        ids = _fill(h)
+        yield h, _fill(h), prune
+    finally:
+        for p in procs:
+            reap(p)
+        h.close()
+
+
+def test_a_store_over_budget_loses_superseded_then_stale_then_oldest_and_shrinks(tmp_path):
+    with _filled(tmp_path) as (h, ids, prune):
         db = support_db(h)
         used = budget.store_bytes(db)
         # Room for about half the captures: superseded and stale all go, then some of the oldest.
@@ -66,7 +81,7 @@ def test_a_store_over_budget_loses_superseded_then_stale_then_oldest_and_shrinks
         before = budget.file_bytes(h.paths.db)
         assert before > limit
         config = support.test_config({"walkers": {"prunerIntervalMs": 300}, "storage": {"maxBytes": limit}})
-        pruner = start_actor(h.paths, config, "memtree.actors.walkers.pruner", "walker.pruner")
+        prune(config)
         order = ids["superseded"] + ids["stale"] + ids["live"]
 
         def gone():
@@ -93,21 +108,14 @@ def test_a_store_over_budget_loses_superseded_then_stale_then_oldest_and_shrinks
         assert audited == set(order[:k]) | ({ids["hit"][0]} - present)
         assert budget.file_bytes(h.paths.db) < before
         db.close()
-    finally:
-        if pruner is not None:
-            reap(pruner)
-        h.close()
 
 
 def test_under_budget_nothing_is_removed(tmp_path):
-    h = Harness(tmp_path)
-    pruner = None
-    try:
-        ids = _fill(h)
+    with _filled(tmp_path) as (h, ids, prune):
         config = support.test_config(
             {"walkers": {"prunerIntervalMs": 200}, "storage": {"maxBytes": 1 << 30}, "retention": {"supersededDays": 0}}
         )
-        pruner = start_actor(h.paths, config, "memtree.actors.walkers.pruner", "walker.pruner")
+        prune(config)
         # The retention step runs in the same sweep: once it has pruned the superseded, the budget step ran too.
         wait_until(
             lambda: (
@@ -122,10 +130,6 @@ def test_under_budget_nothing_is_removed(tmp_path):
             h.rows(f"SELECT id FROM nodes WHERE id IN ({','.join('?' * len(everything))})", tuple(everything))
         ) == len(everything)
         assert not h.rows("SELECT 1 FROM audit WHERE reason LIKE 'disk budget%'")
-    finally:
-        if pruner is not None:
-            reap(pruner)
-        h.close()
 
 
 def test_a_new_store_uses_incremental_auto_vacuum(tmp_path):

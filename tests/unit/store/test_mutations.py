@@ -203,6 +203,12 @@ def test_put_tool_output_is_deduplicated_only_within_the_window(db):
     assert one(db, "SELECT count(*) FROM nodes WHERE kind='tool_output'")[0] == 2
 
 
+def one_node_plan(parent: dict, kind: str, content: str, source_uri: str, metadata: dict, mtime: int = 0) -> Plan:
+    """A plan of session s1 storing one node under ``parent``."""
+    node = {"ref": "n0", "parent": parent, "kind": kind, "content": content, "source_uri": source_uri}
+    return Plan("s1", [{**node, "metadata": metadata, "mtime": mtime}])
+
+
 def grep_plan(sid="s1", output="a.py:1:def greet(name):\nb.py:2:greet()", hits=("def greet(name):", "greet()")):
     return Plan(
         sid,
@@ -244,20 +250,7 @@ def test_an_ingest_plan_lands_pending_under_resolved_parents(db):
         "s1",
     )
     assert {r[0] for r in db.execute("SELECT id FROM nodes WHERE parent_id=?", (out_id,))} == set(hit_ids)
-    read = Plan(
-        "s1",
-        [
-            {
-                "ref": "n0",
-                "parent": {"file": "/p/a.py"},
-                "kind": "file_chunk",
-                "content": "def greet(name): ...",
-                "source_uri": "file:///p/a.py#L1-1",
-                "metadata": {},
-                "mtime": 5,
-            }
-        ],
-    )
+    read = one_node_plan({"file": "/p/a.py"}, "file_chunk", "def greet(name): ...", "file:///p/a.py#L1-1", {}, mtime=5)
     (chunk_id,) = captures.apply_plan(tx(db, actor="hook"), read)["stored"]
     root = one(db, "SELECT parent_id FROM nodes WHERE id=?", (chunk_id,))[0]
     assert one(db, "SELECT kind, source_uri, status FROM nodes WHERE id=?", (root,)) == (
@@ -284,20 +277,8 @@ def test_an_ingest_plan_dedupes_tool_outputs_with_their_children_and_refuses_for
 
 def test_plan_metadata_is_redacted_once_at_insert(db):
     secret = "abcdefghijklmnop0123456789"
-    plan = Plan(
-        "s1",
-        [
-            {
-                "ref": "n0",
-                "parent": {"session": "s1"},
-                "kind": "tool_output",
-                "content": "$ curl\nexit: 0",
-                "source_uri": "tool:Bash",
-                "mtime": 0,
-                "metadata": {"tool": "Bash", "command": f"curl -H 'Authorization: Bearer {secret}' https://x"},
-            }
-        ],
-    )
+    meta = {"tool": "Bash", "command": f"curl -H 'Authorization: Bearer {secret}' https://x"}
+    plan = one_node_plan({"session": "s1"}, "tool_output", "$ curl\nexit: 0", "tool:Bash", meta)
     assert secret in plan.nodes[0]["metadata"]["command"]  # the plan keeps it raw: one pass, at insert
     (node_id,) = captures.apply_plan(tx(db, actor="hook"), plan)["stored"]
     meta = one(db, "SELECT metadata FROM nodes WHERE id = ?", (node_id,))[0]

@@ -86,10 +86,7 @@ def test_a_clean_shutdown_leaves_no_runtime_files_and_the_home_is_private(system
 def test_a_standby_takes_over_a_cleanly_stopped_singleton_and_holds_the_lock_at_its_path(system_factory):
     s = system_factory
     s.write_config()
-    first = s.serve()
-    s.wait_running()
-    second = s.serve()
-    s.wait_running(count=2)
+    first, second, _ = s.serve_two()
     holder = s.actor("writer", {"RUNNING"})["supervisor_pid"]
     done = s.ctl("stop", "writer")
     assert done.returncode == 0, done.stderr

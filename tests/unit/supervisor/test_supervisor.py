@@ -10,20 +10,20 @@ from tests.conftest import MISSED_BEATS
 from tests.support import COLD_START_S, deadline, deadline_ms, wait_until
 
 
-def _new_running_pid(system, name, old_pid):
-    actor = system.actor(name, {"RUNNING"})
-    return actor["pid"] if actor and actor["pid"] != old_pid else None
+def _replaced(system, name: str, old_pid: int, what: str) -> int:
+    """The pid of ``name``'s replacement once it is RUNNING (a cold interpreter start of it allowed for)."""
+
+    def new_running_pid():
+        actor = system.actor(name, {"RUNNING"})
+        return actor["pid"] if actor and actor["pid"] != old_pid else None
+
+    return wait_until(new_running_pid, timeout=COLD_START_S, what=what)
 
 
 def test_killed_walker_restarts_with_a_new_pid_and_other_pids_are_unchanged(system):
     before = system.pids()
     os.kill(before["walker.filter"], signal.SIGKILL)
-    # Allows for a cold interpreter start of the replacement.
-    new = wait_until(
-        lambda: _new_running_pid(system, "walker.filter", before["walker.filter"]),
-        timeout=COLD_START_S,
-        what="a new walker.filter RUNNING",
-    )
+    new = _replaced(system, "walker.filter", before["walker.filter"], "a new walker.filter RUNNING")
     after = system.pids()
     assert new != before["walker.filter"]
     assert {k: v for k, v in after.items() if k != "walker.filter"} == {
@@ -36,11 +36,7 @@ def test_killed_walker_restarts_with_a_new_pid_and_other_pids_are_unchanged(syst
 def test_stopped_walker_is_found_by_missed_heartbeats_killed_and_restarted(system):
     before = system.pids()
     os.kill(before["walker.filter"], signal.SIGSTOP)
-    new = wait_until(
-        lambda: _new_running_pid(system, "walker.filter", before["walker.filter"]),
-        timeout=COLD_START_S,
-        what="the stopped walker.filter replaced",
-    )
+    new = _replaced(system, "walker.filter", before["walker.filter"], "the stopped walker.filter replaced")
     assert new != before["walker.filter"]
     assert system.pids()["writer"] == before["writer"]
     log = system.log_tail(lines=50)
@@ -53,12 +49,7 @@ def test_stopped_walker_is_found_by_missed_heartbeats_killed_and_restarted(syste
 
 def test_crashing_actor_goes_fatal_after_max_restarts_while_the_rest_keep_running(system_factory, tmp_path):
     flag = tmp_path / "crash"
-    flag.write_text("")
-    system_factory.env["CRASHY_FLAG"] = str(flag)
-    system_factory.write_config(
-        {"supervisor": {"maxRestarts": 3, "restartPeriodS": 60}},
-        actors={"crashy": {"module": "tests.support.actors.crashy"}},
-    )
+    system_factory.write_crashy_config(flag, max_restarts=3)
     system_factory.serve()
     system = system_factory
     system.wait_running()
@@ -79,10 +70,7 @@ def test_crashing_actor_goes_fatal_after_max_restarts_while_the_rest_keep_runnin
 def test_second_supervisor_stands_by_and_takes_over_when_the_holder_dies(system_factory):
     system = system_factory
     system.write_config()
-    first = system.serve()
-    system.wait_running()
-    second = system.serve()
-    actors = system.wait_running(count=2)
+    first, second, actors = system.serve_two()
     writers = {a["supervisor_pid"]: a["state"] for a in actors if a["name"] == "writer"}
     assert writers == {first.pid: "RUNNING", second.pid: "STANDBY"}
     # Every standby says what it waits for: the lock its counterpart in the first supervisor holds.

@@ -114,10 +114,7 @@ def test_ctl_from_a_subdirectory_sees_both_supervisors_and_stop_goes_to_the_hold
     assert final
     s.paths = store_paths(root, phash, home=s.home)
     s.write_config()
-    first = s.serve()
-    s.wait_running()
-    second = s.serve()
-    s.wait_running(count=2)
+    first, second, _ = s.serve_two()
 
     sub = os.path.join(s.project, "src", "deep")
     os.makedirs(sub)

@@ -4,6 +4,7 @@ pending -> live (filter) -> stale (staleness) -> superseded (read) -> pruned
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from memtree import protocol
@@ -22,8 +23,26 @@ def _status(h, node_id: str):
     return rows[0][0] if rows else None
 
 
-def _walker(h, module: str, name: str, config=None):
-    return start_actor(h.paths, config or h.config, f"memtree.actors.walkers.{module}", name)
+@contextlib.contextmanager
+def _walking(tmp_path):
+    """A tools harness and ``walker(module, name, config=None)`` starting walkers on its store;
+    every walker is reaped and the harness closed after."""
+    h, procs = Harness(tmp_path, FAST), []
+
+    def walker(module: str, name: str, config=None):
+        procs.append(start_actor(h.paths, config or h.config, f"memtree.actors.walkers.{module}", name))
+        return procs[-1]
+
+    try:
+        yield h, walker
+    finally:
+        for p in procs:
+            reap(p)
+        h.close()
+
+
+def _retention(**retention):
+    return support.test_config({**FAST, "retention": retention})
 
 
 def _fts_hits(h, word: str) -> int:
@@ -31,9 +50,7 @@ def _fts_hits(h, word: str) -> int:
 
 
 def test_a_chunk_goes_pending_live_stale_superseded_pruned_then_its_row_is_deleted(tmp_path):
-    h = Harness(tmp_path, FAST)
-    procs = []
-    try:
+    with _walking(tmp_path) as (h, walker):
         full = h.write("mod.py", "def f():\n    return 1\n")
         h.run(read, "mod.py")  # the file root exists, as a hook capture would find it
         root = h.rows("SELECT id FROM nodes WHERE kind='file'")[0][0]
@@ -50,9 +67,9 @@ def test_a_chunk_goes_pending_live_stale_superseded_pruned_then_its_row_is_delet
             )
         )["id"]
         caller.close()
-        procs.append(_walker(h, "filter", "walker.filter"))
+        walker("filter", "walker.filter")
         wait_until(lambda: _status(h, captured) == "live", timeout=COLD_START_S, what="filter promotes it")
-        procs.append(_walker(h, "staleness", "walker.staleness"))
+        walker("staleness", "walker.staleness")
         st = os.stat(full)
         os.utime(full, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
         wait_until(lambda: _status(h, captured) == "stale", timeout=COLD_START_S, what="staleness marks it")
@@ -61,24 +78,11 @@ def test_a_chunk_goes_pending_live_stale_superseded_pruned_then_its_row_is_delet
         new_live = {r[0] for r in h.rows("SELECT id FROM nodes WHERE kind='file_chunk' AND status='live'")}
         assert new_live
         assert _fts_hits(h, "zebracorn") == 1  # superseded is still searchable by status name
-        keep_rows = _walker(
-            h,
-            "pruner",
-            "walker.pruner",
-            support.test_config({**FAST, "retention": {"supersededDays": 0, "prunedDays": 30}}),
-        )
-        procs.append(keep_rows)
+        keep_rows = walker("pruner", "walker.pruner", _retention(supersededDays=0, prunedDays=30))
         wait_until(lambda: _status(h, captured) == "pruned", timeout=COLD_START_S, what="pruner prunes it")
         assert _fts_hits(h, "zebracorn") == 0  # left the index with the status change; the row stays
         reap(keep_rows)
-        procs.append(
-            _walker(
-                h,
-                "pruner",
-                "walker.pruner",
-                support.test_config({**FAST, "retention": {"supersededDays": 0, "prunedDays": 0}}),
-            )
-        )
+        walker("pruner", "walker.pruner", _retention(supersededDays=0, prunedDays=0))
         wait_until(lambda: _status(h, captured) is None, timeout=COLD_START_S, what="pruner deletes the row")
         moves = [
             (a, f, t)
@@ -98,16 +102,10 @@ def test_a_chunk_goes_pending_live_stale_superseded_pruned_then_its_row_is_delet
         assert not h.rows("SELECT 1 FROM edges WHERE dst_id=? OR src_id=?", (captured, captured))
         # Positive control: the new live chunks were not touched by any of it.
         assert {r[0] for r in h.rows("SELECT id FROM nodes WHERE kind='file_chunk' AND status='live'")} == new_live
-    finally:
-        for p in procs:
-            reap(p)
-        h.close()
 
 
 def test_stale_nodes_are_pruned_after_stale_hours_and_others_are_not(tmp_path):
-    h = Harness(tmp_path, FAST)
-    procs = []
-    try:
+    with _walking(tmp_path) as (h, walker):
         for name in ("gone.py", "kept.py"):
             h.write(name, "def g():\n    return 2\n")
             h.run(read, name)
@@ -115,30 +113,17 @@ def test_stale_nodes_are_pruned_after_stale_hours_and_others_are_not(tmp_path):
         gone = {i for i, u in ids.items() if "gone.py" in u}
         kept = set(ids) - gone
         os.unlink(os.path.join(h.root, "gone.py"))
-        procs.append(_walker(h, "staleness", "walker.staleness"))
+        walker("staleness", "walker.staleness")
         wait_until(lambda: all(_status(h, i) == "stale" for i in gone), timeout=COLD_START_S, what="stale")
-        procs.append(
-            _walker(
-                h,
-                "pruner",
-                "walker.pruner",
-                support.test_config({**FAST, "retention": {"staleHours": 0, "prunedDays": 30}}),
-            )
-        )
+        walker("pruner", "walker.pruner", _retention(staleHours=0, prunedDays=30))
         wait_until(lambda: all(_status(h, i) == "pruned" for i in gone), timeout=COLD_START_S, what="pruned")
         assert {i for i in ids if _status(h, i) == "live"} == kept
         reasons = {r[0] for r in h.rows("SELECT reason FROM audit WHERE to_status='pruned'")}
         assert reasons == {"stale for more than 0 hours"}
-    finally:
-        for p in procs:
-            reap(p)
-        h.close()
 
 
 def test_superseded_nodes_younger_than_superseded_days_stay(tmp_path):
-    h = Harness(tmp_path, FAST)
-    procs = []
-    try:
+    with _walking(tmp_path) as (h, walker):
         full = h.write("a.py", "def a():\n    return 3\n")
         h.run(read, "a.py")
         old = {r[0] for r in h.rows("SELECT id FROM nodes WHERE kind='file_chunk'")}
@@ -152,15 +137,9 @@ def test_superseded_nodes_younger_than_superseded_days_stay(tmp_path):
         h.run(read, "gone.py")
         gone = {r[0] for r in h.rows("SELECT id FROM nodes WHERE kind='file_chunk' AND source_uri LIKE '%gone.py%'")}
         os.unlink(os.path.join(h.root, "gone.py"))
-        procs.append(_walker(h, "staleness", "walker.staleness"))
+        walker("staleness", "walker.staleness")
         wait_until(lambda: all(_status(h, i) == "stale" for i in gone), timeout=COLD_START_S, what="stale")
         # staleHours 0 prunes the stale control; supersededDays stays at its default (7).
-        procs.append(
-            _walker(h, "pruner", "walker.pruner", support.test_config({**FAST, "retention": {"staleHours": 0}}))
-        )
+        walker("pruner", "walker.pruner", _retention(staleHours=0))
         wait_until(lambda: all(_status(h, i) == "pruned" for i in gone), timeout=COLD_START_S, what="control pruned")
         assert {i for i in old if _status(h, i) == "superseded"} == old
-    finally:
-        for p in procs:
-            reap(p)
-        h.close()
