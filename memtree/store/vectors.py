@@ -57,8 +57,9 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
     statuses named in ``filters``) matching the search filters.
 
     With a model: the sign-bit first pass (store/vector_index.py) names at
-    most ``RERANK`` (or 10 x k) candidates that already pass the filters, and only those
-    are scored exactly here, under the same SQL filters. A store with few
+    most ``RERANK`` (or 10 x k) candidates that already pass the filters, the
+    query's floats against their sign bits keep ``RERANK_EXACT`` (or 10 x k) of
+    them, and only those are scored exactly here, under the same SQL filters. A store with few
     matches (vector_index.EXACT_FACTOR) gets the exact scan."""
     filters = filters or {}
     blob = to_blob(query_vector)
@@ -68,7 +69,13 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
 
         # Never fewer first-pass candidates than ten times the hits asked for.
         rowids = vector_index.candidates(
-            db, model, len(blob) // 4, blob, filters, max(vector_index.RERANK, 10 * int(k))
+            db,
+            model,
+            len(blob) // 4,
+            blob,
+            filters,
+            max(vector_index.RERANK, 10 * int(k)),
+            keep=max(vector_index.RERANK_EXACT, 10 * int(k)),
         )
     if rowids is not None:
         return _rerank(db, blob, rowids, filters, model, int(k))
