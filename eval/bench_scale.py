@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
                 rec = index_recall(conn, provider, query_samples(conn, args.recall_samples))
                 print(
                     f"  first pass vs exact live KNN ({args.recall_samples} held-out queries, "
-                    f"RERANK {vector_index.RERANK}): recall@10 {rec['r10']:.3f}, recall@100 {rec['r100']:.3f}",
+                    f"RERANK {vector_index.RERANK}, exact {vector_index.RERANK_EXACT}): recall@10 {rec['r10']:.3f}, recall@100 {rec['r100']:.3f}",
                     flush=True,
                 )
                 lat = time_modes(conn, queries, provider, args.searches)

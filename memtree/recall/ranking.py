@@ -166,12 +166,44 @@ def terms(text: str) -> list[str]:
 def present_terms(text: str, wanted) -> set[str]:
     """``set(terms(text)) & set(wanted)``, splitting and stemming only the words
     that can yield one: a term is a stemmed prefix of a lowercased part of a
-    word, so only a word holding ``t`` (lowercased) can yield ``t``; the rest
-    cost one substring test each, not a split and a stem (stemming every word
-    of every candidate was most of a broad query's ranking)."""
+    word, so only a word holding ``t`` (lowercased) can yield ``t``. Each term's
+    occurrences are found by ``str.find`` (in C) and only the identifier around
+    one is split and stemmed, until one yields it: a candidate costs a few
+    substring scans per query term, not a Python step per word (splitting
+    every word of every candidate was most of a broad query's ranking)."""
     want = tuple(t for t in dict.fromkeys(wanted) if t)
     low = text.lower()
-    if not any(t in low for t in want):  # a candidate holding none of them costs this only
+    if len(low) != len(text):  # a character whose lowercase is longer: positions differ
+        return _present_terms_by_word(text, want)
+    out: set[str] = set()
+    tried: dict[str, tuple[str, ...]] = {}
+    for t in want:
+        if t in out:
+            continue
+        at = low.find(t)
+        while at >= 0:
+            start, end = at, at + len(t)
+            while start and text[start - 1] in _IDENT_CHARS:
+                start -= 1
+            while end < len(text) and text[end] in _IDENT_CHARS:
+                end += 1
+            word = text[start:end]
+            got = tried.get(word)
+            if got is None:
+                got = tried[word] = _word_terms(word) if _IDENT_CHARS.issuperset(word) else ()
+                out.update(x for x in got if x in want)
+            if t in out:
+                break
+            at = low.find(t, end)
+    return out
+
+
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _present_terms_by_word(text: str, want: tuple[str, ...]) -> set[str]:
+    low = text.lower()
+    if not any(t in low for t in want):
         return set()
     out: set[str] = set()
     for w in dict.fromkeys(_IDENT.findall(text)):
@@ -250,8 +282,9 @@ def _path_hits(words: set[str], parts: frozenset[str]) -> int:
     """Query words found in the path's words, a prefix of 4+ letters counting
     ("easter" in easterutils.py, "cache" in cacheutils)."""
     n = 0
+    long_parts = [p for p in parts if len(p) >= 4]
     for w in words:
-        if w in parts or any(len(min(w, p, key=len)) >= 4 and (p.startswith(w) or w.startswith(p)) for p in parts):
+        if w in parts or (len(w) >= 4 and any(p.startswith(w) or w.startswith(p) for p in long_parts)):
             n += 1
     return n
 

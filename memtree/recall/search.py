@@ -200,21 +200,86 @@ def _prose_words(query: str) -> list[str]:
     return (kept + joined)[:MAX_TERMS]
 
 
-def _keyword_matches(query: str) -> tuple[str, str | None]:
-    """The MATCH of the query's prose words, and of ``def``/``class`` phrases
-    naming a queried symbol (None: no symbol)."""
+def _symbol_phrases(query: str) -> str | None:
+    """The MATCH of ``def``/``class`` phrases naming a queried symbol (None: no symbol)."""
     names, _ = ranking.queried_symbols(query)
     phrases = " OR ".join(
         f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class") if re.fullmatch(r"[A-Za-z0-9_]+", n_)
     )
-    return fts_query(" ".join(_prose_words(query))), phrases or None
+    return phrases or None
 
 
-def keyword_candidates(conn, query: str, filters: dict, n: int = CANDIDATES) -> list[tuple[dict, float, str]]:
-    """BM25 candidates (stopwords out), plus the chunks defining a queried symbol;
-    without snippets (``with_snippets`` adds them to the hits kept)."""
-    prose, phrases = _keyword_matches(query)
-    rows = reads.search_fts(conn, prose, filters, n, snippets=False)
+def _keyword_matches(query: str) -> tuple[str, str | None]:
+    """The MATCH of the query's prose words, and of ``def``/``class`` phrases
+    naming a queried symbol (None: no symbol)."""
+    return fts_query(" ".join(_prose_words(query))), _symbol_phrases(query)
+
+
+# Bounded BM25 (MaxScore-like): FTS5 scores every row a MATCH reaches (and
+# counts them for bm25's IDF), so a broad OR of common words cost time in
+# proportion to the store. The words go into the MATCH rarest first while the
+# rows they reach (their document frequencies, summed) stay under this many
+# per candidate asked for; the commoner words only rescore the candidates
+# found, through ranking's IDF-weighted coverage. A word is always kept (the
+# rarest); when that one alone reaches more, the MATCH looks at the newest
+# rows holding about the budget's worth of its matches.
+BM25_BUDGET = 50
+
+
+def doc_counts(conn, words: list[str], memo: dict | None = None) -> tuple[dict[str, int], int]:
+    """reads.doc_counts, each word counted once per search (``memo``: FTS5's
+    tokenizer folds case, so lowercase is the key)."""
+    memo = {} if memo is None else memo
+    todo = list(dict.fromkeys(w.lower() for w in words if w.lower() not in memo))
+    if todo or "" not in memo:
+        got, memo[""] = reads.doc_counts(conn, todo)
+        memo.update(got)
+    return {w: memo[w.lower()] for w in words}, memo[""]
+
+
+def _bm25_match(conn, query: str, n_cands: int, memo: dict | None = None) -> list[tuple[str, int | None]]:
+    """The prose MATCH split in two: its rarest words within the budget, then
+    the rest (the fill, absent when nothing was cut); each with the lowest
+    rowid to look above (None: the whole index) that keeps it in the budget."""
+    words = _prose_words(query)
+    fts_query(" ".join(words))  # the full match's error for a query with no searchable word
+    counts, n = doc_counts(conn, words, memo)
+    budget = BM25_BUDGET * n_cands
+    kept: set[int] = set()
+    reach = 0
+    for i in sorted(range(len(words)), key=lambda i: counts[words[i]]):
+        if kept and reach + counts[words[i]] > budget:
+            break
+        kept.add(i)
+        reach += counts[words[i]]
+    out = []
+    for part in ([i for i in range(len(words)) if i in kept], [i for i in range(len(words)) if i not in kept]):
+        if part:
+            reach = sum(counts[words[i]] for i in part)
+            above = n - budget * n // reach if reach > budget else None
+            out.append((fts_query(" ".join(words[i] for i in part)), above))
+    return out
+
+
+def keyword_candidates(
+    conn, query: str, filters: dict, n: int = CANDIDATES, memo: dict | None = None
+) -> list[tuple[dict, float, str]]:
+    """BM25 candidates of the query's rarest words within the budget
+    (``_bm25_match``; stopwords out), filled up to ``n`` by its other words
+    (ranked after them) when those are too few, plus the chunks defining a
+    queried symbol; without snippets (``with_snippets`` adds them to the hits kept)."""
+    (prose, above), *fill = _bm25_match(conn, query, n, memo)
+    rows = reads.search_fts(conn, prose, filters, n, snippets=False, above_rowid=above)
+    if fill and len(rows) < n:
+        have = {r[0]["id"] for r in rows}
+        more = [r for r in reads.search_fts(conn, fill[0][0], filters, n, snippets=False, above_rowid=fill[0][1])]
+        more = [r for r in more if r[0]["id"] not in have][: n - len(rows)]
+        low = min((r[1] for r in rows), default=0.0)
+        top = max((r[1] for r in more), default=0.0)
+        if rows and top > 0:  # below every rare-word candidate, in their own order
+            more = [(node, low * 0.99 * max(score, 0.0) / top, snip) for node, score, snip in more]
+        rows += more
+    phrases = _symbol_phrases(query)
     if phrases:
         have = {r[0]["id"] for r in rows}
         rows += [r for r in reads.search_fts(conn, phrases, filters, 20, snippets=False) if r[0]["id"] not in have]
@@ -243,14 +308,14 @@ def semantic_candidates(conn, emb: dict, filters: dict, n: int = CANDIDATES) -> 
     return [(nodes[i], 1.0 - float(d)) for i, d in pairs if i in nodes]
 
 
-def _idf(conn, query: str) -> dict[str, float]:
+def _idf(conn, query: str, memo: dict | None = None) -> dict[str, float]:
     """IDF of each query term, counted on the surface word FTS5 stems itself."""
     surface: dict[str, str] = {}  # stemmed term -> a word of the query it came from
     for w in re.findall(r"[A-Za-z0-9_]+", ranking.content_query(query)):
         for part in [w.lower(), *ranking.split_identifier(w)]:
             for t in ranking.terms(part)[:1]:  # none for a stopword
                 surface.setdefault(t, part)
-    counts, n = reads.doc_counts(conn, list(dict.fromkeys(surface.values()))[:MAX_TERMS])
+    counts, n = doc_counts(conn, list(dict.fromkeys(surface.values()))[:MAX_TERMS], memo)
     by_word = ranking.idf_from_counts(counts, n)
     return {t: by_word.get(w, 0.0) for t, w in surface.items()}
 
@@ -355,14 +420,15 @@ def run(
             if mode == "semantic":
                 raise
             mode, degraded = "keyword", f"hybrid degraded to keyword: {e.message}"
-    kw_rows = keyword_candidates(conn, query, filters) if mode != "semantic" else []
+    memo: dict = {}  # document frequencies, counted once for the MATCH and the IDF
+    kw_rows = keyword_candidates(conn, query, filters, memo=memo) if mode != "semantic" else []
     if mode == "hybrid":
         cands = fuse(kw_rows, sem_rows)
     elif mode == "semantic":
         cands = fuse([], sem_rows)
     else:
         cands = _normalised(kw_rows, lambda r: r[1])
-    ranking.score(cands, query, _idf(conn, query))
+    ranking.score(cands, query, _idf(conn, query, memo))
     hits = ranking.select(cands, limit, group_files)
     ev = evidence(hits, sem_rows)
     model = query_vector and query_vector.get("model") if mode != "keyword" else None

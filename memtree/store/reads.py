@@ -187,7 +187,9 @@ FTS_OVERFETCH = 2
 FTS_OVERFETCH_MIN = 20
 
 
-def search_fts(conn, match: str, filters: dict, limit: int, snippets: bool = True) -> list[tuple[Node, float, str]]:
+def search_fts(
+    conn, match: str, filters: dict, limit: int, snippets: bool = True, above_rowid: int | None = None
+) -> list[tuple[Node, float, str]]:
     """(node, score, snippet), best first. Filters sit inside the SQL, never
     after a top-k, so hidden matches cannot starve a live one. Three reads in
     one snapshot: the top ``limit`` rowids by BM25 among the matches that pass
@@ -198,11 +200,12 @@ def search_fts(conn, match: str, filters: dict, limit: int, snippets: bool = Tru
     The top rowids come from the FTS index alone, ranked without touching
     ``nodes``, over-fetched; when at least ``limit`` of those pass the
     filters they are the answer (every match outside them ranks lower), else
-    (a filter that hides most matches) the filtered scan decides."""
+    (a filter that hides most matches) the filtered scan decides.
+    ``above_rowid``: only rows indexed after it (a bound on a match every row holds)."""
     where, params = _filters_sql(filters)
     conn.execute("SAVEPOINT search_fts")  # one snapshot: the ranking, the rows and the snippets agree
     try:
-        top = _top_rowids(conn, match, filters, limit)
+        top = _top_rowids(conn, match, filters, limit, above_rowid)
         if not top:
             return []
         rows = conn.execute(
@@ -223,11 +226,12 @@ def search_fts(conn, match: str, filters: dict, limit: int, snippets: bool = Tru
 
 # By rowid from the id list: CROSS JOIN keeps the planner from scanning the
 # status index instead (``rowid IN (json_each)`` did: 16 ms for 100 rows at 100k, 0.7 ms so).
-def _top_rowids(conn, match: str, filters: dict, limit: int) -> list[tuple[int, float]]:
+def _top_rowids(conn, match: str, filters: dict, limit: int, above_rowid: int | None = None) -> list[tuple[int, float]]:
     where, params = _filters_sql(filters)
     want = max(limit * FTS_OVERFETCH, limit + FTS_OVERFETCH_MIN)
+    above = "" if above_rowid is None else f" AND nodes_fts.rowid > {int(above_rowid)}"
     ranked = conn.execute(
-        "SELECT rowid, bm25(nodes_fts) AS score FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY score LIMIT ?",
+        f"SELECT rowid, bm25(nodes_fts) AS score FROM nodes_fts WHERE nodes_fts MATCH ?{above} ORDER BY score LIMIT ?",
         [match, want],
     ).fetchall()
     if not ranked:
@@ -244,7 +248,7 @@ def _top_rowids(conn, match: str, filters: dict, limit: int) -> list[tuple[int, 
         return kept[:limit]
     return conn.execute(
         f"SELECT nodes_fts.rowid, bm25(nodes_fts) AS score FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
-        f"WHERE nodes_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
+        f"WHERE nodes_fts MATCH ?{above} AND {where} ORDER BY score LIMIT ?",
         [match, *params, limit],
     ).fetchall()
 
@@ -294,15 +298,37 @@ def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
     return [_node(r) for r in rows]
 
 
+# Document frequencies in bounded time: a word is counted among the newest
+# DF_WINDOW indexed rows and scaled to the index; one seen there fewer than
+# DF_EXACT_BELOW times is counted over the whole index (a rare word's doclist is
+# short, and its IDF is the one that decides). Counting a word held by most
+# rows ("self", "file") over the whole index grew with the store.
+DF_WINDOW = 20_000
+DF_EXACT_BELOW = 64
+
+
 def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:
-    """How many indexed nodes contain each word, and about how many nodes are
-    indexed: the IDF behind search's query-term coverage. Counts only."""
+    """How many indexed nodes contain each word (exact in an index of up to
+    DF_WINDOW rows and for rare words, else estimated from the newest
+    DF_WINDOW), and about how many nodes are indexed: the IDF behind search's
+    query-term coverage and its common-word cut. Counts only."""
+    n = max(conn.execute("SELECT coalesce(max(id), 0) FROM nodes_fts_docsize").fetchone()[0], 1)
+    lo = n - DF_WINDOW
+    in_window = (
+        conn.execute("SELECT count(*) FROM nodes_fts_docsize WHERE id > ?", (lo,)).fetchone()[0] if lo > 0 else 0
+    )
     counts = {}
     for w in words:
         match = '"' + w.replace('"', '""') + '"'
+        if in_window:
+            seen = conn.execute(
+                "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ? AND rowid > ?", (match, lo)
+            ).fetchone()[0]
+            if seen >= DF_EXACT_BELOW:
+                counts[w] = min(n, round(seen * n / in_window))
+                continue
         counts[w] = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]
-    n = conn.execute("SELECT coalesce(max(id), 0) FROM nodes_fts_docsize").fetchone()[0]
-    return counts, max(n, 1)
+    return counts, n
 
 
 def chunk_ids_by_start(conn, file_id: str) -> dict[int, str]:

@@ -29,8 +29,12 @@ import threading
 
 from memtree.runtime import optional
 
-RERANK = 4000  # first-pass candidates rescored exactly (recall@100 vs exact: eval/bench_scale)
-# Fewer matching vectors than this many times ``n``: the exact SQL scan is
+RERANK = 4000  # first-pass candidates by Hamming distance (recall@100 vs exact: eval/bench_scale)
+# Of those, this many (or 10 x k) best by the query's floats against their
+# sign bits (by_query) are rescored exactly: the exact rerank (~a lookup of a
+# 1 KB vector each) was most of a semantic query's time at 4,000.
+RERANK_EXACT = 1000
+# Fewer matching vectors than this many times those rescored exactly: the exact SQL scan is
 # cheaper than reranking (a rerank lookup cost ~3.5 scanned rows here:
 # eval/bench_scale at 2k and 10k), and it is exact.
 EXACT_FACTOR = 3
@@ -267,10 +271,12 @@ def _sync(db, idx: _Codes, model: str, dim: int) -> None:
     idx.apply(_rows_from(((r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows), idx.np))
 
 
-def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | None = None):
+def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | None = None, keep: int | None = None):
     """nodes_vec rowids of at most ``n`` vectors of ``model`` whose nodes pass ``filters``, nearest
-    by the sign bits first. None when the exact scan should answer: no more
-    than ``EXACT_FACTOR * n`` matches (cheaper and exact), no numpy, a
+    by the sign bits first; with ``keep``, the ``keep`` of those the query
+    itself (its floats, not its signs) scores best against their sign bits
+    (``by_query``), best first. None when the exact scan should answer: no more
+    than ``EXACT_FACTOR`` times the vectors rescored exactly match (cheaper and exact), no numpy, a
     parent/session filter that SQL narrows better, a store without the m005 log."""
     if optional.missing("numpy") or filters.get("parent_id") or filters.get("session_id"):
         return None
@@ -295,9 +301,45 @@ def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | N
         finally:
             db.execute("RELEASE vector_index")
         mask = idx.mask(filters)
-        if int(mask.sum()) <= EXACT_FACTOR * n:
+        if int(mask.sum()) <= EXACT_FACTOR * (n if keep is None else min(n, keep)):
             return None
-        return idx.rowids[nearest(idx, q, mask, n)].tolist()
+        slots = nearest(idx, q, mask, n)
+        if keep is not None and keep < len(slots):
+            slots = slots[by_query(idx, slots, query_vector, dim)[:keep]]
+        return idx.rowids[slots].tolist()
+
+
+def by_query(idx: _Codes, slots, query_vector, dim: int):
+    """``slots`` reordered best first by the query's floats summed over each
+    code's set bits (the asymmetric estimate of the dot product from 1-bit
+    codes: it ranks far closer to the exact cosine than the Hamming distance
+    between signs does, so fewer candidates need the exact rerank). A table
+    of the query's sum for each byte value at each byte position, then one
+    lookup per code byte."""
+    np = idx.np
+    q = np.zeros(idx.words * 64, np.float32)
+    q[:dim] = (
+        np.frombuffer(query_vector, dtype="<f4")
+        if isinstance(query_vector, (bytes, bytearray, memoryview))
+        else np.asarray(query_vector, dtype=np.float32)
+    )[:dim]
+    table = _byte_bits(np) @ q.reshape(-1, 8).T  # [byte value, byte position]
+    codes = np.ascontiguousarray(idx.codes[:, slots].T).view(np.uint8)  # the stored bytes, in order
+    score = np.zeros(len(slots), np.float32)
+    for j in range(codes.shape[1]):
+        score += table[:, j][codes[:, j]]
+    return np.argsort(-score, kind="stable")
+
+
+def _byte_bits(np):
+    """[byte value, bit] of every byte, most significant bit first (code_of's order)."""
+    global _BYTE_BITS_TABLE
+    if _BYTE_BITS_TABLE is None:
+        _BYTE_BITS_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)
+    return _BYTE_BITS_TABLE
+
+
+_BYTE_BITS_TABLE = None
 
 
 def nearest(idx: _Codes, q, mask, n: int):

@@ -44,7 +44,15 @@ def other_model_count(db, model: str, dim: int) -> int:
 
 def check_model(db, model: str, dim: int) -> None:
     """Refuse semantic search over a store holding vectors of another model or dimension."""
-    other = db.execute("SELECT model, dim FROM nodes_vec WHERE model != ? OR dim != ? LIMIT 1", (model, dim)).fetchone()
+    # The lowest and the highest (model, dim) on the nodes_vec_model index: two
+    # seeks, where "model != ? OR dim != ?" scanned the whole index (19 ms a
+    # query at 100k vectors); any other pair sorts first or last of the two.
+    other = None
+    for order in ("", " DESC"):
+        row = db.execute(f"SELECT model, dim FROM nodes_vec ORDER BY model{order}, dim{order} LIMIT 1").fetchone()
+        if row is not None and (row[0], row[1]) != (model, dim):
+            other = row
+            break
     if other is not None:
         raise ModelMismatch(
             f"semantic search refused: the store holds vectors of model {other[0]!r} ({other[1]} dims) but the "
@@ -57,8 +65,9 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
     statuses named in ``filters``) matching the search filters.
 
     With a model: the sign-bit first pass (store/vector_index.py) names at
-    most ``RERANK`` (or 10 x k) candidates that already pass the filters, and only those
-    are scored exactly here, under the same SQL filters. A store with few
+    most ``RERANK`` (or 10 x k) candidates that already pass the filters, the
+    query's floats against their sign bits keep ``RERANK_EXACT`` (or 10 x k) of
+    them, and only those are scored exactly here, under the same SQL filters. A store with few
     matches (vector_index.EXACT_FACTOR) gets the exact scan."""
     filters = filters or {}
     blob = to_blob(query_vector)
@@ -68,7 +77,13 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
 
         # Never fewer first-pass candidates than ten times the hits asked for.
         rowids = vector_index.candidates(
-            db, model, len(blob) // 4, blob, filters, max(vector_index.RERANK, 10 * int(k))
+            db,
+            model,
+            len(blob) // 4,
+            blob,
+            filters,
+            max(vector_index.RERANK, 10 * int(k)),
+            keep=max(vector_index.RERANK_EXACT, 10 * int(k)),
         )
     if rowids is not None:
         return _rerank(db, blob, rowids, filters, model, int(k))

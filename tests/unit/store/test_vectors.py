@@ -130,6 +130,7 @@ def test_first_pass_never_lets_nearer_non_live_vectors_starve_the_live_hit(store
     from memtree.store import vector_index
 
     monkeypatch.setattr(vector_index, "RERANK", 100)  # a cut well below the 250 hidden ones that keep vectors
+    monkeypatch.setattr(vector_index, "RERANK_EXACT", 50)  # and by_query keeps 60 of those 100 for k = 6
     paths, w, _node = store
     dim = 16
     query = [1.0] * dim
@@ -269,3 +270,32 @@ def test_a_vacuum_behind_a_loaded_first_pass_makes_it_load_again(store, monkeypa
         assert again == [i for i, _ in knn(db, query, 5)] == first
     finally:
         db.close()
+
+
+def test_by_query_orders_codes_by_the_query_floats_over_their_set_bits():
+    """The asymmetric first-pass score: each code's sum of the query's floats
+    over its set bits, computed by byte tables, equals the bit-by-bit sum, and
+    it finds the exact nearest where the Hamming distance ties."""
+    import numpy as np
+
+    from memtree.store import vector_index
+
+    rng = np.random.default_rng(7)
+    dim = 256
+    vecs = rng.standard_normal((500, dim)).astype(np.float32)
+    idx = vector_index._Codes(np, dim // 64)
+    idx.codes = np.stack([np.frombuffer(vector_index.code_of(v), np.uint64) for v in vecs]).T.copy()
+    q = rng.standard_normal(dim).astype(np.float32)
+    slots = rng.permutation(500)[:300]
+    bits = np.stack([np.unpackbits(np.frombuffer(vector_index.code_of(v), np.uint8))[:dim] for v in vecs[slots]])
+    want = np.argsort(-(bits.astype(np.float64) @ q.astype(np.float64)), kind="stable")
+    got = vector_index.by_query(idx, slots, q.tobytes(), dim)
+    assert got.tolist() == want.tolist()
+    # Two codes at the same Hamming distance from the query's signs: the one whose
+    # differing bits hold the query's smaller floats comes first.
+    q2 = np.array([3.0, 0.1, -2.0, -0.1] + [1.0] * 60, np.float32)
+    near = np.array([1.0, -1.0, -1.0, -1.0] + [1.0] * 60, np.float32)  # flips the 0.1
+    far = np.array([-1.0, 1.0, -1.0, -1.0] + [1.0] * 60, np.float32)  # flips the 3.0
+    two = vector_index._Codes(np, 1)
+    two.codes = np.stack([np.frombuffer(vector_index.code_of(v), np.uint64) for v in (far, near)]).T.copy()
+    assert vector_index.by_query(two, np.array([0, 1]), q2, 64).tolist() == [1, 0]

@@ -1,0 +1,98 @@
+"""Bounded BM25 (search._bm25_match): a broad query's common words leave the
+MATCH once the rows its rarer words reach fill the budget, only fill up the
+candidates when the rare words find too few, and the live predicate still
+decides what comes back. A real writer, a real SQLite file."""
+
+from __future__ import annotations
+
+import pytest
+
+from memtree import protocol
+from memtree.recall import search
+from memtree.runtime.client import Caller
+from memtree.store import reads
+from tests.support import deadline_ms, make_paths, reap
+from tests.support import test_config as make_config
+from tests.support.actor_procs import read_db, start_writer
+
+FILLERS = 160  # notes holding only the common word: over the budget of 3 candidates (150 rows)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    paths = make_paths(tmp_path_factory.mktemp("bounded"))
+    proc = start_writer(paths, make_config())
+    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+
+    def add(content):
+        return w.call(protocol.AddNode(kind="note", content=content, status="live"))["id"]
+
+    ids = {
+        "filler": {add(f"common filler note number {i}") for i in range(FILLERS)},
+        "gizmo": {add(f"common gizmo note {i}") for i in range(3)},
+        # the only notes holding "widget" are hidden: never returned by a default (live) search
+        "widget_stale": {add(f"common widget note {i}") for i in range(4)},
+    }
+    stale = sorted(ids["widget_stale"])
+    assert sorted(w.call(protocol.SetStatus(ids=stale, status="stale", reason="test"))["changed"]) == stale
+    yield paths, ids
+    w.close()
+    reap(proc)
+
+
+def _ids(rows) -> set[str]:
+    return {r[0]["id"] for r in rows}
+
+
+def test_common_words_leave_the_match_once_the_rare_ones_fill_the_budget(store):
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        assert search.BM25_BUDGET * 3 < FILLERS
+        parts = search._bm25_match(conn, "gizmo common", 3)
+        # (the joined pair "gizmocommon" is searched too: no row holds it)
+        assert [p[0] for p in parts] == ['"gizmo" OR "gizmocommon"', '"common"']
+        assert parts[0][1] is None  # the rare word looks at the whole index
+        got = search.keyword_candidates(conn, "gizmo common", {}, n=3)
+        assert _ids(got) == ids["gizmo"]
+        # Positive control: a budget the common word fits in keeps the full match.
+        assert [p[0] for p in search._bm25_match(conn, "gizmo common", 100)] == ['"gizmo" OR "common" OR "gizmocommon"']
+        many = search.keyword_candidates(conn, "gizmo common", {}, n=100)
+        assert ids["gizmo"] <= _ids(many) and _ids(many) & ids["filler"]
+    finally:
+        conn.close()
+
+
+def test_hidden_rare_matches_do_not_starve_the_live_common_ones(store):
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        assert [p[0] for p in search._bm25_match(conn, "widget common", 3)] == [
+            '"widget" OR "widgetcommon"',
+            '"common"',
+        ]
+        got = _ids(search.keyword_candidates(conn, "widget common", {}, n=3))
+        assert len(got) == 3 and got <= ids["filler"] | ids["gizmo"]
+        assert got & ids["widget_stale"] == set()
+        # Positive control: naming the status returns exactly the hidden notes that hold the rare word.
+        stale = search.keyword_candidates(conn, "widget common", {"status": ["stale"]}, n=3)
+        assert len(stale) == 3 and _ids(stale) <= ids["widget_stale"]
+        assert _ids(search.keyword_candidates(conn, "widget", {"status": ["stale"]}, n=10)) == ids["widget_stale"]
+    finally:
+        conn.close()
+
+
+def test_document_counts_are_exact_for_rare_words_and_estimated_from_the_newest_rows(store, monkeypatch):
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        exact, n = reads.doc_counts(conn, ["common", "gizmo", "widget"])
+        assert exact == {"common": FILLERS + 7, "gizmo": 3, "widget": 4} and n >= FILLERS + 7
+        monkeypatch.setattr(reads, "DF_WINDOW", 40)
+        monkeypatch.setattr(reads, "DF_EXACT_BELOW", 8)
+        est, _ = reads.doc_counts(conn, ["common", "gizmo", "widget", "filler"])
+        assert est["gizmo"] == 3 and est["widget"] == 4  # rare in the window: counted over the whole index
+        assert abs(est["common"] - (FILLERS + 7)) <= 0.1 * (FILLERS + 7)
+        assert est["filler"] < est["common"]
+    finally:
+        conn.close()
