@@ -128,13 +128,12 @@ class Actors:
 
 
 def wait_for(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise SystemExit(f"bench_embed: timed out waiting for {what}")
+    from memtree.runtime.polling import poll_until
+
+    value = poll_until(pred, timeout, 0.05)
+    if value is None:
+        raise SystemExit(f"bench_embed: timed out waiting for {what}")
+    return value
 
 
 def writer_up(actors: Actors) -> None:

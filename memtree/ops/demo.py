@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from memtree.runtime.polling import poll_until
+
 NOTES = [
     "The billing service retries failed Stripe webhooks with exponential backoff, capped at 10 minutes.",
     "Database migrations live in db/migrations and run at deploy time via `make migrate`.",
@@ -51,13 +53,10 @@ def _text(result) -> str:
 
 
 def _wait(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise SystemExit(f"[demo] gave up waiting for {what} after {timeout:.0f}s")
+    value = poll_until(pred, timeout)
+    if value is None:
+        raise SystemExit(f"[demo] gave up waiting for {what} after {timeout:.0f}s")
+    return value
 
 
 async def _drive(project: str, env: dict) -> list[int]:
