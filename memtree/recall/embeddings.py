@@ -42,7 +42,12 @@ import urllib.request
 from memtree.errors import Unavailable
 from memtree.runtime import optional
 
-LOCAL_MODEL = "wordllama-l2-supercat-256"
+# A new name whenever what a vector means changes (the text preparation, the
+# adaptation): stored vectors of another name are refused as mixed and
+# ``memtree reembed`` rebuilds them.
+LOCAL_MODEL = "wordllama-l2-supercat-256-code1"
+RAW_MODEL = "wordllama-l2-supercat-256"  # the table alone, raw text: what the adaptation is trained from
+ADAPTATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wordllama_code1.npz")
 MAX_CHARS = 20000  # a static model's mean barely moves past this; keeps tokenizing bounded
 MAX_TOKENS = 4096
 PROBE_TIMEOUT_S = 5.0
@@ -72,11 +77,19 @@ def _normalise(mat):
 
 
 class StaticProvider(Provider):
-    """Mean of static token vectors (WordLlama's bundled table)."""
+    """Mean of static token vectors (WordLlama's bundled table), adapted to code.
+
+    The text is first prepared by memtree.recall.code_text (identifiers split
+    into words, keywords and punctuation dropped) and each token's row is
+    scaled by a learned weight from ``wordllama_code1.npz``
+    (eval/train_code_embed.py: trained once, offline, numpy only, on
+    docstring/code pairs of pinned sdists; a 256 x 256 map after pooling
+    when the file has one). With ``adapt=False``: the raw table on raw text,
+    the training script's base."""
 
     name = LOCAL_MODEL
 
-    def __init__(self):
+    def __init__(self, adapt: bool = True):
         why = optional.missing("numpy", "safetensors.numpy", "tokenizers")
         if why:
             raise ProviderUnavailable(f"the local embedding model {why}")
@@ -93,27 +106,53 @@ class StaticProvider(Provider):
         root = list(spec.submodule_search_locations)[0]
         tok_path = os.path.join(root, "tokenizers", "l2_supercat_tokenizer_config.json")
         weights = os.path.join(root, "weights", "l2_supercat_256.safetensors")
-        for path in (tok_path, weights):
+        for path in (tok_path, weights) + ((ADAPTATION,) if adapt else ()):
             if not os.path.exists(path):
-                raise ProviderUnavailable(f"the wordllama package has no {os.path.basename(path)}")
+                raise ProviderUnavailable(f"the local embedding model has no {os.path.basename(path)}")
         self.tokenizer = Tokenizer.from_file(tok_path)
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
         # float16 halves the resident table (16 MB, not 32); means are taken in float32.
-        self.table = load_file(weights)["embedding.weight"].astype(numpy.float16)
+        table = load_file(weights)["embedding.weight"]
+        self.mapping = None
+        self.prepare = None
+        if adapt:
+            from memtree.recall import code_text
+
+            with numpy.load(ADAPTATION, allow_pickle=False) as art:
+                weight = art["token_weight"].astype(numpy.float32)
+                mapping = art["map"].astype(numpy.float32) if "map" in art.files else None
+            if weight.shape != (table.shape[0],) or (
+                mapping is not None and mapping.shape != (table.shape[1], table.shape[1])
+            ):
+                raise ProviderUnavailable(
+                    f"{os.path.basename(ADAPTATION)} does not fit the table of shape {table.shape}"
+                )
+            table = table * weight[:, None]
+            self.mapping, self.prepare = mapping, code_text.prepare
+        else:
+            self.name = RAW_MODEL
+        self.table = table.astype(numpy.float16)
         self.dim = int(self.table.shape[1])
 
     def embed(self, texts: list[str]):
         import numpy as np
 
         out = np.zeros((len(texts), self.dim), np.float32)
-        encoded = self.tokenizer.encode_batch([t[:MAX_CHARS] for t in texts], add_special_tokens=False)
+        prepare = getattr(self, "prepare", None)
+        # A text of nothing but punctuation and keywords keeps its raw tokens, so it
+        # still gets a unit vector (a zero one has no cosine: the KNN would get NULL).
+        texts = [(prepare(t[:MAX_CHARS]) or t[:MAX_CHARS]) if prepare else t[:MAX_CHARS] for t in texts]
+        encoded = self.tokenizer.encode_batch(texts, add_special_tokens=False)
         rows = self.table.shape[0]
         for i, enc in enumerate(encoded):
             ids = np.asarray(enc.ids, dtype=np.int64)
             ids = ids[ids < rows]
             if ids.size:
                 out[i] = self.table[ids].mean(axis=0, dtype=np.float32)
+        mapping = getattr(self, "mapping", None)
+        if mapping is not None:
+            out = out @ mapping
         return _normalise(out)
 
 

@@ -143,7 +143,13 @@ RRF_K = 60
 # keyword 0.46 flags 72 % of no-answer, 16.5 % of answerable; hybrid with
 # wordllama (0.46, 0.50) flags 70 % and 13.8 %.
 WEAK_KEYWORD_FLOOR = 0.46
-WEAK_FLOORS = {"wordllama-l2-supercat-256": (0.46, 0.50)}  # (coverage, similarity): weak when under both
+# wordllama code1 (prepared text, learned token weights; same set, 2026-12-02):
+# (0.72, 0.52) flags 70 % of no-answer and 10.9 % of answerable; the old
+# floors (0.46, 0.50) would flag 48 % of no-answer with these vectors.
+WEAK_FLOORS = {  # (coverage, similarity): weak when under both
+    "wordllama-l2-supercat-256": (0.46, 0.50),
+    "wordllama-l2-supercat-256-code1": (0.72, 0.52),
+}
 # Each hit after the first must clear this share of the weak floors on its own
 # (coverage or similarity). 0.5 cost answerable recall on the calibration set
 # (eval/recall_calibrate.py's 340 docstring queries, hybrid R@10 0.694 against
