@@ -3,9 +3,12 @@
 The default (``embeddingModel: "local"``) is a static embedding model that
 ships inside a registry package, so nothing is downloaded at run time and it
 works offline: WordLlama's ``l2_supercat`` table (32k tokens x 256 dims, a
-16 MB safetensors file inside the ``wordllama`` wheel). A text's vector is
-the mean of its tokens' rows, L2-normalised: no neural network runs, so there
-is no torch, no onnxruntime, and a batch of 32 code chunks takes ~10 ms.
+16 MB safetensors file inside the ``wordllama`` wheel), adapted to code: the
+text prepared by memtree.recall.code_text, each row scaled by a weight
+learned offline (``wordllama_code1.npz``, eval/train_code_embed.py). A text's
+vector is the mean of its tokens' weighted rows, L2-normalised: no neural
+network runs, so there is no torch, no onnxruntime, and a batch of 32 code
+chunks takes ~10 ms.
 
 Why this one (measured on 2 cores, eval/bench_embed.py and docs/EMBEDDINGS.md):
 - wordllama static 256-d: ~2,900 texts/s at batch 32, load 0.3 s, process
