@@ -95,7 +95,8 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
     if model is not None:
         sql.append("AND v.model = ?")
         params.append(model)
-    rows = db.execute(" ".join(sql) + " ORDER BY d LIMIT ?", [blob, *params, int(k)])
+    # A zero vector (a text of no known token) has no cosine: NULL, which would sort first.
+    rows = db.execute(" ".join(sql) + " AND d IS NOT NULL ORDER BY d LIMIT ?", [blob, *params, int(k)])
     return [(r[0], float(r[1])) for r in rows]
 
 
@@ -106,7 +107,7 @@ def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: in
     where, params = _filters_sql(filters)
     scored = db.execute(
         "SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
-        "CROSS JOIN nodes_vec v ON v.rowid = j.value WHERE v.model = ? AND v.dim = ? ORDER BY d",
+        "CROSS JOIN nodes_vec v ON v.rowid = j.value WHERE v.model = ? AND v.dim = ? AND d IS NOT NULL ORDER BY d",
         (blob, json.dumps(rowids), model, len(blob) // 4),
     ).fetchall()
     out: list[tuple[str, float]] = []

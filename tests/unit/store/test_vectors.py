@@ -78,6 +78,28 @@ def test_knn_ranks_live_nodes_by_cosine_and_leaves_out_the_rest(store):
         db.close()
 
 
+def test_a_zero_vector_has_no_distance_and_is_left_out_of_every_knn(store, monkeypatch):
+    from memtree.store import vector_index
+
+    paths, w, node = store
+    near, h_near = node("a note near the query")
+    far, h_far = node("a note far from the query")
+    empty, h_empty = node("a note of no known token")
+    items = [
+        {"node_id": near, "content_hash": h_near, "vector": [0.0, 1.0]},
+        {"node_id": far, "content_hash": h_far, "vector": [1.0, 0.0]},
+        {"node_id": empty, "content_hash": h_empty, "vector": [0.0, 0.0]},
+    ]
+    assert put(w, "m", 2, items) == {"stored": 3, "skipped": []}
+    db = read_db(paths)
+    try:
+        assert [h[0] for h in knn(db, [0.0, 1.0], 10)] == [near, far]  # the exact scan
+        monkeypatch.setattr(vector_index, "EXACT_FACTOR", 0)  # the first pass and its rerank
+        assert [h[0] for h in knn(db, [0.0, 1.0], 10, model="m")] == [near, far]
+    finally:
+        db.close()
+
+
 def test_put_vectors_skips_nodes_not_indexed_or_with_other_content_and_checks_shape(store):
     paths, w, node = store
     live, h_live = node("a live note with enough text")
