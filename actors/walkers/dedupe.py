@@ -14,7 +14,9 @@ superseded by read), and only live nodes, so a forgotten node (no vector,
 status forgotten) is never brought back. A note is something a person or
 the agent decided to keep: two notes are duplicates only when their texts
 are the same after normalising whitespace and case (memtree.text.sameness),
-whatever the cosine ("finding number 1" and "number 10" are 0.996 apart).
+whatever the cosine ("finding number 1" and "number 10" are 0.996 apart);
+so are two chunks of different files (small methods of different classes
+embed alike).
 Needs no model: vectors only,
 but numpy (``requires``): without it the walker idles and says so.
 """
@@ -36,6 +38,11 @@ from memtree.text.sameness import same_text
 log = logging.getLogger(__name__)
 
 PER_PASS = 500  # vectors examined per tick; the next tick goes on from the watermark
+# Kinds deduped only word for word, whatever the cosine: a note someone chose to keep, and a
+# file's code (two small methods of different classes embed alike once identifiers are split
+# and keywords dropped, yet neither stands in for the other). Outputs go by their vectors.
+WORD_FOR_WORD = ("note", "file_chunk")
+TEXTS_HELD = 1_000  # node texts a pass keeps to compare pairs (memory bounded whatever the store)
 
 
 def newer(a: dict, b: dict) -> bool:
@@ -81,17 +88,23 @@ class DedupeWalker(Walker):
     def _dedupe(self, db, kind: str, rows: list) -> bool:
         done: set[str] = set()
         pairs = near_pairs(db, self.model, kind, rows, self.threshold)
-        texts = {}
-        if kind == "note" and pairs:
-            found = reads.get_nodes(db, list({i for _, a, b in pairs for i in (a["id"], b["id"])}))
-            texts = {nid: node["content"] for nid, node in found.items()}
+        texts: dict[str, str | None] = {}  # fetched as pairs need them, at most TEXTS_HELD at a time
+
+        def text(nid: str) -> str | None:
+            if nid not in texts:
+                if len(texts) >= TEXTS_HELD:
+                    texts.clear()
+                node = reads.get_nodes(db, [nid]).get(nid)
+                texts[nid] = node["content"] if node else None
+            return texts[nid]
+
         for score, a, b in pairs:
             if a["id"] in done or b["id"] in done or (kind == "file_chunk" and a["parent_id"] == b["parent_id"]):
                 continue
-            if kind == "note" and not (
-                a["id"] in texts and b["id"] in texts and same_text(texts[a["id"]], texts[b["id"]])
-            ):
-                continue  # close in meaning is not the same note
+            if kind in WORD_FOR_WORD:
+                ta, tb = text(a["id"]), text(b["id"])
+                if ta is None or tb is None or not same_text(ta, tb):
+                    continue  # close in meaning is not the same note, nor the same code
             keep, old = (a, b) if newer(a, b) else (b, a)
             try:
                 res = self.call_writer(protocol.Supersede(keep_id=keep["id"], old_id=old["id"], score=round(score, 4)))

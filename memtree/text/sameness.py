@@ -1,5 +1,6 @@
 """When two texts say the same thing word for word: the one rule by which a
-note may stand in for another (the dedupe walker, and the writer's Supersede)."""
+note or a file's chunk may stand in for another (the dedupe walker, and the
+writer's Supersede for notes)."""
 
 
 def normalized(text: str) -> str:
