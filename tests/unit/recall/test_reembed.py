@@ -84,15 +84,19 @@ def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+
+    def first_batch_in() -> bool:
+        """Once a batch is committed (each is one commit), reembed is paused at once, so a
+        busy machine cannot let it finish the other 120 before the Ctrl-C reaches it."""
+        if _rows(s, "SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,))[0][0] == 0:
+            return False
+        proc.send_signal(signal.SIGSTOP)
+        return True
+
     try:
-        # Interrupt once some but not all batches are committed (each batch is one commit).
-        wait_until(
-            lambda: 0 < _rows(s, "SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,))[0][0],
-            timeout=deadline(30),
-            interval=0.005,
-            what="the first re-embedded batch",
-        )
-        proc.send_signal(signal.SIGINT)
+        wait_until(first_batch_in, timeout=deadline(30), interval=0.005, what="the first re-embedded batch")
+        proc.send_signal(signal.SIGINT)  # pending while it is stopped, handled as it goes on
+        proc.send_signal(signal.SIGCONT)
         err = proc.communicate(timeout=deadline(30))[1].decode()
     finally:
         if proc.poll() is None:
