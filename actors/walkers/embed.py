@@ -6,6 +6,9 @@ Loads the configured provider once (memtree/recall/embeddings.py). After a
 batches of ``walkers.embeddingBatchSize``: content already embedded under
 another node (same content hash, same model) is copied, not recomputed.
 Vectors go to the writer (``PutVectors``) with model name and dimension.
+With no backlog left, vectors of another model (stale and superseded nodes
+after the configured or default model changed) are embedded again, so a
+store converges on one model by itself (``memtree reembed`` does it at once).
 
 It binds the ``embed`` ROUTER and answers ``EmbedQuery`` so the front never
 loads the model. Queries are answered on their own thread, started before the
@@ -222,10 +225,15 @@ class EmbedWalker(Walker):
             # The end of the walk: start over once, for nodes that went live after the cursor passed them.
             self.cursor = START
             rows = vectors.backlog(db, model, self.batch, EMBED_KINDS)
-        if not rows:
-            return False
-        self.cursor = (rows[-1][3], rows[-1][0])
-        rows = [r[:3] for r in rows]
+        if rows:
+            self.cursor = (rows[-1][3], rows[-1][0])
+            rows = [r[:3] for r in rows]
+        else:
+            # Then vectors of another model (an upgrade changed the default): stale and superseded
+            # nodes keep theirs, and one left would keep semantic search refused until `memtree reembed`.
+            rows = vectors.other_model_nodes(db, model, dim, self.batch)
+            if not rows:
+                return False
         known = vectors.embedded_hashes(db, sorted({h for _, h, _ in rows}), model)
         todo: dict[str, str] = {}  # hash -> text, each content embedded once
         for _, digest, content in rows:

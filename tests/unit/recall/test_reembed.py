@@ -15,7 +15,7 @@ from memtree.recall.embeddings import LOCAL_MODEL
 from memtree.runtime.client import Caller
 from memtree.store import db as store_db
 from memtree.store.vectors import ModelMismatch, check_model, knn
-from tests.support import PYTHON, deadline, deadline_ms, spawn, wait_until
+from tests.support import COLD_START_S, PYTHON, deadline, deadline_ms, spawn, wait_until
 
 
 @pytest.fixture()
@@ -109,6 +109,37 @@ def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
     assert done.returncode == 0, done.stderr
     assert f"{counts['old-model']} vectors stored" in done.stderr  # only what was left
     assert _rows(s, "SELECT model, count(*) FROM nodes_vec GROUP BY 1") == [(LOCAL_MODEL, 121)]
+
+
+def test_the_embed_walker_moves_every_vector_to_the_configured_model_by_itself(system_factory):
+    """After an upgrade that changes the default model: the live nodes' backlog first, then the
+    other model's vectors of stale nodes too, so semantic search is not refused for good."""
+    s = system_factory
+    s.serve()
+    s.wait_running(s.expected)
+    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    try:
+        ids = [
+            w.call(protocol.AddNode(kind="note", content=f"note {i} about the retry policy", status="live"))["id"]
+            for i in range(5)
+        ]
+        w.call(protocol.SetStatus(ids=ids[:2], status="stale", reason="test"))
+        hashes = dict(_rows(s, "SELECT id, content_hash FROM nodes"))
+        items = [{"node_id": n, "content_hash": hashes[n], "vector": [1.0, 0.0, 0.0]} for n in ids]
+        assert w.call(protocol.PutVectors(model="old-model", dim=3, items=items))["stored"] == 5
+        w.call(protocol.AddNode(kind="note", content="a new note wakes the walker", status="live"))
+    finally:
+        w.close()
+    wait_until(
+        lambda: _rows(s, "SELECT model, dim, count(*) FROM nodes_vec GROUP BY 1, 2") == [(LOCAL_MODEL, 256, 6)],
+        timeout=COLD_START_S,
+        what="every vector, the stale nodes' too, of the configured model",
+    )
+    conn = store_db.open_read(s.paths.db)
+    try:
+        check_model(conn, LOCAL_MODEL, 256)  # no longer refused
+    finally:
+        conn.close()
 
 
 def test_reembed_without_a_running_writer_says_so(system_factory):
