@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import ast
 import glob
-import hashlib
 import os
-import tarfile
 
 from memtree.eval import sdists
 
@@ -129,14 +127,6 @@ def sdist_dir(name: str, version: str) -> str:
     return entry[2][: -len(".tar.gz")]
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fetch(cache: str | None = None, only: set[str] | None = None) -> str:
     """The corpus root (one extracted sdist per package), downloading and
     checking what is missing. A digest that disagrees is an error, not a
@@ -149,18 +139,7 @@ def fetch(cache: str | None = None, only: set[str] | None = None) -> str:
     for name, version, fname, sha, _roots, _style in CORPUS:
         if only is not None and name not in only:
             continue
-        top = os.path.join(root, fname[: -len(".tar.gz")])
-        if os.path.isdir(top) and os.path.exists(os.path.join(top, ".sha256-ok")):
-            continue
-        path = os.path.join(dl, fname)
-        if not os.path.exists(path):
-            path = sdists.download(name, version, dl, fname)
-        got = _sha256(path)
-        if got != sha:
-            raise SystemExit(f"{path}: sha256 {got}, pinned {sha}; delete it to fetch again")
-        with tarfile.open(path) as tar:
-            tar.extractall(root, filter="data")
-        open(os.path.join(top, ".sha256-ok"), "w").close()
+        sdists.fetch_pinned(name, version, fname, sha, dl, root)
     return root
 
 

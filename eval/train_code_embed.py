@@ -36,7 +36,6 @@ import ast
 import glob
 import os
 import sys
-import tarfile
 import time
 
 from memtree.eval import broad_corpus, sdists
@@ -170,18 +169,7 @@ def fetch(cache: str) -> str:
     dl = os.path.join(cache, "sdists")
     os.makedirs(root, exist_ok=True)
     for name, version, fname, sha in PACKAGES:
-        top = os.path.join(root, fname[: -len(".tar.gz")])
-        if os.path.exists(os.path.join(top, ".sha256-ok")):
-            continue
-        path = os.path.join(dl, fname)
-        if not os.path.exists(path):
-            path = sdists.download(name, version, dl, fname)
-        got = broad_corpus._sha256(path)
-        if got != sha:
-            raise SystemExit(f"{path}: sha256 {got}, pinned {sha}; delete it to fetch again")
-        with tarfile.open(path) as tar:
-            tar.extractall(root, filter="data")
-        open(os.path.join(top, ".sha256-ok"), "w").close()
+        sdists.fetch_pinned(name, version, fname, sha, dl, root)
     return root
 
 
