@@ -36,6 +36,7 @@ import zmq
 from memtree import protocol
 from memtree.paths import makedirs_private, socket_path
 from memtree.runtime.actorenv import ActorContext
+from memtree.runtime.heap import Trimmer
 from memtree.runtime.logs import configure_logging
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class Actor:
         self._hb = None
         self._hb_lock = threading.Lock()  # a zmq socket is not thread-safe: the loop and the pulse share it
         self._busy_since: float | None = None  # the loop entered a handler or tick at this monotonic time
+        self.heap = Trimmer()  # freed heap back to the system after work (memtree/runtime/heap.py)
         self._last_beat = 0.0
         self._last_sent: tuple | None = None  # the loop's last beat, repeated by the pulse with busy_s
         # A signal writes a byte here (signal.set_wakeup_fd in run_actor) and the loop polls it, so
@@ -237,6 +239,7 @@ class Actor:
             work()
         finally:
             self._busy_since = None
+            self.heap.after_work()
 
     def _wait_for_lock(self) -> SingletonLock | None:
         lock = SingletonLock(self.paths.lock_file(self.name))

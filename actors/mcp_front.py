@@ -63,6 +63,7 @@ class Front:
         self.task_group = None
         self.listed = None  # an anyio.Event once serving
         self._svc_lock = anyio.Lock()
+        self.heap = None  # a memtree.runtime.heap.Trimmer from the first tool call
         listed = specs.parse_tools(os.environ.get(specs.ENV_TOOLS)) if listed is None else listed
         # tools/list shows ``tools``; a call may also name a hidden tool they took over (note, forget).
         specs.check_modules()  # `memtree serve` checks first; the front run alone lands here
@@ -125,6 +126,17 @@ class Front:
         except Exception:  # a bug: the traceback goes to the log, one line to the agent
             log.exception("tool %s crashed", spec.name)
             return _error(f"{spec.name}: internal error in memtree (details in the memtree mcp log)")
+        finally:
+            self.after_call()
+
+    def after_call(self) -> None:
+        """Freed heap back to the system, at most every few seconds: a recall's candidates are
+        freed in the worker threads' malloc arenas, which glibc otherwise keeps."""
+        if self.heap is None:
+            from memtree.runtime.heap import Trimmer
+
+            self.heap = Trimmer()
+        self.heap.after_work()
 
 
 def load_context():

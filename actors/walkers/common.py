@@ -29,6 +29,12 @@ from memtree.store import db as store_db
 log = logging.getLogger(__name__)
 
 
+# A walker's reads are passes over rows it then lets go of (the OS caches the file
+# anyway): its own page cache stays small, not SQLite's 2 MiB default, which
+# each walker filled as the store grew.
+READ_CACHE_KIB = 512
+
+
 class LazyReader:
     """A read-only connection, opened once the store and its schema exist."""
 
@@ -41,7 +47,7 @@ class LazyReader:
             if not os.path.exists(self.path):
                 return None
             try:
-                conn = store_db.open_read(self.path)
+                conn = store_db.open_read(self.path, cache_kib=READ_CACHE_KIB)
             except apsw.Error:
                 return None
             if not store_db.schema_ready(conn):

@@ -43,6 +43,10 @@ PER_PASS = 500  # vectors examined per tick; the next tick goes on from the wate
 # and keywords dropped, yet neither stands in for the other). Outputs go by their vectors.
 WORD_FOR_WORD = ("note", "file_chunk")
 TEXTS_HELD = 1_000  # node texts a pass keeps to compare pairs (memory bounded whatever the store)
+# Live vectors compared with a pass's at a time: their rows, matrix and the
+# PER_PASS x SCAN_ROWS similarities (~5 MiB at 256 dims) are a pass's peak
+# whatever the store holds (at 8,192 the peak grew with the store, to ~40 MiB).
+SCAN_ROWS = 1024
 
 
 def newer(a: dict, b: dict) -> bool:
@@ -133,7 +137,7 @@ def near_pairs(db, model: str, kind: str, rows: list, threshold: float) -> list[
     new = [{"id": r[0], "parent_id": r[4], "created_at": r[5]} for r in rows]
     q = _unit(np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1))
     pairs = []
-    for part in vectors.live_vectors(db, model, kind):
+    for part in vectors.live_vectors(db, model, kind, chunk=SCAN_ROWS):
         m = _unit(np.frombuffer(b"".join(p[3] for p in part), dtype="<f4").reshape(len(part), -1))
         if m.shape[1] != q.shape[1]:
             continue  # another dimension under the same name: reembed's business, not ours

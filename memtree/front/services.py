@@ -159,14 +159,28 @@ class Services:
         return result
 
     def db(self) -> apsw.Connection:
-        """This thread's read-only connection; Unavailable until the store exists."""
+        """This thread's read-only connection; Unavailable until the store exists.
+        Opening one closes those of threads that have ended (the worker pool retires
+        idle threads and starts new ones): one connection, and its page cache, per
+        live thread at most."""
         me = threading.get_ident()
         conn = self._dbs.get(me)
         if conn is None:
+            self._close_ended()
             conn = self._open_db()
             with self._dbs_lock:
                 self._dbs[me] = conn
         return conn
+
+    def _close_ended(self) -> None:
+        alive = {t.ident for t in threading.enumerate()}
+        with self._dbs_lock:
+            ended = [self._dbs.pop(i) for i in [i for i in self._dbs if i not in alive]]
+        for conn in ended:
+            try:
+                conn.close()
+            except apsw.Error:  # still in use: it is collected when its last user lets go
+                pass
 
     def _open_db(self) -> apsw.Connection:
         if not os.path.exists(self.paths.db):

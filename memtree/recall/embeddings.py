@@ -79,6 +79,16 @@ def _normalise(mat):
     return (mat / norms).astype(np.float32, copy=False)
 
 
+def _no_word_cache(tokenizer) -> None:
+    """Turn off the BPE model's word cache. These tokenizers have no pre-tokenizer, so a
+    whole chunk is one "word": tokenizers 0.23 kept every short chunk it had seen in
+    per-thread maps that never shrink (the embed walker's RSS grew ~3.4 MiB per 1,000
+    distinct chunks, without end); uncached, embedding code chunks measured no slower."""
+    resize = getattr(tokenizer.model, "_resize_cache", None)
+    if resize is not None:
+        resize(0)
+
+
 class StaticProvider(Provider):
     """Mean of static token vectors (WordLlama's bundled table), adapted to code.
 
@@ -115,6 +125,7 @@ class StaticProvider(Provider):
         self.tokenizer = Tokenizer.from_file(tok_path)
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
+        _no_word_cache(self.tokenizer)
         # float16 halves the resident table (16 MB, not 32); means are taken in float32.
         table = load_file(weights)["embedding.weight"]
         self.mapping = None
@@ -222,6 +233,7 @@ class Model2VecProvider(Provider):
             )
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
+        _no_word_cache(self.tokenizer)
         self.table = table.astype(numpy.float16)
         self.dim = int(table.shape[1])
 

@@ -48,11 +48,14 @@ def _incremental_vacuum_mode(conn: apsw.Connection) -> None:
         conn.execute("VACUUM").fetchall()
 
 
-def open_read(path: str) -> apsw.Connection:
+def open_read(path: str, cache_kib: int | None = None) -> apsw.Connection:
     """A read-only connection (front, walkers). Raises apsw.CantOpenError if
-    the store does not exist yet."""
+    the store does not exist yet. ``cache_kib``: its page cache's bound
+    (SQLite's default is 2 MiB a connection)."""
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    if cache_kib is not None:
+        conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
     _load_vec(conn)
     return conn
 

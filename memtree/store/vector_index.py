@@ -18,7 +18,8 @@ the rowid of every vector that changed or whose node's status, kind or time did;
 query reads the log past the position its arrays reflect, in one read
 transaction with the load. The writer trims the log (``vec_log_trimmed``
 counter); a reader that fell behind the trim loads everything again.
-Memory: ~50 bytes a vector (50 MB at 1M), bounded by the disk budget.
+Memory: ~50 bytes a vector (50 MB at 1M), bounded by the disk budget: the slots of
+vectors that left are dropped once they outnumber the rest (``GONE_MAX``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ RERANK_EXACT = 1000
 EXACT_FACTOR = 3
 TAIL_MAX = 4096  # unsorted appends before the arrays are sorted again
 GONE = 255  # status code of a slot whose vector left
+# Gone slots kept before the arrays drop them: at most this many or as many as
+# the slots still held, so the arrays stay within twice the vectors present
+# (a pruned store renews its vectors, and new ones take new rowids).
+GONE_MAX = 1024
 
 
 def code_of(vector) -> bytes:
@@ -119,11 +124,13 @@ class _Codes:
         rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         slots = self._find(rowids)
         new = []
+        left = False
         for r, slot in zip(rows, slots):
             if slot >= 0:
                 if r[1] is None:
                     self.status[slot] = GONE
                     self.codes[:, slot] = 0
+                    left = True
                 else:
                     self.codes[:, slot] = np.frombuffer(r[1], np.uint64, self.words)
                     self.status[slot] = self._code(self.status_codes, r[2])
@@ -133,6 +140,20 @@ class _Codes:
                 new.append(r)
         if new:
             self._append(new)
+        if left:
+            self._drop_gone()
+
+    def _drop_gone(self) -> None:
+        """Drop the gone slots once they outnumber GONE_MAX and the slots held (amortised: each
+        drop at least halves the arrays' gone share), keeping the rowid order."""
+        gone = self.status == GONE
+        n_gone = int(gone.sum())
+        if n_gone <= max(GONE_MAX, len(gone) - n_gone):
+            return
+        keep = ~gone
+        self.sorted_n = int(keep[: self.sorted_n].sum())
+        self.rowids, self.codes = self.rowids[keep], self.codes[:, keep]
+        self.status, self.kind, self.created = self.status[keep], self.kind[keep], self.created[keep]
 
     def _arrays(self, rows) -> tuple:
         np = self.np

@@ -321,3 +321,45 @@ def test_by_query_orders_codes_by_the_query_floats_over_their_set_bits():
     two = vector_index._Codes(np, 1)
     two.codes = np.stack([np.frombuffer(vector_index.code_of(v), np.uint64) for v in (far, near)]).T.copy()
     assert vector_index.by_query(two, np.array([0, 1]), q2, 64).tolist() == [1, 0]
+
+
+def test_the_first_pass_drops_the_slots_of_vectors_that_left(store, monkeypatch):
+    """A store under a budget renews its vectors (new ones take new rowids):
+    the cached first pass keeps a slot per vector that left only until they
+    outnumber GONE_MAX and the slots still held, so its arrays stay within
+    twice the vectors present, and it answers as the exact scan does after."""
+    from memtree.store import vector_index
+
+    monkeypatch.setattr(vector_index, "RERANK", 10)  # the first pass answers (more than 3 x 10 live vectors)
+    monkeypatch.setattr(vector_index, "GONE_MAX", 8)
+    paths, w, _node = store
+    dim = 16
+    ids = [
+        w.call(protocol.AddNode(kind="file_chunk", content=f"renewed chunk {i}", status="live"))["id"]
+        for i in range(60)
+    ]
+    hashes = dict(rows(paths, f"SELECT id, content_hash FROM nodes WHERE id IN ({','.join('?' * len(ids))})", ids))
+    vecs = {nid: [(-1.0) ** (j >> k & 1) for k in range(dim)] for j, nid in enumerate(ids)}
+    assert (
+        put(w, "m", dim, [{"node_id": i, "content_hash": hashes[i], "vector": vecs[i]} for i in ids])["skipped"] == []
+    )
+    query = vecs[ids[50]]
+    db = read_db(paths)
+    try:
+        assert knn(db, query, 1, model="m")[0][0] == ids[50]
+        (idx,) = [v for k, v in vector_index._CACHE.items() if k[0] == paths.db and k[4] == "m"]
+        assert len(idx.rowids) == 60
+        # Positive control: a few gone (5 <= max(8, 55 held)) keep their slots.
+        assert sorted(w.call(protocol.SetStatus(ids=ids[:5], status="dropped", reason="test"))["changed"]) == sorted(
+            ids[:5]
+        )
+        knn(db, query, 1, model="m")
+        assert len(idx.rowids) == 60 and int((idx.status == vector_index.GONE).sum()) == 5
+        # 40 gone, 20 held: the gone slots go, the order and the answers stay.
+        assert len(w.call(protocol.SetStatus(ids=ids[5:40], status="dropped", reason="test"))["changed"]) == 35
+        hits = [i for i, _ in knn(db, query, 5, model="m")]
+        assert len(idx.rowids) == 20 and not (idx.status == vector_index.GONE).any()
+        assert list(idx.rowids) == sorted(idx.rowids)
+        assert hits == [i for i, _ in knn(db, query, 5)] and hits[0] == ids[50]
+    finally:
+        db.close()

@@ -1,0 +1,56 @@
+"""Handing freed heap back to the system.
+
+glibc keeps what a process frees in its malloc arenas (one per thread that
+allocates: the front's worker threads, the embed walker's batch and query
+threads), and hands it back only from the top of an arena. An actor whose
+work comes in pieces of varying size (a recall's candidates, a batch of
+chunks, a large capture) so creeps up while holding the same live data.
+``malloc_trim(0)`` returns the free pages of every arena; it costs a walk of
+the free lists, so an actor calls ``Trimmer.after_work()`` after each piece of
+work and a trim runs at most every ``every_s`` seconds (never while idle:
+no work, no call). Not glibc (musl, macOS): nothing to do.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import time
+
+TRIM_EVERY_S = 5.0
+
+_trim = None  # libc's malloc_trim, bound on first use; False where there is none
+
+
+def trim() -> bool:
+    """Return the free pages of every malloc arena to the system; False when this libc has no malloc_trim."""
+    global _trim
+    if _trim is None:
+        try:
+            _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+            _trim.argtypes, _trim.restype = [ctypes.c_size_t], ctypes.c_int
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim is False:
+        return False
+    _trim(0)
+    return True
+
+
+class Trimmer:
+    """``after_work()`` trims when ``every_s`` has passed since the last trim."""
+
+    def __init__(self, every_s: float = TRIM_EVERY_S):
+        self.every_s = every_s
+        self.last = time.monotonic()
+        self.trims = 0
+
+    def after_work(self) -> bool:
+        now = time.monotonic()
+        if now - self.last < self.every_s:
+            return False
+        self.last = now
+        if trim():
+            self.trims += 1
+            return True
+        return False
