@@ -148,10 +148,21 @@ def stem(word: str) -> str:
     return word
 
 
-@functools.lru_cache(maxsize=1 << 16)
+CACHED_WORD_CHARS = 48  # longer words (hashes, base64, minified code) are split each time, not kept
+
+
 def _word_terms(word: str) -> tuple[str, ...]:
+    """A word's terms, cached for words of ordinary length: the cache is bounded in bytes,
+    not only in entries (65,536 words of any length could hold a long text each)."""
+    return _cached_terms(word) if len(word) <= CACHED_WORD_CHARS else _split_terms(word)
+
+
+def _split_terms(word: str) -> tuple[str, ...]:
     parts = [word.lower(), *split_identifier(word)]
     return tuple(stem(p) for p in parts if len(p) > 1 and p not in STOPWORDS and not p.isdigit())
+
+
+_cached_terms = functools.lru_cache(maxsize=1 << 15)(_split_terms)
 
 
 def terms(text: str) -> list[str]:
