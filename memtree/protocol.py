@@ -335,7 +335,7 @@ class IngestReply:
 
     ``stored``: ids of the nodes stored (None when only the fast path read
     the frame and did not need them); ``skipped``: why nothing was stored, a
-    Skip kind (memtree.capture.ingest.SKIP_KINDS) or "forgotten" (every node
+    Skip kind (memtree.capture.plans.SKIP_KINDS) or "forgotten" (every node
     refused by a tombstone); ``hook_output``: the raw JSON (bytes) the hook
     prints, a replacement of a large native output; ``error``: an ErrorCode
     (or "unreachable" when no reply came), with ``detail`` for the log."""

@@ -245,7 +245,7 @@ def _capture_key(tool_use_id, nodes: list, prepared: list) -> str | None:
 
 
 def apply_plan(tx: Tx, plan, tool_use_id: str | None = None) -> dict:
-    """Store an ingest plan (a memtree.capture.ingest.Plan); captured nodes land pending.
+    """Store an ingest plan (a memtree.capture.plans.Plan); captured nodes land pending.
 
     Returns the fields of the ingest reply (memtree.protocol.IngestReply):
     ``stored`` ids, ``skipped`` (the Skip kind, or "forgotten" when every node
