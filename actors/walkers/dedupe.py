@@ -42,7 +42,7 @@ PER_PASS = 500  # vectors examined per tick; the next tick goes on from the wate
 # file's code (two small methods of different classes embed alike once identifiers are split
 # and keywords dropped, yet neither stands in for the other). Outputs go by their vectors.
 WORD_FOR_WORD = ("note", "file_chunk")
-TEXTS_HELD = 1_000  # node texts a pass keeps to compare pairs (memory bounded whatever the store)
+TEXTS_HELD = 128  # node texts (<= capture.maxBytes each) a pass keeps to compare pairs: <= ~13 MB whatever the store
 # Live vectors compared with a pass's at a time: their rows, matrix and the
 # PER_PASS x SCAN_ROWS similarities (~5 MiB at 256 dims) are a pass's peak
 # whatever the store holds (at 8,192 the peak grew with the store, to ~40 MiB).
