@@ -77,6 +77,20 @@ def test_mixed_model_store_is_refused_then_reembed_fixes_it(old_model_store):
 
 def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
     s, ids, stale = old_model_store
+    # Many one-vector batches, so reembed is still at work whatever the poll below costs on a busy box.
+    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    more = [
+        w.call(
+            protocol.AddNode(kind="file_chunk", content=f"def extra_{i}(): parse the header, part {i}", status="live")
+        )["id"]
+        for i in range(1500)
+    ]
+    hashes = dict(_rows(s, "SELECT id, content_hash FROM nodes"))
+    items = [{"node_id": n, "content_hash": hashes[n], "vector": [1.0, 0.0, 0.0]} for n in more]
+    assert w.call(protocol.PutVectors(model="old-model", dim=3, items=items))["stored"] == 1500
+    w.close()
+    total = 121 + 1500
+    poll = store_db.open_read(s.paths.db)  # one connection: each poll sees the newest commit, cheaply
     proc = spawn(
         [PYTHON, "-m", "memtree.cli", "reembed", "--batch", "1"],
         env=s.env,
@@ -88,7 +102,7 @@ def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
     def first_batch_in() -> bool:
         """Once a batch is committed (each is one commit), reembed is paused at once, so a
         busy machine cannot let it finish the other 120 before the Ctrl-C reaches it."""
-        if _rows(s, "SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,))[0][0] == 0:
+        if poll.execute("SELECT count(*) FROM nodes_vec WHERE model = ?", (LOCAL_MODEL,)).fetchone()[0] == 0:
             return False
         proc.send_signal(signal.SIGSTOP)
         return True
@@ -99,6 +113,7 @@ def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
         proc.send_signal(signal.SIGCONT)
         err = proc.communicate(timeout=deadline(30))[1].decode()
     finally:
+        poll.close()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(deadline(5))
@@ -108,7 +123,7 @@ def test_reembed_stops_on_ctrl_c_and_a_second_run_resumes(old_model_store):
     done = _reembed(s)
     assert done.returncode == 0, done.stderr
     assert f"{counts['old-model']} vectors stored" in done.stderr  # only what was left
-    assert _rows(s, "SELECT model, count(*) FROM nodes_vec GROUP BY 1") == [(LOCAL_MODEL, 121)]
+    assert _rows(s, "SELECT model, count(*) FROM nodes_vec GROUP BY 1") == [(LOCAL_MODEL, total)]
 
 
 def test_the_embed_walker_moves_every_vector_to_the_configured_model_by_itself(system_factory):
