@@ -165,11 +165,12 @@ def _widened(full: str, lines: list[tuple[int, str]], config, project_root: str 
     for lineno, body in lines:
         if not 1 <= lineno <= len(file_lines) or file_lines[lineno - 1].rstrip("\r\n") != body.rstrip("\r"):
             return None
+    # A whole-file Read's cut: the text is the file, so its own symbols (no copy on disk to compare with).
     chunks = chunk_read(
         full,
         whole,
         1,
-        whole,
+        None,
         settings.get(config, "capture", "filterMinSize"),
         settings.get(config, "capture", "readSymbolMinBytes"),
     )
@@ -206,7 +207,10 @@ def _grep_nodes(sid: str, text: str, meta: dict, chunks: list[tuple[str, dict]],
             "mtime": 0,
         }
     ]
+    mtimes: dict[str, int] = {}  # one stat a file, not one a chunk
     for i, (full, c) in enumerate(chunks, 1):
+        if full not in mtimes:
+            mtimes[full] = mtime_ns(full)
         nodes.append(
             {
                 "ref": f"n{i}",
@@ -214,7 +218,7 @@ def _grep_nodes(sid: str, text: str, meta: dict, chunks: list[tuple[str, dict]],
                 "kind": "file_chunk",
                 "content": c["content"],
                 "source_uri": uris.file_uri(full, c["start"], c["end"]),
-                "mtime": mtime_ns(full),
+                "mtime": mtimes[full],
                 "metadata": {
                     "tool": "Grep",
                     "path": full,
@@ -247,6 +251,3 @@ def _prefix_denied(line: str, resolve, deny, cache: dict) -> bool:
         elif c.isspace():
             return False
     return False
-
-
-# -- Bash ----------------------------------------------------------------------

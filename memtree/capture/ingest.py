@@ -191,7 +191,10 @@ def read_nodes(
     return nodes
 
 
-def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) -> dict:
+# -- Bash ----------------------------------------------------------------------
+
+
+def _plan_bash(payload: dict, tool_input: dict, sid: str, failed: bool, config) -> Plan:
     command = field(tool_input, "command", str, "tool_input.")
     description = field(tool_input, "description", str, "tool_input.", required=False, default="")
     if not settings.get(config, "capture", "bash"):
