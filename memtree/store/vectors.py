@@ -95,9 +95,10 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
     if model is not None:
         sql.append("AND v.model = ?")
         params.append(model)
-    # A zero vector (a text of no known token) has no cosine: NULL, which would sort first.
-    rows = db.execute(" ".join(sql) + " AND d IS NOT NULL ORDER BY d LIMIT ?", [blob, *params, int(k)])
-    return [(r[0], float(r[1])) for r in rows]
+    # A zero vector (a text of no known token) has no cosine: NULL, sorted last and left out
+    # (``d IS NOT NULL`` in the WHERE would compute every distance twice).
+    rows = db.execute(" ".join(sql) + " ORDER BY d NULLS LAST LIMIT ?", [blob, *params, int(k)])
+    return [(r[0], float(r[1])) for r in rows if r[1] is not None]
 
 
 def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: int) -> list[tuple[str, float]]:
@@ -107,9 +108,10 @@ def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: in
     where, params = _filters_sql(filters)
     scored = db.execute(
         "SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
-        "CROSS JOIN nodes_vec v ON v.rowid = j.value WHERE v.model = ? AND v.dim = ? AND d IS NOT NULL ORDER BY d",
+        "CROSS JOIN nodes_vec v ON v.rowid = j.value WHERE v.model = ? AND v.dim = ? ORDER BY d",
         (blob, json.dumps(rowids), model, len(blob) // 4),
     ).fetchall()
+    scored = [r for r in scored if r[1] is not None]  # a zero vector has no cosine (NULL)
     out: list[tuple[str, float]] = []
     step = max(2 * k, 32)
     for i in range(0, len(scored), step):
