@@ -38,6 +38,7 @@ from memtree.paths import makedirs_private, socket_path
 from memtree.runtime.actorenv import ActorContext
 from memtree.runtime.heap import Trimmer
 from memtree.runtime.logs import configure_logging
+from memtree.runtime.wake import WakePipe
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +134,8 @@ class Actor:
         self._last_sent: tuple | None = None  # the loop's last beat, repeated by the pulse with busy_s
         # A signal writes a byte here (signal.set_wakeup_fd in run_actor) and the loop polls it, so
         # SIGTERM ends a poll at once: Claude Code allows a server ~0.5 s from SIGINT to SIGKILL.
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self.poller.register(self._wake_r, zmq.POLLIN)
+        self._wake = WakePipe()
+        self.poller.register(self._wake.r, zmq.POLLIN)
 
     # -- hooks for subclasses ---------------------------------------------------
     def on_start(self) -> None: ...
@@ -183,17 +182,7 @@ class Actor:
 
     def stop(self) -> None:
         self._stopping = True
-        try:
-            os.write(self._wake_w, b"\0")  # the loop's poll returns now, whoever called stop
-        except (BlockingIOError, OSError):
-            pass  # full (a wake is pending anyway) or closed
-
-    def _drain_wake(self) -> None:
-        try:
-            while os.read(self._wake_r, 512):
-                pass
-        except BlockingIOError:
-            pass
+        self._wake.wake()  # the loop's poll returns now, whoever called stop
 
     def tick_soon(self, delay_s: float) -> None:
         """Run ``on_tick`` within ``delay_s`` (sooner if already due): lets an
@@ -308,8 +297,8 @@ class Actor:
                 timeout_ms = None if wake == math.inf else max(0, math.ceil((wake - time.monotonic()) * 1000))
                 # Never an empty poll (it would return at once): the wake pipe is always in it.
                 for sock, _ in self.poller.poll(timeout_ms):
-                    if sock == self._wake_r:
-                        self._drain_wake()
+                    if sock == self._wake.r:
+                        self._wake.drain()
                         continue
                     self._dispatch(lambda: self._readers[sock](sock))
                     if self._stopping:
@@ -328,7 +317,7 @@ def run_actor(cls: type[Actor], argv: list[str] | None = None) -> int:
     ctx = ActorContext.from_env(cls.name)
     configure_logging(ctx.name)
     actor = cls(ctx)
-    signal.set_wakeup_fd(actor._wake_w, warn_on_full_buffer=False)
+    signal.set_wakeup_fd(actor._wake.w, warn_on_full_buffer=False)
     signal.signal(signal.SIGTERM, lambda *_: actor.stop())
     signal.signal(signal.SIGINT, lambda *_: actor.stop())
     try:

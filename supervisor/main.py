@@ -102,14 +102,6 @@ def _stdin_closed(poller: select.poll) -> bool:
     return False
 
 
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
-
-
 class Supervisor:
     def __init__(self, paths, config, specs: list[ChildSpec], launcher: Launcher, watch_stdin: bool):
         self.paths, self.config = paths, config
@@ -157,9 +149,11 @@ class Supervisor:
         self.poller.register(self.ctl, zmq.POLLIN)
         # A signal's C handler writes here, so a SIGTERM ends the poll at once
         # (pyzmq retries an interrupted poll until its timeout).
-        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
-        self.poller.register(self.wake_r, zmq.POLLIN)
+        from memtree.runtime.wake import WakePipe
+
+        self.wake = WakePipe()
+        signal.set_wakeup_fd(self.wake.w, warn_on_full_buffer=False)
+        self.poller.register(self.wake.r, zmq.POLLIN)
         self.exit_fds: dict[int, subprocess.Popen] = {}  # pidfd -> the process it watches
         self.pidfds = hasattr(os, "pidfd_open")
 
@@ -212,10 +206,9 @@ class Supervisor:
     def close(self) -> None:
         for fd in getattr(self, "exit_fds", {}):
             os.close(fd)
-        if hasattr(self, "wake_r"):
+        if hasattr(self, "wake"):
             signal.set_wakeup_fd(-1)
-            os.close(self.wake_r)
-            os.close(self.wake_w)
+            self.wake.close()
         for sock, _ in self.sockets:
             sock.close(linger=0)
         self.unlink_socket_files()
@@ -321,8 +314,8 @@ class Supervisor:
                     self._drain_heartbeats(now)
                 elif sock is self.ctl:
                     self._serve_control(now)
-                elif sock == self.wake_r:
-                    _drain(self.wake_r)
+                elif sock == self.wake.r:
+                    self.wake.drain()
             if self.shutdown_reason:
                 break  # before reaping: children exiting on a group SIGINT are not crashes
             now = time.monotonic()
