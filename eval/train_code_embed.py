@@ -41,110 +41,48 @@ import time
 from memtree.eval import broad_corpus, sdists
 from memtree.eval.recall_calibrate import first_sentence
 
-# name, version, sdist file, sha256
+# name, version, sdist file, sha256: one pin a line
 PACKAGES: list[tuple[str, str, str, str]] = [
-    (
-        "APScheduler",
-        "3.11.3",
-        "apscheduler-3.11.3.tar.gz",
-        "cd2fcc9330039a81a5893472ad49facf23a6d5604cbe1d918c835c6de7834d5a",
-    ),
-    ("astroid", "4.3.4", "astroid-4.3.4.tar.gz", "d515a105722b72098bbe82d430d65e635f742b6cbac3bdfaf8b7c188b87c5e39"),
-    ("Babel", "2.19.0", "babel-2.19.0.tar.gz", "fddd2cbbbac7c299af3c2880be23609c331bd94f0912baca6cb0abfe054dfc27"),
-    ("Cerberus", "1.3.8", "cerberus-1.3.8.tar.gz", "579554887ffd189226774b87570f4a76db75cf0efcbaffcacd5e98b8ee877f61"),
-    (
-        "configobj",
-        "5.0.9",
-        "configobj-5.0.9.tar.gz",
-        "03c881bbf23aa07bccf1b837005975993c4ab4427ba57f959afdd9d1a2386848",
-    ),
-    (
-        "construct",
-        "2.10.70",
-        "construct-2.10.70.tar.gz",
-        "4d2472f9684731e58cc9c56c463be63baa1447d674e0d66aeb5627b22f512c29",
-    ),
-    ("croniter", "7.0.0", "croniter-7.0.0.tar.gz", "a0b2568303c774f6a4ea2d4ce2e72b1ee911029c7070d64a1befe05cdb107f5a"),
-    (
-        "diskcache",
-        "5.6.3",
-        "diskcache-5.6.3.tar.gz",
-        "2c3a3fa2743d8535d832ec61c2054a1641f41775aa7c556758a109941e33e4fc",
-    ),
-    ("docutils", "0.23", "docutils-0.23.tar.gz", "746f5060322511280a1e50eb76846ed6bf2342984b2ac04dc42caa1a8d78799e"),
-    ("glom", "25.12.0", "glom-25.12.0.tar.gz", "1ae7da88be3693df40ad27bdf57a765a55c075c86c971bcddd67927403eb0069"),
-    ("h11", "0.16.0", "h11-0.16.0.tar.gz", "4e35b956cf45792e4caa5885e69fba00bdbc6ffafbfa020300e549b208ee5ff1"),
-    (
-        "humanfriendly",
-        "10.0",
-        "humanfriendly-10.0.tar.gz",
-        "6b0b831ce8f15f7300721aa49829fc4e83921a9a301cc7f606be6686a2288ddc",
-    ),
-    ("invoke", "3.0.3", "invoke-3.0.3.tar.gz", "437b6a622223824380bfb4e64f612711a6b648c795f565efc8625af66fb57f0c"),
-    ("jmespath", "1.1.0", "jmespath-1.1.0.tar.gz", "472c87d80f36026ae83c6ddd0f1d05d4e510134ed462851fd5f754c8c3cbb88d"),
-    (
-        "jsonschema",
-        "4.26.0",
-        "jsonschema-4.26.0.tar.gz",
-        "0c26707e2efad8aa1bfc5b7ce170f3fccc2e4918ff85989ba9ffa9facb2be326",
-    ),
-    ("mistune", "3.4.0", "mistune-3.4.0.tar.gz", "2eaf7952af928ca8d33b779762effc1da517b62c6ad85ec8ca957e3b07b9782a"),
-    ("networkx", "3.6.1", "networkx-3.6.1.tar.gz", "26b7c357accc0c8cde558ad486283728b65b6a95d85ee1cd66bafab4c8168509"),
-    ("paramiko", "5.1.0", "paramiko-5.1.0.tar.gz", "239b5f9b2a53006cd54f83cf8495ee742083708ead947882c8dd2786de79f39b"),
-    ("parso", "0.8.7", "parso-0.8.7.tar.gz", "eaaac4c9fdd5e9e8852dc778d2d7405897ec510f2a298071453e5e3a07914bb1"),
-    ("pexpect", "4.9.0", "pexpect-4.9.0.tar.gz", "ee7d41123f3c9911050ea2c2dac107568dc43b2d3b0c7557a33212c398ead30f"),
-    ("pint", "0.25.3", "pint-0.25.3.tar.gz", "f8f5df6cf65314d74da1ade1bf96f8e3e4d0c41b51577ac53c49e7d44ca5acee"),
-    ("ply", "3.11", "ply-3.11.tar.gz", "00c7c1aaa88358b9c765b6d3000c6eec0ba42abca5351b095321aef446081da3"),
-    (
-        "prompt_toolkit",
-        "3.0.53",
-        "prompt_toolkit-3.0.53.tar.gz",
-        "9ec8a0ad96d5c56148b3f914aa79c1564c3fde5d2e6b876e7bc327e353cf8fa6",
-    ),
-    ("pycparser", "3.12", "pycparser-3.12.tar.gz", "f03387877eab82ce01bbdfd0ba7252ee55a90b1c708d5129e2ce915475cf1db6"),
-    ("pydash", "8.1.0", "pydash-8.1.0.tar.gz", "30914c3e9d377ea2cd0d3c0a4f252889b08392f730a5eb4d117e5b598cdf1d52"),
-    (
-        "pyrsistent",
-        "0.20.0",
-        "pyrsistent-0.20.0.tar.gz",
-        "4c48f78f62ab596c679086084d0dd13254ae4f3d6c72a83ffdf5ebdef8f265a4",
-    ),
-    ("simpy", "4.1.2", "simpy-4.1.2.tar.gz", "76ef36b71e0436ba94e55febc001c78879e493a323f045bbcfbb0b216e9b1fbc"),
-    (
-        "sortedcontainers",
-        "2.4.0",
-        "sortedcontainers-2.4.0.tar.gz",
-        "25caa5a06cc30b6b83d11423433f65d1f9d76c4c6a0c90e3379eaa43b9bfdb88",
-    ),
-    (
-        "structlog",
-        "26.1.0",
-        "structlog-26.1.0.tar.gz",
-        "f63a716cbd1b1291cf7661de7794b455acfa4c43c5bcf1630e6ad5ddc1adb3b7",
-    ),
-    (
-        "tabulate",
-        "0.10.0",
-        "tabulate-0.10.0.tar.gz",
-        "e2cfde8f79420f6deeffdeda9aaec3b6bc5abce947655d17ac662b126e48a60d",
-    ),
-    ("tenacity", "9.2.1", "tenacity-9.2.1.tar.gz", "a606b5c808d0cded4a359d5b9932d867ff2a6a6b64d37350260fd01bbdf83839"),
-    ("tinydb", "4.9.0", "tinydb-4.9.0.tar.gz", "6928b1fa785186bda7952a0ba05aaeedc883ede565ca9c7d608de44e5e75de70"),
-    (
-        "transitions",
-        "0.9.3",
-        "transitions-0.9.3.tar.gz",
-        "881fb75bb1654ed55d86060bb067f2c716f8e155f57bb73fd444e53713aafec8",
-    ),
-    (
-        "voluptuous",
-        "0.16.0",
-        "voluptuous-0.16.0.tar.gz",
-        "006535e22fed944aec17bef6e8725472476194743c87bd233e912eb463f8ff05",
-    ),
-    ("waitress", "3.0.2", "waitress-3.0.2.tar.gz", "682aaaf2af0c44ada4abfb70ded36393f0e307f4ab9456a215ce0020baefc31f"),
-    ("watchdog", "7.1.0", "watchdog-7.1.0.tar.gz", "d3861e255416f49a1384474cb2efa097de165fb330d4c5432ce6708b509ed922"),
-    ("webob", "1.8.11", "webob-1.8.11.tar.gz", "aa8c27231070b135c025e567a9cd7eda03f4df71352ffaac740cb6a75f0f81a5"),
+    tuple(line.split())
+    for line in """
+APScheduler 3.11.3 apscheduler-3.11.3.tar.gz cd2fcc9330039a81a5893472ad49facf23a6d5604cbe1d918c835c6de7834d5a
+astroid 4.3.4 astroid-4.3.4.tar.gz d515a105722b72098bbe82d430d65e635f742b6cbac3bdfaf8b7c188b87c5e39
+Babel 2.19.0 babel-2.19.0.tar.gz fddd2cbbbac7c299af3c2880be23609c331bd94f0912baca6cb0abfe054dfc27
+Cerberus 1.3.8 cerberus-1.3.8.tar.gz 579554887ffd189226774b87570f4a76db75cf0efcbaffcacd5e98b8ee877f61
+configobj 5.0.9 configobj-5.0.9.tar.gz 03c881bbf23aa07bccf1b837005975993c4ab4427ba57f959afdd9d1a2386848
+construct 2.10.70 construct-2.10.70.tar.gz 4d2472f9684731e58cc9c56c463be63baa1447d674e0d66aeb5627b22f512c29
+croniter 7.0.0 croniter-7.0.0.tar.gz a0b2568303c774f6a4ea2d4ce2e72b1ee911029c7070d64a1befe05cdb107f5a
+diskcache 5.6.3 diskcache-5.6.3.tar.gz 2c3a3fa2743d8535d832ec61c2054a1641f41775aa7c556758a109941e33e4fc
+docutils 0.23 docutils-0.23.tar.gz 746f5060322511280a1e50eb76846ed6bf2342984b2ac04dc42caa1a8d78799e
+glom 25.12.0 glom-25.12.0.tar.gz 1ae7da88be3693df40ad27bdf57a765a55c075c86c971bcddd67927403eb0069
+h11 0.16.0 h11-0.16.0.tar.gz 4e35b956cf45792e4caa5885e69fba00bdbc6ffafbfa020300e549b208ee5ff1
+humanfriendly 10.0 humanfriendly-10.0.tar.gz 6b0b831ce8f15f7300721aa49829fc4e83921a9a301cc7f606be6686a2288ddc
+invoke 3.0.3 invoke-3.0.3.tar.gz 437b6a622223824380bfb4e64f612711a6b648c795f565efc8625af66fb57f0c
+jmespath 1.1.0 jmespath-1.1.0.tar.gz 472c87d80f36026ae83c6ddd0f1d05d4e510134ed462851fd5f754c8c3cbb88d
+jsonschema 4.26.0 jsonschema-4.26.0.tar.gz 0c26707e2efad8aa1bfc5b7ce170f3fccc2e4918ff85989ba9ffa9facb2be326
+mistune 3.4.0 mistune-3.4.0.tar.gz 2eaf7952af928ca8d33b779762effc1da517b62c6ad85ec8ca957e3b07b9782a
+networkx 3.6.1 networkx-3.6.1.tar.gz 26b7c357accc0c8cde558ad486283728b65b6a95d85ee1cd66bafab4c8168509
+paramiko 5.1.0 paramiko-5.1.0.tar.gz 239b5f9b2a53006cd54f83cf8495ee742083708ead947882c8dd2786de79f39b
+parso 0.8.7 parso-0.8.7.tar.gz eaaac4c9fdd5e9e8852dc778d2d7405897ec510f2a298071453e5e3a07914bb1
+pexpect 4.9.0 pexpect-4.9.0.tar.gz ee7d41123f3c9911050ea2c2dac107568dc43b2d3b0c7557a33212c398ead30f
+pint 0.25.3 pint-0.25.3.tar.gz f8f5df6cf65314d74da1ade1bf96f8e3e4d0c41b51577ac53c49e7d44ca5acee
+ply 3.11 ply-3.11.tar.gz 00c7c1aaa88358b9c765b6d3000c6eec0ba42abca5351b095321aef446081da3
+prompt_toolkit 3.0.53 prompt_toolkit-3.0.53.tar.gz 9ec8a0ad96d5c56148b3f914aa79c1564c3fde5d2e6b876e7bc327e353cf8fa6
+pycparser 3.12 pycparser-3.12.tar.gz f03387877eab82ce01bbdfd0ba7252ee55a90b1c708d5129e2ce915475cf1db6
+pydash 8.1.0 pydash-8.1.0.tar.gz 30914c3e9d377ea2cd0d3c0a4f252889b08392f730a5eb4d117e5b598cdf1d52
+pyrsistent 0.20.0 pyrsistent-0.20.0.tar.gz 4c48f78f62ab596c679086084d0dd13254ae4f3d6c72a83ffdf5ebdef8f265a4
+simpy 4.1.2 simpy-4.1.2.tar.gz 76ef36b71e0436ba94e55febc001c78879e493a323f045bbcfbb0b216e9b1fbc
+sortedcontainers 2.4.0 sortedcontainers-2.4.0.tar.gz 25caa5a06cc30b6b83d11423433f65d1f9d76c4c6a0c90e3379eaa43b9bfdb88
+structlog 26.1.0 structlog-26.1.0.tar.gz f63a716cbd1b1291cf7661de7794b455acfa4c43c5bcf1630e6ad5ddc1adb3b7
+tabulate 0.10.0 tabulate-0.10.0.tar.gz e2cfde8f79420f6deeffdeda9aaec3b6bc5abce947655d17ac662b126e48a60d
+tenacity 9.2.1 tenacity-9.2.1.tar.gz a606b5c808d0cded4a359d5b9932d867ff2a6a6b64d37350260fd01bbdf83839
+tinydb 4.9.0 tinydb-4.9.0.tar.gz 6928b1fa785186bda7952a0ba05aaeedc883ede565ca9c7d608de44e5e75de70
+transitions 0.9.3 transitions-0.9.3.tar.gz 881fb75bb1654ed55d86060bb067f2c716f8e155f57bb73fd444e53713aafec8
+voluptuous 0.16.0 voluptuous-0.16.0.tar.gz 006535e22fed944aec17bef6e8725472476194743c87bd233e912eb463f8ff05
+waitress 3.0.2 waitress-3.0.2.tar.gz 682aaaf2af0c44ada4abfb70ded36393f0e307f4ab9456a215ce0020baefc31f
+watchdog 7.1.0 watchdog-7.1.0.tar.gz d3861e255416f49a1384474cb2efa097de165fb330d4c5432ce6708b509ed922
+webob 1.8.11 webob-1.8.11.tar.gz aa8c27231070b135c025e567a9cd7eda03f4df71352ffaac740cb6a75f0f81a5
+""".strip().splitlines()
 ]
 # Held out from training: the settings are chosen on these packages' figures.
 DEV = {"simpy", "tinydb", "h11", "croniter", "jmespath", "voluptuous", "configobj"}
