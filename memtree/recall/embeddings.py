@@ -153,7 +153,7 @@ class StaticProvider(Provider):
         import numpy as np
 
         out = np.zeros((len(texts), self.dim), np.float32)
-        prepare = getattr(self, "prepare", None)
+        prepare = self.prepare
         # A text of nothing but punctuation and keywords keeps its raw tokens, so it
         # still gets a unit vector (a zero one has no cosine: the KNN would get NULL).
         texts = [(prepare(t[:MAX_CHARS]) or t[:MAX_CHARS]) if prepare else t[:MAX_CHARS] for t in texts]
@@ -164,9 +164,8 @@ class StaticProvider(Provider):
             ids = ids[ids < rows]
             if ids.size:
                 out[i] = self.table[ids].mean(axis=0, dtype=np.float32)
-        mapping = getattr(self, "mapping", None)
-        if mapping is not None:
-            out = out @ mapping
+        if self.mapping is not None:
+            out = out @ self.mapping
         return _normalise(out)
 
 
@@ -237,6 +236,7 @@ class Model2VecProvider(Provider):
         self.table = table.astype(numpy.float16)
         self.dim = int(table.shape[1])
 
+    prepare = mapping = None  # the raw table on raw text: StaticProvider.embed, unadapted
     embed = StaticProvider.embed
 
 
