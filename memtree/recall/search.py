@@ -278,7 +278,7 @@ def keyword_candidates(
     rows = reads.search_fts(conn, prose, filters, n, snippets=False, above_rowid=above)
     if fill and len(rows) < n:
         have = {r[0]["id"] for r in rows}
-        more = [r for r in reads.search_fts(conn, fill[0][0], filters, n, snippets=False, above_rowid=fill[0][1])]
+        more = reads.search_fts(conn, fill[0][0], filters, n, snippets=False, above_rowid=fill[0][1])
         more = [r for r in more if r[0]["id"] not in have][: n - len(rows)]
         low = min((r[1] for r in rows), default=0.0)
         top = max((r[1] for r in more), default=0.0)
