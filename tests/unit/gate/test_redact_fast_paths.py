@@ -69,6 +69,26 @@ def test_hints_found_are_exactly_the_hints_present():
         assert e.hints_in(low, text) == plain, text
 
 
+def test_hint_groups_find_each_hint_alone_and_among_others():
+    # The guards' claims: "_", "." and "=" are no hints and no hint holds two of them.
+    assert not set(e._GATES) & set(e.HINTS)
+    assert not [h for h in e.HINTS if sum(g in h for g in e._GATES) > 1]
+    assert sorted(h for _, group in e._GROUPS for h, _ in group) == sorted(e.HINTS)
+    rng = random.Random(5)
+    for h in e.HINTS:
+        for text in (h, f"x {h} y", f"{h}{rng.choice(e.HINTS)}", " ".join(rng.sample(e.HINTS, 6)) + h):
+            plain = {g for g in e.HINTS if g in text} | {c for c in e.CASED if re.search(c, text)}
+            assert e.hints_in(text, text) == plain, text
+
+
+def test_rules_run_are_the_rules_with_a_present_hint():
+    rng = random.Random(7)
+    every = sorted({h for r in RULES for h in r.hints})
+    for n in (0, 1, 2, 5, 20):
+        present = set(rng.sample(every, n))
+        assert e.rules_for(present) == [r for r in RULES if not present.isdisjoint(r.hints)]
+
+
 def test_cased_hints_cover_every_match_of_their_rule():
     cased = [(rule.pattern, rule.cased.source) for rule in RULES if rule.cased]
     assert len(cased) == 2 and all(rule.hints == {rule.cased.source} for rule in RULES if rule.cased)
