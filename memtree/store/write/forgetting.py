@@ -18,6 +18,7 @@ from memtree.store.live import ANY_STATUS, NOT_FORGOTTEN, status_clause
 from memtree.store.reads import batches
 
 LINE_KEY = "line:"  # tombstones.content_hash prefix of a line key
+LINE_RANGE = (LINE_KEY, LINE_KEY[:-1] + ";")  # every line key sorts inside [start, end)
 MIN_LINE_CHARS = 12  # shorter lines ("return x", "}") are too common to tombstone
 MAX_LINES = 2000  # line keys per forgotten node
 SCAN_LINES = 64  # lines searched for in other rows at forget time (the longest ones)
@@ -58,7 +59,7 @@ def has_line_tombstones(db) -> bool:
     return (
         db.execute(
             "SELECT 1 FROM tombstones WHERE content_hash >= ? AND content_hash < ? LIMIT 1",
-            (LINE_KEY, LINE_KEY[:-1] + ";"),
+            LINE_RANGE,
         ).fetchone()
         is not None
     )
@@ -92,9 +93,23 @@ def scrub(text: str, forgotten) -> tuple[str, int, bool]:
     return ("\n".join(lines) if cut else text), cut, cut > 0 and kept == 0
 
 
-def scrub_new(db, text: str) -> tuple[str, int, bool]:
-    """A text about to be stored, with lines forgotten earlier cut out."""
-    if not text or not has_line_tombstones(db):
+# One statement for what every new capture asks: is its hash tombstoned, and is any line?
+_CHECK = (
+    "SELECT EXISTS(SELECT 1 FROM tombstones WHERE content_hash = ?),"
+    " EXISTS(SELECT 1 FROM tombstones WHERE content_hash >= ? AND content_hash < ?)"
+)
+
+
+def tombstone_check(db, digest: str) -> tuple[bool, bool]:
+    """(``digest`` is tombstoned, some line is): the two checks before an insert, in one query."""
+    hit, lines = db.execute(_CHECK, (digest, *LINE_RANGE)).fetchone()
+    return bool(hit), bool(lines)
+
+
+def scrub_new(db, text: str, lines: bool | None = None) -> tuple[str, int, bool]:
+    """A text about to be stored, with lines forgotten earlier cut out
+    (``lines``: whether any line is tombstoned, when the caller knows)."""
+    if not text or not (has_line_tombstones(db) if lines is None else lines):
         return text, 0, False
     keys = distinctive_lines(text)
     if not keys:

@@ -169,8 +169,9 @@ def insert_node(
     digest = content_hash(text)
     cut = 0
     if kind not in ROOT_KINDS:
-        text, cut, gone = forgetting.scrub_new(tx.db, text)
-        if gone or is_tombstoned(tx.db, digest):
+        hit, lines = forgetting.tombstone_check(tx.db, digest)
+        text, cut, gone = (text, 0, False) if hit else forgetting.scrub_new(tx.db, text, lines)
+        if hit or gone:
             tx.audit_kept(
                 "refused",
                 None,
