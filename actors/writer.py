@@ -1,8 +1,8 @@
 """Writer: the only process that writes SQLite. Group commit, reply after commit.
 
 When a socket is readable it drains what is queued on the write and ingest
-ROUTERs (up to writer.batchMax), runs every request in one transaction with
-a SAVEPOINT each (a failing request rolls back alone), takes in what arrived
+ROUTERs (up to writer.batchMax), runs every request in one transaction (a
+failing request rolls back alone: see UNGUARDED), takes in what arrived
 meanwhile (BATCH_FILL_S), commits, and only then replies and publishes
 ``NodesChanged`` events. Big frames (whole-file Reads) get a batch of their
 own after the small ones are answered (HEAVY_FRAME_BYTES). A request that hits a bug gets
@@ -128,6 +128,19 @@ HANDLERS = {
 CHECKPOINT_AFTER = (protocol.Reclaim, protocol.Forget, protocol.Tidy)
 # The hook's socket takes only what a hook sends.
 INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
+# The frequent calls run in a batch without a SAVEPOINT each (a SAVEPOINT and
+# its RELEASE cost about as much as a third SQL statement a note). One that
+# fails before it wrote a row (a bad field, a tombstoned capture: its handler
+# checks first) has nothing to undo; one that fails after it wrote (a dangling
+# ref, a bug) cannot be rolled back alone, so the batch is rolled back and run
+# again with a SAVEPOINT per request (_Replay), and only then answered. Their
+# writes are plain INSERT/UPDATE/DELETE, which db.total_changes() counts.
+UNGUARDED = (protocol.AddNode, protocol.Ingest, protocol.SetStatus, protocol.AddEdges, protocol.PutToolOutput)
+_NOBLOCK, _SNDMORE, _EVENTS, _POLLIN = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.EVENTS), int(zmq.POLLIN)
+
+
+class _Replay(Exception):
+    """A request without a SAVEPOINT failed after writing: the batch runs again with one each."""
 
 
 class Request:
@@ -277,10 +290,12 @@ class Writer(Actor):
         while more and len(batch) < limit:
             more = False
             for sock in (self.write_sock, self.ingest_sock):
-                if not sock.get(zmq.EVENTS) & zmq.POLLIN:  # cheaper than a raised zmq.Again
+                # plain ints, not pyzmq's enums (whose operators cost more than the call); a
+                # check of EVENTS is cheaper than a raised zmq.Again
+                if not sock.getsockopt(_EVENTS) & _POLLIN:
                     continue
                 try:
-                    parts = sock.recv_multipart(zmq.NOBLOCK)
+                    parts = sock.recv_multipart(_NOBLOCK)
                 except zmq.Again:
                     continue
                 more = True
@@ -314,17 +329,17 @@ class Writer(Actor):
     def _run_batch(self, batch: list[Request], fill: bool = False) -> None:
         db = self.db
         changed: dict[str, dict[str, str]] = {}
+        counted = {k: self.stats[k] for k in ("requests", "errors", "internal")}
         db.execute("BEGIN IMMEDIATE")
         try:
-            done, limit = 0, self.config.writer.batchMax
-            fill_until = time.monotonic() + BATCH_FILL_S if fill else 0.0
-            while done < len(batch):
-                for req in batch[done:]:
-                    req.reply = self._run_one(req.env.src, req.env.body, req.env.id, changed)[1]
-                done = len(batch)
-                if done < limit and time.monotonic() < fill_until:
-                    for req in self._collect(limit - done):  # in place: a refusal reaches these too
-                        (self._heavy if req.heavy else batch).append(req)
+            try:
+                self._run_requests(batch, changed, time.monotonic() + BATCH_FILL_S if fill else 0.0, True)
+            except _Replay:
+                db.execute("ROLLBACK")
+                self.stats.update(counted)  # counted again by the replay
+                changed.clear()
+                db.execute("BEGIN IMMEDIATE")
+                self._run_requests(batch, changed, 0.0, False)
             if self._unrecorded_malformed:
                 mutations.bump_counter(db, "frames_malformed", self._unrecorded_malformed)
             db.execute("COMMIT")
@@ -343,6 +358,20 @@ class Writer(Actor):
             self._truncate_wal()
         self._checkpoint_if_due()
 
+    def _run_requests(self, batch: list[Request], changed: dict, fill_until: float, unguarded: bool) -> None:
+        """Run ``batch`` (and what arrives until ``fill_until``, added to it);
+        with ``unguarded``, the UNGUARDED types without a SAVEPOINT each."""
+        done, limit = 0, self.config.writer.batchMax
+        while done < len(batch):
+            for req in batch[done:]:
+                body = req.env.body
+                guard = not unguarded or type(body) not in UNGUARDED
+                req.reply = self._run_one(req.env.src, body, req.env.id, changed, guard)[1]
+            done = len(batch)
+            if done < limit and time.monotonic() < fill_until:
+                for req in self._collect(limit - done):  # in place: a refusal reaches these too
+                    (self._heavy if req.heavy else batch).append(req)
+
     def _truncate_wal(self) -> None:
         """Checkpoint and truncate the WAL; a reader mid-transaction makes it
         busy, so it is retried on the next ticks until it goes through (a
@@ -360,26 +389,38 @@ class Writer(Actor):
             self.db.set_busy_timeout(store_db.BUSY_TIMEOUT_MS)
         self._truncate_pending = bool(busy)
 
-    def _run_one(self, src: str, rec, req_id: str, changed: dict) -> tuple[bool, bytes | IngestDone]:
-        """One request in its own savepoint; returns (succeeded, encoded reply,
-        or the IngestDone whose reply ``_finish`` encodes after COMMIT)."""
+    def _run_one(
+        self, src: str, rec, req_id: str, changed: dict, guard: bool = True
+    ) -> tuple[bool, bytes | IngestDone]:
+        """One request in its own savepoint (without one unless ``guard``: see
+        UNGUARDED); returns (succeeded, encoded reply, or the IngestDone whose
+        reply ``_finish`` encodes after COMMIT)."""
         self.stats["requests"] += 1
         if type(rec) is protocol.Ping:  # touches nothing: no savepoint (eval/bench_writer reads the counters)
             counters = {"pid": os.getpid(), "requests": self.stats["requests"], "batches": self.stats["batches"]}
             return True, self._encode(req_id, counters)
         db = self.db
         tx = Tx(db, self.config, src, project_root=self.paths.project_root)
-        db.execute("SAVEPOINT req")
+        if guard:
+            db.execute("SAVEPOINT req")
+        else:
+            written = db.total_changes()
         try:
             result = HANDLERS[type(rec)](tx, rec)
         except STORAGE_ERRORS:
             raise  # not this request's fault: the batch fails and the writer goes into retry
         except MemtreeError as e:
-            db.execute("ROLLBACK TO req")
+            if guard:
+                db.execute("ROLLBACK TO req")
+            elif db.total_changes() != written:
+                raise _Replay from None
             reply, ok = protocol.encode_error(req_id, e.code, e.message, src=self.name), False
             self.stats["errors"] += 1
         except Exception:
-            db.execute("ROLLBACK TO req")
+            if guard:
+                db.execute("ROLLBACK TO req")
+            elif db.total_changes() != written:
+                raise _Replay from None  # logged by the replay, where it fails again
             log.error("%s from %s failed", rec.TYPE, src or "?", exc_info=True)  # no payload content
             self.stats["internal"] += 1
             reply, ok = (
@@ -395,7 +436,8 @@ class Writer(Actor):
                 changed.setdefault(status, {}).update(ids)
         for sql, params in tx.keep:  # refusal audits and counters survive a rollback
             db.execute(sql, params)
-        db.execute("RELEASE req")
+        if guard:
+            db.execute("RELEASE req")
         return ok, reply
 
     def _encode(self, req_id: str, result) -> bytes:
@@ -418,7 +460,9 @@ class Writer(Actor):
 
     def _send(self, sock, route, frame: bytes) -> None:
         try:
-            sock.send_multipart([*route, frame], zmq.NOBLOCK)
+            for part in route:  # the ROUTER's envelope: peer identity (and any delimiter)
+                sock.send(part, _NOBLOCK | _SNDMORE)
+            sock.send(frame, _NOBLOCK)
         except zmq.ZMQError as e:  # the caller is gone or its queue is full: it will time out
             log.info("reply dropped: %s", e)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 
 import orjson
@@ -173,6 +174,81 @@ def test_events_are_published_after_commit(writer):
         assert rows(paths, "SELECT status FROM nodes WHERE id=?", (event.ids[0],)) == [("pending",)]
     finally:
         sub.close(linger=0)
+
+
+def _burst(proc, endpoint: str, frames: list[bytes]) -> dict:
+    """Send ``frames`` while the writer is stopped (so they queue and share
+    batches), then wait for every reply: {request id: reply body}."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    replies = {}
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            for frame in frames:
+                sock.send(frame)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+
+        def all_replies():
+            while sock.poll(100, zmq.POLLIN):
+                env = protocol.decode(sock.recv())
+                replies[env.id] = env.body
+            return len(replies) == len(frames)
+
+        wait_until(all_replies, timeout=deadline(30), what="a reply to every request")
+    finally:
+        sock.close(linger=0)
+    return replies
+
+
+BAD_NOTES = {  # fails before it writes, after it wrote (a ref, a session root), on a bug after a write
+    "kind": ({"kind": "planet", "content": "BAD-KIND"}, "bad_request"),
+    "dangling": ({"kind": "note", "content": "BAD-REF", "refs": [{"dst": "GHOST", "kind": "references"}]}, "not_found"),
+    "tombstoned": ({"kind": "note", "content": "a forgotten plan", "session_id": "s-refused"}, "refused"),
+    "poison": ({"kind": "note", "content": "BAD-POISON", "mtime": 2**64 - 1, "session_id": "s-poison"}, "internal"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_NOTES))
+def test_bad_requests_sharing_a_batch_fail_alone_and_the_others_are_stored(writer, name):
+    # The frequent calls run without a SAVEPOINT each (actors/writer.py UNGUARDED):
+    # bad requests between good ones, queued while the writer is stopped so that
+    # they share batches, cost only themselves.
+    paths, proc, caller = writer
+    target = caller.call(protocol.AddNode(kind="note", content="a target"))["id"]
+    gone = caller.call(protocol.AddNode(kind="note", content="a forgotten plan"))["id"]
+    caller.call(protocol.Forget(node_id=gone, reason="asked"))
+    before = caller.call(protocol.Ping())
+    body, code = BAD_NOTES[name]
+    frames, good, expect = [], {}, {}
+    for i in range(12):
+        env = {"v": 1, "id": f"bad-{i}", "kind": "call", "type": "AddNode", "src": "t", "body": body}
+        frames.append(orjson.dumps(env))
+        expect[f"bad-{i}"] = code
+        ref = [{"dst": target, "kind": "references"}]
+        add = protocol.AddNode(kind="note", content=f"good {i}", session_id="s-good", refs=ref)
+        rid, frame = protocol.encode_call(add, src="t")
+        frames.append(frame)
+        good[rid] = f"good {i}"
+    replies = _burst(proc, paths.endpoint(protocol.SOCK_WRITE), frames)
+    after = caller.call(protocol.Ping())
+    assert after["batches"] - before["batches"] < len(frames)  # they did share batches
+    assert {rid: replies[rid]["error"]["code"] for rid in expect} == expect
+    ids = {rid: replies[rid]["result"]["id"] for rid in good}
+    stored = dict(rows(paths, "SELECT id, content FROM nodes WHERE kind='note' AND content LIKE 'good %'"))
+    assert stored == {ids[rid]: content for rid, content in good.items()}
+    edges = rows(paths, "SELECT src_id FROM edges WHERE dst_id=? AND kind='references'", (target,))
+    assert sorted(e[0] for e in edges) == sorted(ids.values())
+    # nothing of the failed ones: no node, no session root, no insert audit
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE content LIKE 'BAD-%'") == [(0,)]
+    assert rows(paths, "SELECT source_uri FROM nodes WHERE kind='session'") == [("session:s-good",)]
+    inserts = rows(paths, "SELECT count(*) FROM audit WHERE action='insert' AND actor='t'")
+    assert inserts == [(len(good) + 1,)]  # each good note and the one s-good root
+    refused = rows(paths, "SELECT count(*) FROM audit WHERE action='refused' AND actor='t'")
+    assert refused == [(12 if name == "tombstoned" else 0,)]  # a refusal's audit row is kept, once
+    assert proc.poll() is None
 
 
 def test_audit_rows_commit_and_roll_back_with_their_request(writer):
