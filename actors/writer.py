@@ -136,7 +136,8 @@ INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
 # again with a SAVEPOINT per request (_Replay), and only then answered. Their
 # writes are plain INSERT/UPDATE/DELETE, which db.total_changes() counts.
 UNGUARDED = (protocol.AddNode, protocol.Ingest, protocol.SetStatus, protocol.AddEdges, protocol.PutToolOutput)
-_NOBLOCK, _SNDMORE, _EVENTS, _POLLIN = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.EVENTS), int(zmq.POLLIN)
+_NOBLOCK, _SNDMORE, _RCVMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.RCVMORE)
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
 class _Replay(Exception):
@@ -295,7 +296,9 @@ class Writer(Actor):
                 if not sock.getsockopt(_EVENTS) & _POLLIN:
                     continue
                 try:
-                    parts = sock.recv_multipart(_NOBLOCK)
+                    parts = [sock.recv(_NOBLOCK)]  # recv_multipart, with int flags
+                    while sock.getsockopt(_RCVMORE):
+                        parts.append(sock.recv(_NOBLOCK))
                 except zmq.Again:
                     continue
                 more = True

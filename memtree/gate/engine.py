@@ -325,9 +325,10 @@ def redact_value(value):
     tags: set[str] = set()
 
     def walk(v):
-        if isinstance(v, str):
-            clean, found = redact_text(v)
-            tags.update(found)
+        if isinstance(v, str):  # redact_text's, without its list of tags (metadata: a few short strings a row)
+            clean, found = _redact_short(v) if len(v) <= _MEMO_CHARS else _redact(v, 0)
+            if found:
+                tags.update(found)
             return clean
         if isinstance(v, dict):
             return {walk(k) if isinstance(k, str) else k: walk(x) for k, x in v.items()}
