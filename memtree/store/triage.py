@@ -33,7 +33,7 @@ def live_owners(db, hashes) -> dict[str, str]:
     where, params = status_clause("n")
     for part in batches(hashes):
         rows = db.execute(
-            f"SELECT n.content_hash, n.id FROM nodes n WHERE {where}"
+            f"SELECT n.content_hash, n.id FROM nodes n INDEXED BY nodes_hash WHERE {where}"
             f" AND n.content_hash IN ({','.join('?' * len(part))}) ORDER BY n.id DESC",
             [*params, *part],
         )
