@@ -61,3 +61,16 @@ def test_walker_hash_lookups_use_the_hash_index(tmp_path):
         assert found and all("USING INDEX nodes_hash" in p for p in found), found
     finally:
         conn.close()
+
+
+def test_pending_batch_reads_its_batch_in_index_order(tmp_path):
+    """No sort of every pending row per pass (a filter behind a flood fell further behind)."""
+    path = str(tmp_path / "store.db")
+    store_db.open_write(path).close()
+    conn = store_db.open_read(path)
+    try:
+        found = plans(conn, lambda: triage.pending_batch(conn, 256))
+        assert found and all("USING INDEX nodes_status_created" in p for p in found), found
+        assert not any("TEMP B-TREE FOR ORDER BY" in p for p in found), found  # the last term's tie-break only
+    finally:
+        conn.close()
