@@ -65,12 +65,22 @@ finally for from global import lambda nonlocal not pass raise return self try wh
 PRUNER_INTERVAL_MS = 2000
 
 
+# A year's store is bigger than the default disk budget (1 GiB, ~250k nodes of this corpus): a
+# user keeping one raises storage.maxBytes, or the pruner removes captures and runs Reclaim (a
+# whole-index FTS optimize) batch after batch, which held the writer from 250k nodes on.
+BENCH_MAX_BYTES = 1 << 40
+
+
 def bench_config(pruner_interval_ms: int):
-    """The eval's config, with the pruner sweeping every ``pruner_interval_ms``."""
+    """The eval's config (the embed walker starts at once), with the pruner
+    sweeping every ``pruner_interval_ms`` and a disk budget no seeded store reaches."""
     from memtree.config.defaults import defaults
     from memtree.config.loader import Config, validate
 
-    cfg = {"walkers": {"embeddingIdleMs": 100, "prunerIntervalMs": pruner_interval_ms}}
+    cfg = {
+        "walkers": {"embeddingIdleMs": 100, "prunerIntervalMs": pruner_interval_ms},
+        "storage": {"maxBytes": BENCH_MAX_BYTES},
+    }
     return Config(validate(cfg, "<bench_scale>", defaults()), ["<bench_scale>"])
 
 
@@ -602,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     files = corpus_files()
     vocab = vocabulary(files)
     queries = [q[1] for q in QUERIES]
-    config = recall_eval.eval_config()
+    config = bench_config(PRUNER_INTERVAL_MS)
     provider = load_provider(config)
     print(
         f"corpus: {len(files)} .py files of the installed packages, {len(vocab)} identifiers; "
@@ -625,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
         # As the supervisor runs it: its sweeps merge FTS5 segments (MergeFts); a short interval
         # so a kept store settles before it is measured.
         procs["walker.pruner"] = recall_eval.start_actor(
-            "memtree.actors.walkers.pruner", "walker.pruner", paths, bench_config(PRUNER_INTERVAL_MS)
+            "memtree.actors.walkers.pruner", "walker.pruner", paths, config
         )
         conn = store_db.open_read(paths.db)
         try:  # one file root per Read payload already stored
