@@ -1,6 +1,7 @@
 """Search at store sizes a year of use reaches (issue 17 point 4).
 
     nice -n 10 .venv/bin/python -m memtree.eval.bench_scale [--sizes 10000,100000] [--searches 100]
+        [--embed-backlog] [--keep DIR]
 
 Seeding: hook payloads of the shapes Claude Code sends (Read, Grep, Bash;
 ../shared/claude-code/payloads/) carry real code, the .py files of the
@@ -13,7 +14,17 @@ merge steps settle the index before it is measured). Variants, so a store can ou
 v > 0 puts every file under ``v<v>/`` and renames about a third of its
 identifiers (>= 4 letters) through a map seeded by v over the corpus's own
 identifier vocabulary, so each variant is new text with the corpus's token
-statistics, not a copy the filter would drop as a duplicate.
+statistics, not a copy the filter would drop as a duplicate (the map is
+built once a pass and shared by its files: a name's fate depends on v and
+the name only).
+
+Seeding prints its rate every minute, and every figure the load average:
+the box is shared. With ``--embed-backlog`` the largest size is seeded with
+no embed walker running, then the real walker is started on that whole
+backlog and timed until the last seeded chunk has its vector (the goal: 1M
+chunks in <= 30 min on 2 cores), while one small Bash capture at a time goes
+through the ingest socket as the hook sends it: its p95 idle before, during
+the drain and idle after on the drained store (goal: <= 1.2x idle).
 
 Per size, from one read-only connection the way the front searches, the
 eval's queries (eval/recall_queries.py): plain FTS5 BM25, raw sqlite-vec
@@ -54,12 +65,22 @@ finally for from global import lambda nonlocal not pass raise return self try wh
 PRUNER_INTERVAL_MS = 2000
 
 
+# A year's store is bigger than the default disk budget (1 GiB, ~250k nodes of this corpus): a
+# user keeping one raises storage.maxBytes, or the pruner removes captures and runs Reclaim (a
+# whole-index FTS optimize) batch after batch, which held the writer from 250k nodes on.
+BENCH_MAX_BYTES = 1 << 40
+
+
 def bench_config(pruner_interval_ms: int):
-    """The eval's config, with the pruner sweeping every ``pruner_interval_ms``."""
+    """The eval's config (the embed walker starts at once), with the pruner
+    sweeping every ``pruner_interval_ms`` and a disk budget no seeded store reaches."""
     from memtree.config.defaults import defaults
     from memtree.config.loader import Config, validate
 
-    cfg = {"walkers": {"embeddingIdleMs": 100, "prunerIntervalMs": pruner_interval_ms}}
+    cfg = {
+        "walkers": {"embeddingIdleMs": 100, "prunerIntervalMs": pruner_interval_ms},
+        "storage": {"maxBytes": BENCH_MAX_BYTES},
+    }
     return Config(validate(cfg, "<bench_scale>", defaults()), ["<bench_scale>"])
 
 
@@ -87,21 +108,25 @@ def vocabulary(files) -> list[str]:
     return sorted(seen)
 
 
-def variant(text: str, v: int, vocab: list[str]) -> str:
+def variant(text: str, v: int, vocab: list[str], memo: dict[str, str] | None = None) -> str:
     """Pass ``v`` of a file: v=0 as it is; else ~1/3 of its identifiers renamed
-    by a map seeded by v (the same name maps the same way within a pass)."""
+    by a map seeded by v (the same name maps the same way within a pass:
+    ``memo``, one per pass, holds the map so far)."""
     if v == 0:
         return text
-    memo: dict[str, str] = {}
+    memo = {} if memo is None else memo
 
     def swap(m):
         w = m.group(0)
-        if w in KEYWORDS:
-            return w
-        if w not in memo:
-            r = random.Random(f"{v}:{w}")
-            memo[w] = vocab[r.randrange(len(vocab))] if r.random() < 0.34 else w
-        return memo[w]
+        got = memo.get(w)
+        if got is None:
+            if w in KEYWORDS:
+                got = w
+            else:
+                r = random.Random(f"{v}:{w}")
+                got = vocab[r.randrange(len(vocab))] if r.random() < 0.34 else w
+            memo[w] = got
+        return got
 
     return IDENT.sub(swap, text)
 
@@ -113,8 +138,9 @@ def payloads(files, vocab, project: str, skip: int = 0):
     v, first = divmod(skip, len(files))
     n = skip
     while True:
+        memo: dict[str, str] = {}
         for rel, text in files[first:]:
-            lines = variant(text, v, vocab).splitlines(keepends=True)[:2000]  # the CLI's Read cap
+            lines = variant(text, v, vocab, memo).splitlines(keepends=True)[:2000]  # the CLI's Read cap
             if not lines:
                 continue
             content = "".join(lines)
@@ -192,13 +218,22 @@ def node_count(db_path: str) -> int:
         conn.close()
 
 
+def load() -> str:
+    """The 1/5/15-minute load averages: the box is shared, so every figure says how busy it was."""
+    return "load " + "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+PROGRESS_S = 60.0
+
+
 def seed(endpoint: str, db_path: str, source, target: int) -> int:
     """Send payloads from ``CLIENTS`` threads until the store holds ``target``
-    nodes; returns the payloads sent."""
+    nodes; returns the payloads sent. Prints the rate every PROGRESS_S."""
     from memtree import protocol
     from memtree.runtime.client import Caller
 
-    if node_count(db_path) >= target:  # a kept store (--keep) already this big
+    start = node_count(db_path)
+    if start >= target:  # a kept store (--keep) already this big
         return 0
     lock = threading.Lock()
     sent = [0]
@@ -219,13 +254,24 @@ def seed(endpoint: str, db_path: str, source, target: int) -> int:
         finally:
             caller.close()
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(CLIENTS)]
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(CLIENTS)]
     for t in threads:
         t.start()
+    t0 = last_t = time.monotonic()
+    last_n = start
     while not done.is_set():
         time.sleep(0.5)
-        if node_count(db_path) >= target:
+        n = node_count(db_path)
+        if n >= target:
             done.set()
+        now = time.monotonic()
+        if now - last_t >= PROGRESS_S:
+            print(
+                f"  seeding: {n} nodes, {(n - last_n) / (now - last_t):.0f} nodes/s lately,"
+                f" {(n - start) / (now - t0):.0f} on average; {load()}",
+                flush=True,
+            )
+            last_t, last_n = now, n
     for t in threads:
         t.join()
     if errors:
@@ -242,9 +288,11 @@ def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
 
     kinds = ",".join(f"'{k}'" for k in EMBED_KINDS)
     deadline = time.monotonic() + timeout_s
+    last = time.monotonic()
     conn = store_db.open_read(db_path)
     try:
         while True:
+            t0 = time.monotonic()
             pending = conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()[0]
             missing = conn.execute(
                 f"SELECT count(*) FROM nodes n WHERE n.status = 'live' AND n.kind IN ({kinds}) AND NOT EXISTS "
@@ -260,9 +308,165 @@ def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
                     f"store did not settle ({pending} pending, {missing} unembedded,"
                     f" FTS segments a level {st and st.levels}; dead: {dead})"
                 )
+            now = time.monotonic()
+            if now - last >= PROGRESS_S:
+                print(
+                    f"  settling: {pending} pending, {missing} unembedded, FTS segments a level"
+                    f" {st and st.levels}; {load()}",
+                    flush=True,
+                )
+                last = now
+            # The counts walk every live node (seconds at 1M): at most a fifth of this process's time.
+            time.sleep(max(1.0, 4 * (now - t0)))
+    finally:
+        conn.close()
+
+
+def probe_payload(i: int, project: str) -> dict:
+    """A small Bash capture as the hook sends it (new text each time, so it is stored)."""
+    sid = "bench-probe"
+    listing = "\n".join(
+        f"-rw-r--r-- 1 dev dev {1000 + 37 * k + i} Dec  2 10:{k:02d} probe_{i}_{k}.py" for k in range(12)
+    )
+    return {
+        "session_id": sid,
+        "cwd": project,
+        "hook_event_name": "PostToolUse",
+        "transcript_path": f"/tmp/bench/{sid}.jsonl",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"ls -l probe_{i}", "description": "list files"},
+        "tool_response": {
+            "stdout": f"total {i}\n{listing}",
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+        },
+        "tool_use_id": f"toolu_p{i}_{time.time_ns()}",
+        "duration_ms": 5,
+    }
+
+
+PROBE_PAUSE_S = 0.05  # between probe captures: a session's pace, not a flood
+
+
+def ingest_probes(
+    endpoint: str, project: str, first: int, count: int | None = None, stop=None, took: list[float] | None = None
+) -> list[float]:
+    """Round trips of one hook capture at a time on the ingest socket (as the
+    hook asks: ``rewrite``), ``count`` of them or until ``stop`` is set;
+    appended to ``took`` as they come."""
+    from memtree import protocol
+    from memtree.runtime.client import Caller
+
+    caller = Caller(endpoint, src="probe", timeout_ms=60_000)
+    took = [] if took is None else took
+    try:
+        i = first
+        while (count is None or len(took) < count) and not (stop is not None and stop.is_set()):
+            rec = protocol.Ingest(payload=probe_payload(i, project), received_at=int(time.time() * 1000), rewrite=True)
+            t0 = time.perf_counter()
+            caller.call(rec)
+            took.append(time.perf_counter() - t0)
+            i += 1
+            time.sleep(PROBE_PAUSE_S)
+    finally:
+        caller.close()
+    return took
+
+
+def wait_filtered(db_path: str, procs: dict, timeout_s: float) -> None:
+    """Until the filter walker decided every pending node."""
+    from memtree.store import db as store_db
+
+    deadline = time.monotonic() + timeout_s
+    conn = store_db.open_read(db_path)
+    try:
+        while conn.execute("SELECT count(*) FROM nodes WHERE status = 'pending'").fetchone()[0]:
+            dead = [n for n, p in procs.items() if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                raise SystemExit(f"the filter did not catch up (dead: {dead})")
             time.sleep(1.0)
     finally:
         conn.close()
+
+
+def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: int) -> dict:
+    """The goal "a big embedding backlog drains while ingest stays fast": the
+    store seeded with no embed walker running, hook captures timed idle, then
+    the real embed walker started on the whole backlog with the same captures
+    timed while it drains, and once more on the drained store ("idle after",
+    so a ratio is not the store's growth)."""
+    from memtree import protocol
+    from memtree.eval import recall_eval
+    from memtree.store import db as store_db
+    from memtree.store.kinds import EMBED_KINDS
+    from memtree.store.vectors import backlog, backlog_count
+
+    endpoint = paths.endpoint(protocol.SOCK_INGEST)
+    conn = store_db.open_read(paths.db)
+    try:
+        start = backlog_count(conn, model, EMBED_KINDS)
+        print(f"\nembedding backlog: {start} live chunks without a vector; {load()}", flush=True)
+        idle = ingest_probes(endpoint, project, 0, probes)
+        stop = threading.Event()
+        busy: list[float] = []
+        prober = threading.Thread(
+            target=ingest_probes, args=(endpoint, project, probes), kwargs={"stop": stop, "took": busy}
+        )
+        t0, t0_ms = time.monotonic(), int(time.time() * 1000)
+        procs["walker.embed"] = recall_eval.start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
+        prober.start()
+        vec_count = "SELECT count(*) FROM nodes_vec"
+        last_t, last_v = t0, conn.execute(vec_count).fetchone()[0]
+        try:
+            while True:
+                time.sleep(5.0)
+                if procs["walker.embed"].poll() is not None:
+                    raise SystemExit("the embed walker died; see its log")
+                now, nvec = time.monotonic(), conn.execute(vec_count).fetchone()[0]
+                if now - last_t >= PROGRESS_S:
+                    print(
+                        f"  draining: {nvec} vectors, {(nvec - last_v) / (now - last_t):.0f}/s lately;"
+                        f" {len(busy)} probes so far; {load()}",
+                        flush=True,
+                    )
+                    last_t, last_v = now, nvec
+                # Drained: the oldest live chunk without a vector is none of the seeded ones (the
+                # probes' own captures come after t0).
+                oldest = backlog(conn, model, 1, EMBED_KINDS)
+                if not oldest or oldest[0][3] >= t0_ms:
+                    break
+        finally:
+            stop.set()
+            prober.join()
+        # Drained when the last chunk seeded before the walker started got its vector.
+        end_ms = conn.execute(
+            "SELECT max(v.embedded_at) FROM nodes_vec v JOIN nodes n ON n.id = v.node_id WHERE n.created_at < ?",
+            (t0_ms,),
+        ).fetchone()[0]
+        took = (end_ms - t0_ms) / 1000 if end_ms else time.monotonic() - t0
+        after = ingest_probes(endpoint, project, probes + len(busy) + 1, probes)
+    finally:
+        conn.close()
+    return {"chunks": start, "took_s": took, "idle": idle, "busy": busy, "idle_after": after, "load": load()}
+
+
+def report_backlog(d: dict) -> None:
+    idle, busy, after = (summary(d[k]) for k in ("idle", "busy", "idle_after"))
+    print(
+        f"  drained {d['chunks']} chunks in {d['took_s']:.0f}s = {d['chunks'] / max(d['took_s'], 1e-9):.0f} chunks/s"
+        f" (goal: 1M in <= 1800 s); {d['load']}",
+        flush=True,
+    )
+    for name, st in (("idle", idle), ("during the drain", busy), ("idle after", after)):
+        print(f"  ingest (hook capture) {name:<17} {fmt_ms(st)}", flush=True)
+    print(
+        f"  ingest p95 during the drain: {busy['p95'] / idle['p95']:.2f}x idle,"
+        f" {busy['p95'] / after['p95']:.2f}x idle after (goal <= 1.2x)",
+        flush=True,
+    )
 
 
 def rss_mib(pid: int) -> float:
@@ -393,6 +597,13 @@ def main(argv: list[str] | None = None) -> int:
         help="build the store in this directory and keep it (default: a temp dir, removed);"
         " a store already there is grown, not rebuilt",
     )
+    ap.add_argument(
+        "--embed-backlog",
+        action="store_true",
+        help="seed the largest size with the embed walker stopped, then time the real walker draining"
+        " that backlog, with hook captures timed before, during and after (the drain goal)",
+    )
+    ap.add_argument("--probes", type=int, default=200, help="timed hook captures idle and after the drain")
     args = ap.parse_args(argv)
     import signal
 
@@ -401,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     files = corpus_files()
     vocab = vocabulary(files)
     queries = [q[1] for q in QUERIES]
-    config = recall_eval.eval_config()
+    config = bench_config(PRUNER_INTERVAL_MS)
     provider = load_provider(config)
     print(
         f"corpus: {len(files)} .py files of the installed packages, {len(vocab)} identifiers; "
@@ -417,25 +628,37 @@ def main(argv: list[str] | None = None) -> int:
         procs["walker.filter"] = recall_eval.start_actor(
             "memtree.actors.walkers.filter", "walker.filter", paths, config
         )
-        procs["walker.embed"] = recall_eval.start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
+        if not (args.embed_backlog and len(sizes) == 1):
+            procs["walker.embed"] = recall_eval.start_actor(
+                "memtree.actors.walkers.embed", "walker.embed", paths, config
+            )
         # As the supervisor runs it: its sweeps merge FTS5 segments (MergeFts); a short interval
         # so a kept store settles before it is measured.
         procs["walker.pruner"] = recall_eval.start_actor(
-            "memtree.actors.walkers.pruner", "walker.pruner", paths, bench_config(PRUNER_INTERVAL_MS)
+            "memtree.actors.walkers.pruner", "walker.pruner", paths, config
         )
         conn = store_db.open_read(paths.db)
         try:  # one file root per Read payload already stored
             reads_done = conn.execute("SELECT count(*) FROM nodes WHERE kind = 'file'").fetchone()[0]
         finally:
             conn.close()
-        source = payloads(files, vocab, os.path.join(work, "project"), skip=reads_done)
+        project = os.path.join(work, "project")
+        source = payloads(files, vocab, project, skip=reads_done)
         endpoint = paths.endpoint(protocol.SOCK_INGEST)
         built = 0.0
         sent = 0
         for size in sizes:
+            backlog_run = args.embed_backlog and size == sizes[-1]
+            if backlog_run and "walker.embed" in procs:
+                recall_eval.stop(procs.pop("walker.embed"))
             t0 = time.perf_counter()
             sent += seed(endpoint, paths.db, source, size)
             t_seed = time.perf_counter() - t0
+            print(f"  seeded to {size} nodes in {t_seed:.0f}s ({sent} payloads so far); {load()}", flush=True)
+            if backlog_run:
+                wait_filtered(paths.db, procs, timeout_s=3600)
+                drain = embed_backlog(paths, config, procs, provider.name, project, args.probes)
+                report_backlog(drain)
             settle(paths.db, provider.name, procs, timeout_s=3600)
             t_all = time.perf_counter() - t0
             built += t_all
@@ -449,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"\nstore at {nodes} nodes ({live} live, {nvec} vectors; {sent} payloads): "
                     f"this step {t_all:.0f}s (ingest {t_seed:.0f}s, then filter+embed caught up), total {built:.0f}s; "
-                    f"{size_b / 2**20:.0f} MiB on disk = {size_b / nodes:.0f} bytes/node",
+                    f"{size_b / 2**20:.0f} MiB on disk = {size_b / nodes:.0f} bytes/node; {load()}",
                     flush=True,
                 )
                 print("  RSS MiB: " + ", ".join(f"{n} {v:.0f}" for n, v in rss.items()), flush=True)
@@ -489,6 +712,7 @@ def main(argv: list[str] | None = None) -> int:
                     else ""
                 )
                 print(f"  {mode:<21} {fmt_ms(st)}{ratio}", flush=True)
+            print(f"  (searches done; {load()})", flush=True)
             print(
                 "  json "
                 + json.dumps(
@@ -496,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
                         "nodes": nodes,
                         "bytes_per_node": round(size_b / nodes),
                         "build_s": round(built),
+                        "load": os.getloadavg()[0],
                         "rss_mib": {k: round(v) for k, v in rss.items()},
                         **{
                             m: {

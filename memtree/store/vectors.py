@@ -162,7 +162,7 @@ def embedded_hashes(db, hashes: list[str], model: str) -> dict[str, bytes]:
         return {}
     where, params = status_clause("n")
     rows = db.execute(
-        f"SELECT n.content_hash, v.embedding FROM nodes n JOIN nodes_vec v ON v.node_id = n.id "
+        f"SELECT n.content_hash, v.embedding FROM nodes n INDEXED BY nodes_hash JOIN nodes_vec v ON v.node_id = n.id "
         f"WHERE v.model = ? AND {where} AND n.content_hash IN ({','.join('?' * len(hashes))})",
         [model, *params, *hashes],
     )

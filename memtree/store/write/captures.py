@@ -170,7 +170,7 @@ def recent_output(tx: Tx, digest: str) -> str | None:
     since = tx.now - int(tx.config.capture.dedupeWindowS * 1000)
     where, params = status_clause("n", CURRENT)
     row = tx.db.execute(
-        f"SELECT n.id FROM nodes n WHERE n.content_hash = ? AND n.kind = 'tool_output'"
+        f"SELECT n.id FROM nodes n INDEXED BY nodes_hash WHERE n.content_hash = ? AND n.kind = 'tool_output'"
         f" AND n.created_at >= ? AND {where} ORDER BY n.created_at DESC LIMIT 1",
         [digest, since, *params],
     ).fetchone()

@@ -219,7 +219,10 @@ def insert_node(
 def _find_root(tx: Tx, kind: str, source_uri: str) -> str | None:
     where, params = status_clause("n", INDEXED)
     row = tx.db.execute(
-        f"SELECT n.id FROM nodes n WHERE n.kind = ? AND n.source_uri = ? AND {where} ORDER BY n.created_at LIMIT 1",
+        # INDEXED BY: without statistics SQLite walks nodes_kind_created (every root of the kind, for
+        # the ORDER BY) instead of the one or two rows of this uri; that was a third of seeding at 50k nodes.
+        f"SELECT n.id FROM nodes n INDEXED BY nodes_source WHERE n.kind = ? AND n.source_uri = ? AND {where}"
+        " ORDER BY n.created_at LIMIT 1",
         [kind, source_uri, *params],
     ).fetchone()
     return row[0] if row else None
