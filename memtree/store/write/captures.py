@@ -382,7 +382,10 @@ def shown_id(tx: Tx, node_id: str) -> str:
         return row[3]
     where, params = status_clause("o", LIVE)
     row = tx.db.execute(
-        f"SELECT o.id FROM nodes n JOIN nodes o ON o.content_hash = n.content_hash AND o.id != n.id"
+        # INDEXED BY: without it SQLite walked every live node (nodes_status_created) for each
+        # capture the hook asked a replacement for: 805 ms at 1M nodes, 0.2 ms by hash.
+        f"SELECT o.id FROM nodes n JOIN nodes o INDEXED BY nodes_hash ON o.content_hash = n.content_hash"
+        f" AND o.id != n.id"
         f" WHERE n.id = ? AND {where} ORDER BY o.created_at LIMIT 1",
         [node_id, *params],
     ).fetchone()

@@ -74,3 +74,16 @@ def test_pending_batch_reads_its_batch_in_index_order(tmp_path):
         assert not any("TEMP B-TREE FOR ORDER BY" in p for p in found), found  # the last term's tie-break only
     finally:
         conn.close()
+
+
+def test_shown_id_finds_the_live_copy_by_hash(tmp_path):
+    """Every hook capture with a replacement asks it (805 ms at 1M nodes walking the live ones)."""
+    conn = store_db.open_write(str(tmp_path / "store.db"))
+    try:
+        tx = Tx(conn, make_config(), "test")
+        node = mutations.insert_node(tx, "tool_output", "some output worth keeping", status="pending")
+        found = plans(conn, lambda: captures.shown_id(tx, node))
+        assert any("USING INDEX nodes_hash" in p for p in found), found
+        assert not any("nodes_status_created" in p for p in found), found
+    finally:
+        conn.close()
