@@ -19,7 +19,6 @@ from memtree.store.write.mutations import (
     content_hash,
     file_root,
     insert_node,
-    is_tombstoned,
     prepare_content,
     session_root,
 )
@@ -459,5 +458,4 @@ __all__ = [
     "latest_file_capture",
     "is_spool_applied",
     "mark_spool_applied",
-    "is_tombstoned",
 ]

@@ -125,10 +125,6 @@ def prepare_content(text: str, max_bytes: int, redacted: bool = False) -> tuple[
     return raw[:max_bytes].decode("utf-8", "ignore"), True, original or len(raw)
 
 
-def is_tombstoned(db, digest: str) -> bool:
-    return db.execute("SELECT 1 FROM tombstones WHERE content_hash = ?", (digest,)).fetchone() is not None
-
-
 def node_row(db, node_id: str):
     """(kind, status, content_hash, parent_id) of any node, whatever its status."""
     where, params = status_clause("n", ANY_STATUS)  # the writer must see every status to change one
