@@ -314,10 +314,13 @@ def redact_text(text: str) -> tuple[str, list[str]]:
     Redacted spans keep their newlines, so a whole file redacted first and
     chunked after has the same lines (a key across a chunk edge is caught).
     """
-    if len(text) <= _MEMO_CHARS:
-        clean, tags = _redact_short(text)
-        return clean, list(tags)
-    return _redact(text, 0)
+    clean, tags = _redact_any(text)
+    return clean, list(tags)
+
+
+def _redact_any(text: str):
+    """(clean text, tags as found): a short text through the memo."""
+    return _redact_short(text) if len(text) <= _MEMO_CHARS else _redact(text, 0)
 
 
 def redact_value(value):
@@ -325,8 +328,8 @@ def redact_value(value):
     tags: set[str] = set()
 
     def walk(v):
-        if isinstance(v, str):  # redact_text's, without its list of tags (metadata: a few short strings a row)
-            clean, found = _redact_short(v) if len(v) <= _MEMO_CHARS else _redact(v, 0)
+        if isinstance(v, str):  # without redact_text's list of tags (metadata: a few short strings a row)
+            clean, found = _redact_any(v)
             if found:
                 tags.update(found)
             return clean
