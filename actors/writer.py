@@ -406,24 +406,17 @@ class Writer(Actor):
         tx = Tx(db, self.config, src, project_root=self.paths.project_root)
         if guard:
             db.execute("SAVEPOINT req")
-        else:
-            written = db.total_changes()
+        written = db.total_changes()
         try:
             result = HANDLERS[type(rec)](tx, rec)
         except STORAGE_ERRORS:
             raise  # not this request's fault: the batch fails and the writer goes into retry
         except MemtreeError as e:
-            if guard:
-                db.execute("ROLLBACK TO req")
-            elif db.total_changes() != written:
-                raise _Replay from None
+            self._undo(guard, written)
             reply, ok = protocol.encode_error(req_id, e.code, e.message, src=self.name), False
             self.stats["errors"] += 1
         except Exception:
-            if guard:
-                db.execute("ROLLBACK TO req")
-            elif db.total_changes() != written:
-                raise _Replay from None  # logged by the replay, where it fails again
+            self._undo(guard, written)  # a _Replay is logged by the replay, where it fails again
             log.error("%s from %s failed", rec.TYPE, src or "?", exc_info=True)  # no payload content
             self.stats["internal"] += 1
             reply, ok = (
@@ -442,6 +435,14 @@ class Writer(Actor):
         if guard:
             db.execute("RELEASE req")
         return ok, reply
+
+    def _undo(self, guard: bool, written: int) -> None:
+        """A failed request's writes undone: its savepoint rolled back, or, run
+        without one (UNGUARDED), nothing to undo unless it wrote (then _Replay)."""
+        if guard:
+            self.db.execute("ROLLBACK TO req")
+        elif self.db.total_changes() != written:
+            raise _Replay from None
 
     def _encode(self, req_id: str, result) -> bytes:
         if isinstance(result, IngestDone):
