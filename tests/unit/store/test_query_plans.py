@@ -37,14 +37,19 @@ def plans(conn, call) -> list[str]:
     ]
 
 
+def uses_index(conn, call, index: str) -> list[str]:
+    """The plans of ``call``'s statements, each asserted to search ``index``."""
+    found = plans(conn, call)
+    assert found and all(f"USING INDEX {index}" in p for p in found), found
+    return found
+
+
 def test_root_and_dedupe_lookups_use_the_uri_and_hash_indexes(tmp_path):
     conn = store_db.open_write(str(tmp_path / "store.db"))
     try:
         tx = Tx(conn, make_config(), "test")
-        found = plans(conn, lambda: mutations._find_root(tx, "file", "file:///p/a.py"))
-        assert found and all("USING INDEX nodes_source" in p for p in found), found
-        found = plans(conn, lambda: captures.recent_output(tx, "ab" * 32))
-        assert found and all("USING INDEX nodes_hash" in p for p in found), found
+        uses_index(conn, lambda: mutations._find_root(tx, "file", "file:///p/a.py"), "nodes_source")
+        uses_index(conn, lambda: captures.recent_output(tx, "ab" * 32), "nodes_hash")
     finally:
         conn.close()
 
@@ -55,10 +60,8 @@ def test_walker_hash_lookups_use_the_hash_index(tmp_path):
     conn = store_db.open_read(path)
     try:
         hashes = ["ab" * 32, "cd" * 32]
-        found = plans(conn, lambda: triage.live_owners(conn, hashes))
-        assert found and all("USING INDEX nodes_hash" in p for p in found), found
-        found = plans(conn, lambda: vectors.embedded_hashes(conn, hashes, "m"))
-        assert found and all("USING INDEX nodes_hash" in p for p in found), found
+        uses_index(conn, lambda: triage.live_owners(conn, hashes), "nodes_hash")
+        uses_index(conn, lambda: vectors.embedded_hashes(conn, hashes, "m"), "nodes_hash")
     finally:
         conn.close()
 
@@ -69,8 +72,7 @@ def test_pending_batch_reads_its_batch_in_index_order(tmp_path):
     store_db.open_write(path).close()
     conn = store_db.open_read(path)
     try:
-        found = plans(conn, lambda: triage.pending_batch(conn, 256))
-        assert found and all("USING INDEX nodes_status_created" in p for p in found), found
+        found = uses_index(conn, lambda: triage.pending_batch(conn, 256), "nodes_status_created")
         assert not any("TEMP B-TREE FOR ORDER BY" in p for p in found), found  # the last term's tie-break only
     finally:
         conn.close()
