@@ -155,3 +155,23 @@ def test_bad_config_is_one_line_naming_the_key(system_factory):
         timeout=deadline(60),
     )
     assert done.returncode == 2 and done.stderr.strip() == "memtree doctor: --project /nonexistent: not a directory"
+
+
+def test_an_actor_is_busy_only_while_it_still_spins_not_for_work_just_done():
+    """The status rate covers the last second (a walker embedding a fresh capture):
+    doctor measures a suspect again, so only the one still spinning fails."""
+    from memtree.ops.doctor import _still_busy
+
+    spinner = subprocess.Popen([PYTHON, "-c", "while True: pass"], start_new_session=True)
+    idle = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        actors = [
+            {"name": "walker.spin", "pid": spinner.pid, "cpu": 90.0},
+            {"name": "walker.done", "pid": idle.pid, "cpu": 40.0},  # busy a moment ago, idle now
+            {"name": "walker.calm", "pid": idle.pid, "cpu": 0.5},  # under the bound: not measured again
+        ]
+        assert [a["name"] for a, _ in _still_busy(actors)] == ["walker.spin"]
+    finally:
+        for p in (spinner, idle):
+            p.kill()
+            p.wait(timeout=deadline(10))
