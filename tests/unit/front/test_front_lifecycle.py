@@ -118,14 +118,15 @@ def test_a_tool_call_doing_seconds_of_work_does_not_cost_the_session_its_front(s
     from tests.support.actor_procs import start_writer
 
     s = system_factory
-    # Seeded before the system starts, by a writer allowed big content: 8 MB
-    # of non-ASCII text, which costs the one token counter per character.
-    seed_conf = make_config({"capture": {"maxBytes": 10_000_000}})
+    # Seeded before the system starts, by a writer allowed big content: 24 MB
+    # of non-ASCII text, which costs the one token counter per character (8 MB
+    # took 0.75 s on a quiet box once redaction got faster: under the window).
+    seed_conf = make_config({"capture": {"maxBytes": 30_000_000}})
     prepare_store(s.paths)
     writer = start_writer(s.paths, seed_conf)
     caller = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(60_000))
     try:
-        big = caller.call(protocol.AddNode(kind="note", content="é" * 4_000_000))["id"]
+        big = caller.call(protocol.AddNode(kind="note", content="é" * 12_000_000))["id"]
         caller.call(protocol.SetStatus(ids=[big], status="live", reason="test"))
     finally:
         caller.close()
