@@ -48,6 +48,7 @@ from memtree.eval.recall_eval import (
     eval_config,
     hit_span,
     metrics,
+    put_file,
     query_embedder,
     start_writer,
     stop,
@@ -109,29 +110,18 @@ def all_queries(root: str, small: bool = False) -> list[dict]:
 def ingest(files: list[str], root: str, caller, mirror: str | None = None) -> int:
     """PutFile per file as the wrapped read sends it; with ``mirror``, the
     docstring-free copy is written under it and ingested from there."""
-    from memtree import protocol
-    from memtree.text.chunking import chunk_text
-
     n = 0
     for path in files:
         with open(path, "rb") as f:
             data = f.read()
-        text = data.decode("utf-8", errors="replace")
         if mirror is not None:
-            text = broad_corpus.strip_docstrings(text)
+            text = broad_corpus.strip_docstrings(data.decode("utf-8", errors="replace"))
             path = os.path.join(mirror, os.path.relpath(path, root))
             os.makedirs(os.path.dirname(path), exist_ok=True)
             data = text.encode("utf-8")
             with open(path, "wb") as f:
                 f.write(data)
-        chunked = chunk_text(path, text)
-        if not chunked.chunks:
-            continue
-        st = os.stat(path)
-        caller.call(
-            protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunked.chunks, session_id=None)
-        )
-        n += len(chunked.chunks)
+        n += put_file(caller, path, data)
     return n
 
 

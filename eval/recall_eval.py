@@ -143,26 +143,27 @@ def stop(proc) -> None:
                 pass
 
 
-def ingest(root: str, caller, corpus: dict | None = None) -> int:
-    """Every .py file of the corpus (only the pinned packages' folders: the cache
-    may hold other evals' sdists), chunked as the wrapped read chunks it, sent as PutFile."""
+def put_file(caller, path: str, data: bytes) -> int:
+    """One file sent as the wrapped read sends it (memtree.text.chunking + PutFile); returns the chunk count."""
     from memtree import protocol
     from memtree.text.chunking import chunk_text
 
+    chunks = chunk_text(path, data.decode("utf-8", errors="replace")).chunks
+    if chunks:
+        st = os.stat(path)
+        caller.call(protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunks, session_id=None))
+    return len(chunks)
+
+
+def ingest(root: str, caller, corpus: dict | None = None) -> int:
+    """Every .py file of the corpus (only the pinned packages' folders: the cache
+    may hold other evals' sdists), sent as the wrapped read sends it."""
     n = 0
     # The pinned packages' folders only (unless told): nothing else in the cache may become a distractor.
     dirs = ["*"] if corpus is False else [f"{k}-{v}" for k, v in (CORPUS if corpus is None else corpus).items()]
     for path in sorted(p for d in dirs for p in glob.glob(os.path.join(root, d, "**", "*.py"), recursive=True)):
         with open(path, "rb") as f:
-            data = f.read()
-        chunked = chunk_text(path, data.decode("utf-8", errors="replace"))
-        if not chunked.chunks:
-            continue
-        st = os.stat(path)
-        caller.call(
-            protocol.PutFile(path=path, mtime=st.st_mtime_ns, size=len(data), chunks=chunked.chunks, session_id=None)
-        )
-        n += len(chunked.chunks)
+            n += put_file(caller, path, f.read())
     return n
 
 

@@ -246,11 +246,16 @@ def _def_line(name: str) -> re.Pattern:
     return re.compile(r"^\s*(?:async\s+def|def|class)\s+" + re.escape(name) + r"\b", re.MULTILINE)
 
 
+def _symbols(c: Candidate) -> list:
+    """Every definition a chunk holds: small ones are stored joined (``symbols``)."""
+    joined = c.meta.get("symbols")
+    return joined if isinstance(joined, list) else [c.symbol]
+
+
 def defines(c: Candidate, names: set[str]) -> bool:
     sym = c.symbol
     if sym is not None:
-        joined = c.meta.get("symbols") if isinstance(c.meta.get("symbols"), list) else [sym]
-        if any(isinstance(s, str) and (s in names or s.rsplit(".", 1)[-1] in names) for s in joined):
+        if any(isinstance(s, str) and (s in names or s.rsplit(".", 1)[-1] in names) for s in _symbols(c)):
             return True
         if c.node.get("kind") == "file_chunk":
             return False  # ast already named this chunk's symbols
@@ -270,7 +275,8 @@ def _qualified(c: Candidate, query: str, symbol_query: bool) -> float:
         content = c.node.get("content") or ""
         owner = q.rsplit(".", 1)[0].rsplit(".", 1)[-1]
         return 1.0 if _def_line(owner).search(content) else OTHER_CLASS_SHARE
-    return 1.0 if sym == q or sym.endswith("." + q) or q.endswith("." + sym) else OTHER_CLASS_SHARE
+    same = any(isinstance(s, str) and (s == q or s.endswith("." + q) or q.endswith("." + s)) for s in _symbols(c))
+    return 1.0 if same else OTHER_CLASS_SHARE
 
 
 def _stem_matches(path: str, names: set[str]) -> bool:

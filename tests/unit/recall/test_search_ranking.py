@@ -273,3 +273,48 @@ def test_a_class_qualified_method_query_ranks_that_class_method_above_a_namesake
             assert retry_store.chunk[other] in ranked[1:]  # control: the namesake is still found
     finally:
         c.close()
+
+
+# Captured by a native Read, small methods are stored joined to a bigger
+# neighbour (capture.readSymbolMinBytes): ``Job.run`` lives in the chunk named
+# ``Job.start``, ``Batch.run`` in the one named ``Batch.collect``, which says
+# "run" far more often.
+JOINED = (
+    "class Job:\n"
+    "    def run(self):\n"
+    "        return self.step()\n\n"
+    "    def start(self, when):\n"
+    + "".join(f"        self.slot_{i} = when.plan({i})  # schedule the start of slot {i}\n" for i in range(10))
+    + "\n\nclass Batch:\n"
+    "    def run(self):\n"
+    "        return [job.run() for job in self.jobs]  # run run run: every job's run\n\n"
+    "    def collect(self, results):\n"
+    + "".join(f"        self.part_{i} = results.take({i})  # collect run result {i}\n" for i in range(10))
+)
+
+
+def test_a_class_qualified_method_query_finds_the_method_inside_a_joined_chunk(tmp_path):
+    from memtree import protocol
+    from memtree.eval import payloads
+
+    f = Front(tmp_path, with_writer=True)
+    try:
+        path = os.path.join(f.root, "jobs.py")
+        with open(path, "w") as fh:
+            fh.write(JOINED)
+        stored = f.caller.call(protocol.Ingest(payload=payloads.read(path, JOINED, f.root)))["stored"]
+        f.set_status(stored, "live")
+        named = dict(f.rows("SELECT json_extract(metadata, '$.symbol'), id FROM nodes WHERE kind = 'file_chunk'"))
+        assert set(named) == {"Job.start", "Batch.collect"}  # the shape the test needs: both joined
+        c = store_db.open_read(f.paths.db)
+        try:
+            for query, want, other in (
+                ("Job.run", "Job.start", "Batch.collect"),
+                ("Batch.run", "Batch.collect", "Job.start"),
+            ):
+                ranked = _ids(search.run(c, query, "keyword", {}, 5, abstain=False))
+                assert ranked == [named[want], named[other]], query  # the namesake second, still found
+        finally:
+            c.close()
+    finally:
+        f.close()
