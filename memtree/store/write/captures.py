@@ -307,9 +307,39 @@ def _prepare_nodes(nodes: list, max_bytes: int) -> list:
     ]
 
 
+def _read_chunks(tx: Tx, root: str, mtime) -> list[tuple[str, int, int]]:
+    """(id, start, end) of the live chunks the wrapped read stored for this version of a file."""
+    if not isinstance(mtime, int) or not mtime:
+        return []
+    return [
+        (cid, _line(meta, "start"), _line(meta, "end"))
+        for cid, _status, meta, at in _file_chunks(tx, root, ("live",))
+        if at == mtime and meta.get("origin") == "read"
+    ]
+
+
+def _stored_by_read(read: list[tuple[str, int, int]], meta) -> str | None:
+    """The read chunk a captured chunk repeats, when read's chunks of that version
+    hold all its lines (the two paths cut small symbols differently, so the contents
+    need not be equal): the one that overlaps it most."""
+    start, end = (_line(meta, "start"), _line(meta, "end")) if isinstance(meta, dict) else (0, 0)
+    if not read or not 1 <= start <= end:
+        return None
+    inside = sorted((s, e, cid) for cid, s, e in read if s <= end and e >= start)
+    reach = start
+    for s, e, _ in inside:
+        if s > reach:
+            return None  # a gap (a forgotten chunk): the capture may hold lines read did not keep
+        reach = max(reach, e + 1)
+    if reach <= end:
+        return None
+    return max(inside, key=lambda t: min(t[1], end) - max(t[0], start))[2]
+
+
 def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
     refs: dict[str, str | None] = {}
     roots: dict[str, str] = {}  # a Read's chunks share one file root: found once
+    read_versions: dict[tuple, list] = {}  # (root, mtime) -> that version's chunks stored by the wrapped read
     ids, deduped, refused = [], [], 0
     for n, prep in zip(nodes, prepared):
         parent = n.get("parent") or {}
@@ -330,6 +360,15 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
         else:
             parent_id = session_root(tx, sid) if sid else None
         kind, uri = n.get("kind"), n.get("source_uri")
+        if kind == "file_chunk" and "file" in parent:
+            version = (parent_id, n.get("mtime"))
+            if version not in read_versions:
+                read_versions[version] = _read_chunks(tx, *version)
+            same = _stored_by_read(read_versions[version], n.get("metadata"))
+            if same:  # this version is stored already, as the wrapped read cut it
+                deduped.append(same)
+                refs[n.get("ref")] = None
+                continue
         if kind == "tool_output":
             digest = content_hash(prep[0])
             dup = recent_output(tx, digest)
@@ -369,16 +408,18 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
 
 
 def shown_id(tx: Tx, node_id: str) -> str:
-    """The id to give the agent for a just-stored capture: a Read's chunk names
-    its file's root (``recall ids=<root>`` shows the file as stored); the
+    """The id to give the agent for a just-stored capture: a Read's chunk (or
+    the wrapped read's chunk that made it a duplicate) names its file's root (``recall ids=<root>`` shows the file as stored); the
     filter walker drops a pending node whose content equals a live node's, so
     otherwise name that live node."""
     row = tx.db.execute(
         "SELECT n.kind, n.metadata, p.kind, p.id FROM nodes n JOIN nodes p ON p.id = n.parent_id WHERE n.id = ?",
         (node_id,),
     ).fetchone()
-    if row and row[0] == "file_chunk" and row[2] == "file" and "read" in orjson.loads(row[1]):
-        return row[3]
+    if row and row[0] == "file_chunk" and row[2] == "file":
+        meta = orjson.loads(row[1])
+        if "read" in meta or meta.get("origin") == "read":  # a Read's chunk, or the one read stored instead
+            return row[3]
     where, params = status_clause("o", LIVE)
     row = tx.db.execute(
         # INDEXED BY: without it SQLite walked every live node (nodes_status_created) for each

@@ -128,6 +128,38 @@ def test_read_of_a_file_the_hook_captured_supersedes_the_capture_without_calling
     assert reasons == {"re-chunked by read (same file version)"}
 
 
+def test_a_capture_of_a_version_the_read_stored_stores_nothing_new_and_names_reads_chunks(h):
+    """read cuts one chunk per symbol, a native Read joins small ones (capture.readSymbolMinBytes):
+    the contents differ, so the filter's hash check alone would keep both copies of every line."""
+    from memtree import protocol
+    from memtree.eval import payloads
+
+    text = "".join(f"def handler_{k}(request):\n    return request.get('k{k}') * {k}\n\n\n" for k in range(40))
+    full = h.write("pkg/handlers.py", text)
+    h.run(read, "pkg/handlers.py")
+    read_ids = {r[0] for r in h.rows("SELECT id FROM nodes WHERE kind = 'file_chunk' AND status = 'live'")}
+    assert len(read_ids) == 40
+
+    def capture(content: str, start: int = 1, tool_use_id: str = "toolu_1"):
+        payload = payloads.read(full, content, h.root, tool_use_id=tool_use_id, start=start)
+        return h.run(lambda svc: svc.call(protocol.Ingest(payload=payload)))
+
+    def chunk_count() -> int:
+        return h.rows("SELECT count(*) FROM nodes WHERE kind = 'file_chunk'")[0][0]
+
+    whole = capture(text)
+    assert whole["stored"] == [] and set(whole["deduped"]) <= read_ids and whole["deduped"], whole
+    lines = split_lines(text)
+    part = capture("".join(lines[20:60]), start=21, tool_use_id="toolu_2")  # an offset/limit slice
+    assert part["stored"] == [] and set(part["deduped"]) <= read_ids and part["deduped"], part
+    assert chunk_count() == 40
+    # Control: another version of the file is stored (joined, so fewer chunks than read's 40).
+    os.utime(full, ns=(os.stat(full).st_atime_ns, os.stat(full).st_mtime_ns + 10**9))
+    changed = capture(text, tool_use_id="toolu_3")
+    assert changed["stored"] and not changed.get("deduped"), changed
+    assert chunk_count() == 40 + len(changed["stored"])
+
+
 @pytest.mark.parametrize("budget", [1, 5, 20, 100, 1000, None])
 def test_budget_is_never_exceeded(h, budget):
     rel, _ = _copy_source(h)
