@@ -102,9 +102,17 @@ class Front:
             if self.svc is None:
                 self.ctx = self.ctx or await anyio.to_thread.run_sync(load_context)
                 svc_mod = await anyio.to_thread.run_sync(importlib.import_module, "memtree.front.services")
-                self.svc = svc_mod.Services(self.ctx.config, self.ctx.paths, src=self.ctx.name)
+                self.svc = svc_mod.Services(
+                    self.ctx.config, self.ctx.paths, src=self.ctx.name, expect_embedder=self._embedder_started()
+                )
                 self.svc.task_group = self.task_group
             return self.svc
+
+    def _embedder_started(self) -> bool:
+        """A supervisor started this front (``memtree serve``) with an embed walker beside it."""
+        from memtree.supervisor.spec import enabled
+
+        return bool(self.ctx.hb_endpoint) and enabled(self.ctx.config, "walker.embed")
 
     async def run_tool(self, spec, arguments: dict) -> CallToolResult:
         from memtree.errors import MemtreeError

@@ -104,6 +104,12 @@ def importable(module: str) -> bool:
         return False
 
 
+def enabled(config, name: str) -> bool:
+    """Whether the config's ``actors`` section leaves actor ``name`` on (the default)."""
+    entry = (config.data.get("actors") or {}).get(name)
+    return not isinstance(entry, dict) or entry.get("enabled", True) is not False
+
+
 def child_specs(config, front: bool) -> list[ChildSpec]:
     """The children to run, in start order, after the config's ``actors`` section.
 
@@ -119,7 +125,7 @@ def child_specs(config, front: bool) -> list[ChildSpec]:
         module = entry.get("module", module)
         if name == FRONT and not front:
             continue
-        if not entry.get("enabled", True):
+        if not enabled(config, name):
             log.info("%s: disabled by config", name)
             continue
         if not importable(module):

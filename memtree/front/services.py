@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 CONNECT_WAIT_MS = 1500
 # After a missed query embedding, how long the next one may wait (see embed_query).
 EMBED_PROBE_MS = 50
+# The first query embedding of a front the supervisor started beside an embed walker:
+# the walker may still be starting or loading its model (a session's first recall
+# came back keyword-only), so it waits this long once, socket included.
+EMBED_COLD_MS = 5000
 WRITER_DOWN = "memtree is read-only right now: the writer is not running (memtree ctl status)"
 
 
@@ -84,6 +88,7 @@ class Services:
         session_id: str | None = None,
         src: str = "mcp",
         zctx: zmq.asyncio.Context | None = None,
+        expect_embedder: bool = False,
     ):
         self.config = config
         self.paths = paths
@@ -100,6 +105,7 @@ class Services:
         )
         self._embed_lock = anyio.Lock()
         self._embed_missed = False  # the last query embedding did not arrive in time
+        self._embed_cold = expect_embedder  # no query embedding tried yet, and a walker is starting with us
         # One read-only connection per thread: apsw refuses concurrent use of
         # one connection, and reads run in worker threads (see run_sync).
         self._dbs: dict[int, apsw.Connection] = {}
@@ -139,14 +145,22 @@ class Services:
         (stopped, busy, not running, no model): the caller degrades to keyword.
         After a miss the next query waits only EMBED_PROBE_MS (the walker
         answers in about a millisecond when it runs), so a stopped walker does
-        not add the whole bound to every search; an answer restores the bound."""
+        not add the whole bound to every search; an answer restores the bound.
+        The first query of a front started beside an embed walker waits up to
+        EMBED_COLD_MS, for the walker's socket too: it may still be loading."""
         timeout_ms = int(self.config.walkers.embedQueryTimeoutMs if timeout_ms is None else timeout_ms)
-        if not os.path.exists(socket_path(self.paths.endpoint(protocol.SOCK_EMBED))):
+        cold, self._embed_cold = self._embed_cold, False
+        if cold:
+            timeout_ms = max(timeout_ms, EMBED_COLD_MS)
+        sock = socket_path(self.paths.endpoint(protocol.SOCK_EMBED))
+        if not cold and not os.path.exists(sock):
             return None  # no embed walker has bound here: do not wait for one
         if self._embed_missed:
             timeout_ms = min(timeout_ms, EMBED_PROBE_MS)
         result = None
         with anyio.move_on_after(timeout_ms / 1000):
+            while not os.path.exists(sock):  # only when cold: the walker binds once its model is loaded
+                await anyio.sleep(0.05)
             async with self._embed_lock:  # one DEALER: queries take turns inside the same bound
                 try:
                     result = await self._embedder.call(protocol.EmbedQuery(text=text), timeout_ms)

@@ -25,9 +25,10 @@ def letter_vector(text: str) -> list[float]:
 
 
 class OllamaStandIn(JsonStandIn):
-    def __init__(self, models=("test-embed",), delay_s: float = 0.0):
+    def __init__(self, models=("test-embed",), delay_s: float = 0.0, first_delay_s: float = 0.0):
         super().__init__()
         self.models, self.delay_s = set(models), delay_s
+        self.first_delay_s = first_delay_s  # the first request only: a model still loading (Ollama's cold start)
 
     def handle(self, path, headers, body):
         if path != "/api/embed":
@@ -35,7 +36,8 @@ class OllamaStandIn(JsonStandIn):
         if body.get("model") not in self.models:
             return 404, {"error": f'model "{body.get("model")}" not found, try pulling it first'}
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        time.sleep(self.delay_s)  # a big model on a CPU: slower than the supervisor's heartbeat window
+        first, self.first_delay_s = self.first_delay_s, 0.0
+        time.sleep(self.delay_s + first)  # a big model on a CPU: slower than the supervisor's heartbeat window
         return 200, {
             "model": body["model"],
             "embeddings": [letter_vector(t) for t in inputs],

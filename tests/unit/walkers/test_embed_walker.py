@@ -170,3 +170,38 @@ def test_a_slow_ollama_batch_does_not_get_the_walker_killed_as_hung(system_facto
         wait_until(lambda: node in vectors(s.paths), timeout=COLD_START_S, what="the slow batch stored")
         row = s.actor("walker.embed")
         assert (row["pid"], row["restarts"], row["state"]) == (pid, 0, "RUNNING")
+
+
+def test_a_fronts_first_query_waits_for_a_walker_still_loading_its_model(system):
+    """The first recall of a session comes while the embed walker may still be loading
+    (here: Ollama's first answer, its dimension probe, takes 2 s; the walker binds its
+    socket once loaded). A front the supervisor started beside the walker waits for it
+    once (EMBED_COLD_MS, the socket included). Control: a front with the ordinary bound
+    gives up meanwhile, which is what left a session's first recall keyword-only."""
+    import anyio
+
+    from memtree.front.services import Services
+
+    with OllamaStandIn(first_delay_s=2.0) as ollama:
+        paths, _w = system({"embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url}})
+        config = make_config({"embeddingModel": "ollama:test-embed", "ollama": {"url": ollama.url}})
+        plain = Services(config, paths, session_id="t1", src="test")
+        cold = Services(config, paths, session_id="t2", src="test", expect_embedder=True)
+
+        async def first_queries():
+            missed = await plain.embed_query("alpha beta")  # inside the walker's load: 300 ms is not enough
+            got = await cold.embed_query("alpha beta")
+            return missed, got
+
+        try:
+            missed, got = anyio.run(first_queries)
+        finally:
+            plain.close()
+            cold.close()
+        assert missed is None
+        assert got is not None and got["model"] == "ollama:test-embed"
+        assert np.allclose(
+            np.asarray(got["vector"]), letter_vector("alpha beta") / np.linalg.norm(letter_vector("alpha beta"))
+        )
+        probes = [r for r in ollama.requests if r["path"] == "/api/embed"]
+        assert len(probes) == 2  # the dimension probe, then the query: nothing retried or lost
