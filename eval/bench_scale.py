@@ -257,26 +257,35 @@ def seed(endpoint: str, db_path: str, source, target: int) -> int:
     threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(CLIENTS)]
     for t in threads:
         t.start()
-    t0 = last_t = time.monotonic()
-    last_n = start
+    progress = Progress(start)
     while not done.is_set():
         time.sleep(0.5)
         n = node_count(db_path)
         if n >= target:
             done.set()
-        now = time.monotonic()
-        if now - last_t >= PROGRESS_S:
-            print(
-                f"  seeding: {n} nodes, {(n - last_n) / (now - last_t):.0f} nodes/s lately,"
-                f" {(n - start) / (now - t0):.0f} on average; {load()}",
-                flush=True,
-            )
-            last_t, last_n = now, n
+        progress.tick(
+            n, lambda lately, average: f"  seeding: {n} nodes, {lately:.0f} nodes/s lately, {average:.0f} on average"
+        )
     for t in threads:
         t.join()
     if errors:
         raise errors[0]
     return sent[0]
+
+
+class Progress:
+    """A line every PROGRESS_S while a count grows: ``line(rate lately, rate on average)``, the load appended."""
+
+    def __init__(self, start: int):
+        self.t0 = self.last_t = time.monotonic()
+        self.start = self.last_n = start
+
+    def tick(self, n: int, line) -> None:
+        now = time.monotonic()
+        if now - self.last_t >= PROGRESS_S:
+            lately, average = (n - self.last_n) / (now - self.last_t), (n - self.start) / (now - self.t0)
+            print(f"{line(lately, average)}; {load()}", flush=True)
+            self.last_t, self.last_n = now, n
 
 
 def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
@@ -419,20 +428,17 @@ def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: 
         procs["walker.embed"] = recall_eval.start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
         prober.start()
         vec_count = "SELECT count(*) FROM nodes_vec"
-        last_t, last_v = t0, conn.execute(vec_count).fetchone()[0]
+        progress = Progress(conn.execute(vec_count).fetchone()[0])
         try:
             while True:
                 time.sleep(5.0)
                 if procs["walker.embed"].poll() is not None:
                     raise SystemExit("the embed walker died; see its log")
-                now, nvec = time.monotonic(), conn.execute(vec_count).fetchone()[0]
-                if now - last_t >= PROGRESS_S:
-                    print(
-                        f"  draining: {nvec} vectors, {(nvec - last_v) / (now - last_t):.0f}/s lately;"
-                        f" {len(busy)} probes so far; {load()}",
-                        flush=True,
-                    )
-                    last_t, last_v = now, nvec
+                nvec = conn.execute(vec_count).fetchone()[0]
+                progress.tick(
+                    nvec,
+                    lambda lately, _: f"  draining: {nvec} vectors, {lately:.0f}/s lately; {len(busy)} probes so far",
+                )
                 # Drained: the oldest live chunk without a vector is none of the seeded ones (the
                 # probes' own captures come after t0).
                 oldest = backlog(conn, model, 1, EMBED_KINDS)
