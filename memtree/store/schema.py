@@ -180,6 +180,15 @@ def m005_vector_index(db) -> None:
     """)
 
 
+@migration
+def m006_planner_stats(db) -> None:
+    # Fixed planner statistics (memtree/store/planner_stats.py): without them SQLite
+    # walked a whole-store index (every live node) for a file's or a node's few children.
+    from memtree.store.planner_stats import pin
+
+    pin(db)
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -10,8 +10,12 @@ explained by SQLite itself (EXPLAIN QUERY PLAN)."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from memtree.store import db as store_db
-from memtree.store import triage, vectors
+from memtree.store import reads, subtrees, triage, vectors
 from memtree.store.write import captures, mutations
 from memtree.store.write.mutations import Tx
 from tests.support import test_config as make_config
@@ -33,7 +37,7 @@ def plans(conn, call) -> list[str]:
     return [
         " | ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings or ()))
         for sql, bindings in seen
-        if " nodes n" in sql
+        if re.search(r"\bFROM nodes [a-z]\b", sql)
     ]
 
 
@@ -44,38 +48,55 @@ def uses_index(conn, call, index: str) -> list[str]:
     return found
 
 
-def test_root_and_dedupe_lookups_use_the_uri_and_hash_indexes(tmp_path):
+@pytest.fixture()
+def write_conn(tmp_path):
     conn = store_db.open_write(str(tmp_path / "store.db"))
-    try:
-        tx = Tx(conn, make_config(), "test")
-        uses_index(conn, lambda: mutations._find_root(tx, "file", "file:///p/a.py"), "nodes_source")
-        uses_index(conn, lambda: captures.recent_output(tx, "ab" * 32), "nodes_hash")
-    finally:
-        conn.close()
+    yield conn
+    conn.close()
 
 
-def test_walker_hash_lookups_use_the_hash_index(tmp_path):
+@pytest.fixture()
+def read_conn(tmp_path):
+    """A walker's read connection on a new store."""
     path = str(tmp_path / "store.db")
     store_db.open_write(path).close()
     conn = store_db.open_read(path)
-    try:
-        hashes = ["ab" * 32, "cd" * 32]
-        uses_index(conn, lambda: triage.live_owners(conn, hashes), "nodes_hash")
-        uses_index(conn, lambda: vectors.embedded_hashes(conn, hashes, "m"), "nodes_hash")
-    finally:
-        conn.close()
+    yield conn
+    conn.close()
 
 
-def test_pending_batch_reads_its_batch_in_index_order(tmp_path):
+def test_writer_lookups_use_the_uri_hash_and_parent_indexes(write_conn):
+    tx = Tx(write_conn, make_config(), "test")
+    uses_index(write_conn, lambda: mutations._find_root(tx, "file", "file:///p/a.py"), "nodes_source")
+    uses_index(write_conn, lambda: captures.recent_output(tx, "ab" * 32), "nodes_hash")
+    # A capture's check against the chunks read stored for that file version: one file's children.
+    uses_index(write_conn, lambda: captures._read_chunks(tx, "01ROOT", 123), "nodes_parent")
+
+
+def test_child_lookups_use_the_parent_index(read_conn):
+    """A node's few children, not every live node of the store (the planner's statistics:
+    memtree/store/planner_stats.py; before them SQLite walked nodes_status_created or
+    nodes_kind_created for these)."""
+    for call in (
+        lambda: reads.children(read_conn, "01PARENT"),
+        lambda: reads.child_ids(read_conn, "01PARENT"),
+        lambda: reads.file_chunks(read_conn, "01ROOT"),
+        lambda: reads.chunk_ids_by_start(read_conn, "01ROOT"),
+        lambda: subtrees.children(read_conn, "01PARENT", 10),
+    ):
+        uses_index(read_conn, call, "nodes_parent")
+
+
+def test_walker_hash_lookups_use_the_hash_index(read_conn):
+    hashes = ["ab" * 32, "cd" * 32]
+    uses_index(read_conn, lambda: triage.live_owners(read_conn, hashes), "nodes_hash")
+    uses_index(read_conn, lambda: vectors.embedded_hashes(read_conn, hashes, "m"), "nodes_hash")
+
+
+def test_pending_batch_reads_its_batch_in_index_order(read_conn):
     """No sort of every pending row per pass (a filter behind a flood fell further behind)."""
-    path = str(tmp_path / "store.db")
-    store_db.open_write(path).close()
-    conn = store_db.open_read(path)
-    try:
-        found = uses_index(conn, lambda: triage.pending_batch(conn, 256), "nodes_status_created")
-        assert not any("TEMP B-TREE FOR ORDER BY" in p for p in found), found  # the last term's tie-break only
-    finally:
-        conn.close()
+    found = uses_index(read_conn, lambda: triage.pending_batch(read_conn, 256), "nodes_status_created")
+    assert not any("TEMP B-TREE FOR ORDER BY" in p for p in found), found  # the last term's tie-break only
 
 
 def test_shown_id_finds_the_live_copy_by_hash(tmp_path):
