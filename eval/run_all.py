@@ -1,5 +1,5 @@
 """`make bench`: every benchmark in turn (core, writer, redact, hook, tools, idle, robust, doctor, storage, embed,
-recall eval, broad recall eval, search by mode, search at scale, context A/B, the month-of-use soak), figures to stdout."""
+recall eval, broad recall eval, search by mode, search at scale, child lookups by store size, context A/B, the month-of-use soak), figures to stdout."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from memtree.eval import (
     bench_embed,
     bench_hook,
     bench_idle,
+    bench_plans,
     bench_redact,
     bench_robust,
     bench_scale,
@@ -41,6 +42,7 @@ def main() -> int:
         ("broad recall", broad_eval),
         ("search", bench_search),
         ("scale", bench_scale),
+        ("child lookups with and without the pinned planner statistics", bench_plans),
         ("context A/B (real Claude Code CLI)", context_ab),
         # Last: hours at full scale, and it exits 1 when one of issue 17's soak goals is not met.
         ("soak (a month of use: 300 sessions x 200 captures)", soak),
