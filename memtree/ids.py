@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# base64's RFC 4648 base32 digits -> Crockford's: one C-level pass instead of 26 Python steps a ULID.
+_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _ALPHABET.encode())
 _last = (0, 0)
 
 
@@ -19,7 +22,8 @@ def ulid(now_ms: int | None = None) -> str:
         rand = int.from_bytes(os.urandom(10), "big")
     _last = (ms, rand)
     value = (ms << 80) | (rand & ((1 << 80) - 1))
-    return "".join(_ALPHABET[(value >> shift) & 31] for shift in range(125, -1, -5))
+    # 20 bytes are 32 digits; the value's 130 bits (two leading zeros) are the last 26.
+    return base64.b32encode(value.to_bytes(20, "big"))[6:].translate(_CROCKFORD).decode()
 
 
 def now_ms() -> int:
