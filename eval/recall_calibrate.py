@@ -141,12 +141,42 @@ def grid_report(rows: list[dict], with_similarity: bool) -> dict:
     }
 
 
+WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
+
+
+def name_queries(queries: list[tuple[str, str, list]]) -> list[tuple[str, str, list]]:
+    """A lookup by name for each documented def the docstring queries name (``Class.method``)."""
+    seen = {q[2][0] for q in queries if q[0] == "docstring"}
+    return [("name", gold.rsplit(":", 1)[1], [gold]) for gold in sorted(seen)]
+
+
+def fusion_sweep(conn, root: str, queries, vectors) -> dict[float, dict[str, dict]]:
+    """Hybrid R@10 / MRR@10 by query kind at each semantic weight of the fusion."""
+    from memtree.recall import search
+
+    out: dict[float, dict[str, dict]] = {}
+    embedded = [(kind, text, recall_eval.gold_ranges(root, gold), vectors(text)) for kind, text, gold in queries]
+    for w in WEIGHTS:
+        by_kind: dict[str, list[dict]] = {}
+        for kind, text, gold, vec in embedded:
+            res = search.run(conn, text, "hybrid", {}, 10, query_vector=vec, semantic_weight=w)
+            spans = [recall_eval.hit_span(c.node, root) for c in res.hits]
+            by_kind.setdefault(kind, []).append(recall_eval.metrics(spans, gold))
+        out[w] = {k: {m: sum(r[m] for r in rows) / len(rows) for m in ("recall", "mrr")} for k, rows in by_kind.items()}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from memtree.recall import search
     from memtree.store import db as store_db
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", help="where the sdists are kept (default ~/.cache/memtree-eval)")
+    ap.add_argument(
+        "--fusion",
+        action="store_true",
+        help="also sweep the fusion's semantic weight (docstring and name queries, equal say)",
+    )
     args = ap.parse_args(argv)
     cache = recall_eval.cache_dir(args.cache)
     src = recall_eval.fetch(cache, CALIBRATION, "calibration")
@@ -166,6 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         conn = store_db.open_read(paths.db)
         try:
             results = recall_eval.run_queries(conn, root, queries, vectors)
+            answerable = [q for q in queries if q[0] != "none"]
+            sweep = (
+                fusion_sweep(conn, root, answerable + name_queries(answerable), vectors)
+                if args.fusion and vectors
+                else {}
+            )
         finally:
             conn.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -184,6 +220,13 @@ def main(argv: list[str] | None = None) -> int:
         for name, point in grid_report(hyb, True).items():
             print(f"  hybrid {name}: {point}")
     print(f"in use: keyword {search.WEAK_KEYWORD_FLOOR}, hybrid {search.WEAK_FLOORS}")
+    if sweep:
+        print("fusion: semantic weight -> hybrid R@10 / MRR@10 by kind (choose: the best mean MRR of the kinds)")
+        for w, kinds in sweep.items():
+            cells = "  ".join(f"{k} {v['recall']:.3f} / {v['mrr']:.3f}" for k, v in sorted(kinds.items()))
+            print(f"  {w:>4}: {cells}  mean MRR {sum(v['mrr'] for v in kinds.values()) / len(kinds):.3f}")
+        best = max(sweep, key=lambda w: sum(v["mrr"] for v in sweep[w].values()))
+        print(f"  best {best}; in use {search.SEMANTIC_WEIGHT}")
     return 0
 
 

@@ -137,6 +137,11 @@ def keyword(conn, query: str, filters: dict, limit: int) -> list[tuple[dict, flo
 
 CANDIDATES = 100  # per retriever, before ranking
 RRF_K = 60
+# A semantic rank's share in the fusion, against 1 for a keyword rank. Swept on the
+# calibration set (eval/recall_calibrate.py --fusion: docstring and name queries, code1,
+# 2026-12-02): mean MRR@10 0.714-0.721 from 0.5 to 3, flat (ranking decides more than the
+# fused base), so the plain RRF stays.
+SEMANTIC_WEIGHT = 1.0
 # Weak-evidence floors (eval/recall_calibrate.py; see the module docstring): the
 # fewest answerable queries flagged among the floors flagging >= 70 % of the
 # no-answer ones, on its 340 docstring + 150 no-answer queries (2026-12-01):
@@ -326,9 +331,10 @@ def _idf(conn, query: str, memo: dict | None = None) -> dict[str, float]:
     return {t: by_word.get(w, 0.0) for t, w in surface.items()}
 
 
-def fuse(kw_rows, sem_rows) -> list[ranking.Candidate]:
-    """Reciprocal Rank Fusion (k=60) of keyword and semantic candidates;
-    ``base`` is the fused score over the best one's."""
+def fuse(kw_rows, sem_rows, semantic_weight: float = 1.0) -> list[ranking.Candidate]:
+    """Reciprocal Rank Fusion (k=60) of keyword and semantic candidates, a
+    semantic rank counting ``semantic_weight`` times a keyword one; ``base``
+    is the fused score over the best one's."""
     cands: dict[str, ranking.Candidate] = {}
     for rank, (node, _score, snip) in enumerate(kw_rows, 1):
         cands[node["id"]] = ranking.Candidate(node, 0.0, snip, keyword_rank=rank)
@@ -336,7 +342,9 @@ def fuse(kw_rows, sem_rows) -> list[ranking.Candidate]:
         c = cands.get(node["id"]) or cands.setdefault(node["id"], ranking.Candidate(node, 0.0))
         c.semantic_rank, c.similarity = rank, sim
     for c in cands.values():
-        c.base = sum(1.0 / (RRF_K + r) for r in (c.keyword_rank, c.semantic_rank) if r is not None)
+        c.base = (1.0 / (RRF_K + c.keyword_rank) if c.keyword_rank is not None else 0.0) + (
+            semantic_weight / (RRF_K + c.semantic_rank) if c.semantic_rank is not None else 0.0
+        )
     top = max((c.base for c in cands.values()), default=0.0) or 1.0
     for c in cands.values():
         c.base /= top
@@ -396,13 +404,15 @@ def run(
     vector_note: str | None = None,
     group_files: bool = False,
     abstain: bool = True,
+    semantic_weight: float | None = None,
 ) -> Outcome:
     """Search in ``mode``. ``query_vector`` is the query's embedding
     (``{"model", "dim", "vector"}``, as the embed walker answers); None means
     none arrived in time (``vector_note`` says why): hybrid then degrades to
     keyword and says so, semantic raises. The best hits come back whenever
     there is a candidate, ``weak`` when their evidence is under the floors;
-    ``abstain=False`` also keeps every hit KNN reached (no per-hit floor)."""
+    ``abstain=False`` also keeps every hit KNN reached (no per-hit floor);
+    ``semantic_weight``: the fusion's (SEMANTIC_WEIGHT unless the calibration asks)."""
     filters = filters or {}
     fts_query(query)  # validates the query for every mode
     requested, degraded = mode, None
@@ -429,7 +439,7 @@ def run(
     memo: dict = {}  # document frequencies, counted once for the MATCH and the IDF
     kw_rows = keyword_candidates(conn, query, filters, memo=memo) if mode != "semantic" else []
     if mode == "hybrid":
-        cands = fuse(kw_rows, sem_rows)
+        cands = fuse(kw_rows, sem_rows, SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
     elif mode == "semantic":
         cands = fuse([], sem_rows)
     else:
