@@ -410,9 +410,10 @@ def _store_plan(tx: Tx, sid: str | None, nodes: list, prepared: list) -> dict:
 
 def shown_id(tx: Tx, node_id: str) -> str:
     """The id to give the agent for a just-stored capture: a Read's chunk (or
-    the wrapped read's chunk that made it a duplicate) names its file's root (``recall ids=<root>`` shows the file as stored); the
-    filter walker drops a pending node whose content equals a live node's, so
-    otherwise name that live node."""
+    the wrapped read's chunk that made it a duplicate) names its file's root
+    (``recall ids=<root>`` shows the file as stored); the filter walker drops
+    a pending node whose content equals a live node's, so otherwise name that
+    live node."""
     row = tx.db.execute(
         "SELECT n.kind, n.metadata, p.kind, p.id FROM nodes n JOIN nodes p ON p.id = n.parent_id WHERE n.id = ?",
         (node_id,),
