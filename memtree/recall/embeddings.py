@@ -4,9 +4,10 @@ The default (``embeddingModel: "local"``) is a static embedding model that
 ships inside a registry package, so nothing is downloaded at run time and it
 works offline: WordLlama's ``l2_supercat`` table (32k tokens x 256 dims, a
 16 MB safetensors file inside the ``wordllama`` wheel), adapted to code: the
-text prepared by memtree.recall.code_text, each row scaled by a weight
-learned offline (``wordllama_code1.npz``, eval/train_code_embed.py). A text's
-vector is the mean of its tokens' weighted rows, L2-normalised: no neural
+text prepared by memtree.recall.code_text, each row moved by a learned delta
+and scaled by a learned weight (``wordllama_code2.npz``, trained offline by
+eval/train_code_embed.py; the adapted table is built once at load). A text's
+vector is the mean of its tokens' adapted rows, L2-normalised: no neural
 network runs, so there is no torch, no onnxruntime, and a batch of 32 code
 chunks takes ~10 ms.
 
@@ -48,9 +49,9 @@ from memtree.runtime import optional
 # A new name whenever what a vector means changes (the text preparation, the
 # adaptation): stored vectors of another name are refused as mixed and
 # ``memtree reembed`` rebuilds them.
-LOCAL_MODEL = "wordllama-l2-supercat-256-code1"
+LOCAL_MODEL = "wordllama-l2-supercat-256-code2"
 RAW_MODEL = "wordllama-l2-supercat-256"  # the table alone, raw text: what the adaptation is trained from
-ADAPTATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wordllama_code1.npz")
+ADAPTATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wordllama_code2.npz")
 MAX_CHARS = 20000  # a static model's mean barely moves past this; keeps tokenizing bounded
 MAX_TOKENS = 4096
 PROBE_TIMEOUT_S = 5.0
@@ -89,16 +90,54 @@ def _no_word_cache(tokenizer) -> None:
         resize(0)
 
 
+ADAPTATION_BLOCK = 4096  # delta rows decoded at a time: the float32 deltas never exist whole
+
+
+def adapted_table(table, art: dict, what: str = "the adaptation"):
+    """The table a code2 artifact makes, ``(E + delta) * token_weight`` per row, as a
+    float32 copy of ``table`` (V x dim). ``art`` holds ``token_weight`` (V,) and,
+    optional, the rows the training moved: ``delta_rows`` (n,) their indices,
+    ``delta_q`` (n x dim) int8 and ``delta_scale`` (n,) a scale each (delta =
+    q * scale). A shape that does not fit is refused naming every size."""
+    import numpy as np
+
+    V, dim = table.shape
+    weight, rows, q, scale = (art.get(k) for k in ("token_weight", "delta_rows", "delta_q", "delta_scale"))
+    delta = [a is not None for a in (rows, q, scale)]
+    if (
+        weight is None
+        or weight.shape != (V,)
+        or (any(delta) and not all(delta))
+        or (
+            all(delta)
+            and (
+                rows.ndim != 1
+                or q.shape != (rows.shape[0], dim)
+                or scale.shape != rows.shape
+                or (rows.size and not (0 <= rows.min() and rows.max() < V))
+            )
+        )
+    ):
+        shapes = ", ".join(f"{k} {tuple(a.shape)}" for k, a in sorted(art.items()))
+        raise ProviderUnavailable(f"{what} ({shapes}) does not fit the table of shape {tuple(table.shape)}")
+    out = np.array(table, dtype=np.float32)
+    if rows is not None:
+        for i in range(0, rows.shape[0], ADAPTATION_BLOCK):
+            part = slice(i, i + ADAPTATION_BLOCK)
+            out[rows[part]] += q[part].astype(np.float32) * scale[part, None].astype(np.float32)
+    out *= weight[:, None].astype(np.float32)
+    return out
+
+
 class StaticProvider(Provider):
     """Mean of static token vectors (WordLlama's bundled table), adapted to code.
 
     The text is first prepared by memtree.recall.code_text (identifiers split
     into words, keywords and punctuation dropped) and each token's row is
-    scaled by a learned weight from ``wordllama_code1.npz``
-    (eval/train_code_embed.py: trained once, offline, numpy only, on
-    docstring/code pairs of pinned sdists; a 256 x 256 map after pooling
-    when the file has one). With ``adapt=False``: the raw table on raw text,
-    the training script's base."""
+    ``(row + delta) * weight``, both learned (``wordllama_code2.npz``, see
+    adapted_table; eval/train_code_embed.py: trained once, offline, numpy
+    only, on docstring/code pairs of pinned sdists). With ``adapt=False``:
+    the raw table on raw text, the training script's base."""
 
     name = LOCAL_MODEL
 
@@ -128,22 +167,13 @@ class StaticProvider(Provider):
         _no_word_cache(self.tokenizer)
         # float16 halves the resident table (16 MB, not 32); means are taken in float32.
         table = load_file(weights)["embedding.weight"]
-        self.mapping = None
         self.prepare = None
         if adapt:
             from memtree.recall import code_text
 
             with numpy.load(ADAPTATION, allow_pickle=False) as art:
-                weight = art["token_weight"].astype(numpy.float32)
-                mapping = art["map"].astype(numpy.float32) if "map" in art.files else None
-            if weight.shape != (table.shape[0],) or (
-                mapping is not None and mapping.shape != (table.shape[1], table.shape[1])
-            ):
-                raise ProviderUnavailable(
-                    f"{os.path.basename(ADAPTATION)} does not fit the table of shape {table.shape}"
-                )
-            table = table * weight[:, None]
-            self.mapping, self.prepare = mapping, code_text.prepare
+                table = adapted_table(table, {k: art[k] for k in art.files}, os.path.basename(ADAPTATION))
+            self.prepare = code_text.prepare
         else:
             self.name = RAW_MODEL
         self.table = table.astype(numpy.float16)
@@ -164,8 +194,6 @@ class StaticProvider(Provider):
             ids = ids[ids < rows]
             if ids.size:
                 out[i] = self.table[ids].mean(axis=0, dtype=np.float32)
-        if self.mapping is not None:
-            out = out @ self.mapping
         return _normalise(out)
 
 
@@ -236,7 +264,7 @@ class Model2VecProvider(Provider):
         self.table = table.astype(numpy.float16)
         self.dim = int(table.shape[1])
 
-    prepare = mapping = None  # the raw table on raw text: StaticProvider.embed, unadapted
+    prepare = None  # the raw table on raw text: StaticProvider.embed, unadapted
     embed = StaticProvider.embed
 
 

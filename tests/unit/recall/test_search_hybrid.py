@@ -45,12 +45,15 @@ def median(values):
 # Shares no word with to_celsius (nor with anything else stored).
 PARAPHRASE = "weather thermometer reading"
 # For the fusion test: one note matches the query both ways, one only by its
-# words (repeated, in a long unrelated text), one only by meaning.
+# words (repeated, in a long unrelated text), one only by meaning. code2's vectors
+# put the meaning-only note nearer to the words-only one (cosine to the query 0.28
+# against 0.32; code1 0.35 against 0.28), so the unrelated text is longer (and the
+# words repeated more, to keep the keyword lead): 0.23 for the words-only note.
 QUERY = "retry a failing network call"
 BOTH = "with_retries: call the function again when the network call is failing, up to three attempts"
 WORDS_ONLY = (
-    "retry a failing network call; " * 10 + "The quarterly calendar lists holidays, "
-    "month names, leap years, weekday headers, and the spelling of every public festival. " * 10
+    "retry a failing network call; " * 15 + "The quarterly calendar lists holidays, "
+    "month names, leap years, weekday headers, and the spelling of every public festival. " * 20
 )
 MEANING_ONLY = "re-send remote requests after connectivity errors"
 
