@@ -545,8 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     for rank in RANKS:
         decoded, size = low_rank(D, rank)
         dev_figures(f"weights, deltas rank {rank} ({size // 1024} KB)", (base.table + decoded) * w[:, None])
-    data = npz_bytes(int8_rows(w, D))
-    dev_figures(f"shipped: moved rows int8 ({len(data) // 1024} KB)", adapted(int8_rows(w, D)))
+    art = int8_rows(w, D)
+    data = npz_bytes(art)
+    dev_figures(f"shipped: moved rows int8 ({len(data) // 1024} KB)", adapted(art))
     with open(args.out, "wb") as f:
         f.write(data)
     print(f"wrote {args.out} ({len(data) // 1024} KB, sha256 {hashlib.sha256(data).hexdigest()})")
