@@ -141,7 +141,12 @@ def grid_report(rows: list[dict], with_similarity: bool) -> dict:
     }
 
 
-WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
+# (knob, values): the fusion's semantic weight, then ranking's similarity weight, each swept
+# with the other at its value in use.
+SWEEPS = (
+    ("semantic_weight", (0.5, 0.75, 1.0, 1.5, 2.0, 3.0)),
+    ("similarity_weight", (0.0, 0.25, 0.5, 0.75, 1.0, 1.5)),
+)
 
 
 def name_queries(queries: list[tuple[str, str, list]]) -> list[tuple[str, str, list]]:
@@ -150,19 +155,22 @@ def name_queries(queries: list[tuple[str, str, list]]) -> list[tuple[str, str, l
     return [("name", gold.rsplit(":", 1)[1], [gold]) for gold in sorted(seen)]
 
 
-def fusion_sweep(conn, root: str, queries, vectors) -> dict[float, dict[str, dict]]:
-    """Hybrid R@10 / MRR@10 by query kind at each semantic weight of the fusion."""
+def fusion_sweep(conn, root: str, queries, vectors) -> dict[tuple[str, float], dict[str, dict]]:
+    """Hybrid R@10 / MRR@10 by query kind at each (knob, value) of SWEEPS."""
     from memtree.recall import search
 
-    out: dict[float, dict[str, dict]] = {}
+    out: dict[tuple[str, float], dict[str, dict]] = {}
     embedded = [(kind, text, recall_eval.gold_ranges(root, gold), vectors(text)) for kind, text, gold in queries]
-    for w in WEIGHTS:
-        by_kind: dict[str, list[dict]] = {}
-        for kind, text, gold, vec in embedded:
-            res = search.run(conn, text, "hybrid", {}, 10, query_vector=vec, semantic_weight=w)
-            spans = [recall_eval.hit_span(c.node, root) for c in res.hits]
-            by_kind.setdefault(kind, []).append(recall_eval.metrics(spans, gold))
-        out[w] = {k: {m: sum(r[m] for r in rows) / len(rows) for m in ("recall", "mrr")} for k, rows in by_kind.items()}
+    for knob, values in SWEEPS:
+        for w in values:
+            by_kind: dict[str, list[dict]] = {}
+            for kind, text, gold, vec in embedded:
+                res = search.run(conn, text, "hybrid", {}, 10, query_vector=vec, **{knob: w})
+                spans = [recall_eval.hit_span(c.node, root) for c in res.hits]
+                by_kind.setdefault(kind, []).append(recall_eval.metrics(spans, gold))
+            out[(knob, w)] = {
+                k: {m: sum(r[m] for r in rows) / len(rows) for m in ("recall", "mrr")} for k, rows in by_kind.items()
+            }
     return out
 
 
@@ -175,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--fusion",
         action="store_true",
-        help="also sweep the fusion's semantic weight (docstring and name queries, equal say)",
+        help="also sweep the fusion's semantic weight and ranking's similarity weight (docstring and name queries)",
     )
     args = ap.parse_args(argv)
     cache = recall_eval.cache_dir(args.cache)
@@ -221,12 +229,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  hybrid {name}: {point}")
     print(f"in use: keyword {search.WEAK_KEYWORD_FLOOR}, hybrid {search.WEAK_FLOORS}")
     if sweep:
-        print("fusion: semantic weight -> hybrid R@10 / MRR@10 by kind (choose: the best mean MRR of the kinds)")
-        for w, kinds in sweep.items():
-            cells = "  ".join(f"{k} {v['recall']:.3f} / {v['mrr']:.3f}" for k, v in sorted(kinds.items()))
-            print(f"  {w:>4}: {cells}  mean MRR {sum(v['mrr'] for v in kinds.values()) / len(kinds):.3f}")
-        best = max(sweep, key=lambda w: sum(v["mrr"] for v in sweep[w].values()))
-        print(f"  best {best}; in use {search.SEMANTIC_WEIGHT}")
+        from memtree.recall import ranking
+
+        in_use = {"semantic_weight": search.SEMANTIC_WEIGHT, "similarity_weight": ranking.SIMILARITY_WEIGHT}
+        print("fusion and similarity weights -> hybrid R@10 / MRR@10 by kind (choose: the best mean MRR of the kinds)")
+        for knob, _values in SWEEPS:
+            points = {w: kinds for (k, w), kinds in sweep.items() if k == knob}
+            for w, kinds in points.items():
+                cells = "  ".join(f"{k} {v['recall']:.3f} / {v['mrr']:.3f}" for k, v in sorted(kinds.items()))
+                print(f"  {knob} {w:>4}: {cells}  mean MRR {sum(v['mrr'] for v in kinds.values()) / len(kinds):.3f}")
+            best = max(points, key=lambda w: sum(v["mrr"] for v in points[w].values()))
+            print(f"  {knob}: best {best}; in use {in_use[knob]}")
     return 0
 
 

@@ -138,9 +138,9 @@ def keyword(conn, query: str, filters: dict, limit: int) -> list[tuple[dict, flo
 CANDIDATES = 100  # per retriever, before ranking
 RRF_K = 60
 # A semantic rank's share in the fusion, against 1 for a keyword rank. Swept on the
-# calibration set (eval/recall_calibrate.py --fusion: docstring and name queries, code1,
-# 2026-12-02): mean MRR@10 0.714-0.721 from 0.5 to 3, flat (ranking decides more than the
-# fused base), so the plain RRF stays.
+# calibration set (eval/recall_calibrate.py --fusion: docstring and name queries,
+# 2026-12-02): mean MRR@10 0.714-0.721 from 0.5 to 3 with code1, 0.736-0.738 with code2,
+# flat (ranking, not the fused base, decides), so the plain RRF stays.
 SEMANTIC_WEIGHT = 1.0
 # Weak-evidence floors (eval/recall_calibrate.py; see the module docstring): the
 # fewest answerable queries flagged among the floors flagging >= 70 % of the
@@ -149,12 +149,14 @@ SEMANTIC_WEIGHT = 1.0
 # wordllama (0.46, 0.50) flags 70 % and 13.8 %.
 WEAK_KEYWORD_FLOOR = 0.46
 # wordllama code2 (prepared text, learned token weights and row deltas; same set,
-# same rule, 2026-12-02): (0.48, 0.48) flags 71.3 % of no-answer and 6.2 % of
-# answerable (code1 needed (0.72, 0.52) for 70 % and 10.9 %; its vectors are
-# refused as mixed now, so its entry went).
+# same rule, 2026-12-02, with ranking's similarity term, which changes which hits
+# carry the evidence): (0.58, 0.44) flags 74.0 % of no-answer and 6.5 % of
+# answerable; without the term it was (0.48, 0.48), 71.3 % and 6.2 % (code1
+# needed (0.72, 0.52) for 70 % and 10.9 %; its vectors are refused as mixed now,
+# so its entry went).
 WEAK_FLOORS = {  # (coverage, similarity): weak when under both
     "wordllama-l2-supercat-256": (0.46, 0.50),
-    "wordllama-l2-supercat-256-code2": (0.48, 0.48),
+    "wordllama-l2-supercat-256-code2": (0.58, 0.44),
 }
 # Each hit after the first must clear this share of the weak floors on its own
 # (coverage or similarity). 0.5 cost answerable recall on the calibration set
@@ -406,6 +408,7 @@ def run(
     group_files: bool = False,
     abstain: bool = True,
     semantic_weight: float | None = None,
+    similarity_weight: float | None = None,
 ) -> Outcome:
     """Search in ``mode``. ``query_vector`` is the query's embedding
     (``{"model", "dim", "vector"}``, as the embed walker answers); None means
@@ -413,7 +416,8 @@ def run(
     keyword and says so, semantic raises. The best hits come back whenever
     there is a candidate, ``weak`` when their evidence is under the floors;
     ``abstain=False`` also keeps every hit KNN reached (no per-hit floor);
-    ``semantic_weight``: the fusion's (SEMANTIC_WEIGHT unless the calibration asks)."""
+    ``semantic_weight``, ``similarity_weight``: SEMANTIC_WEIGHT and ranking's
+    SIMILARITY_WEIGHT unless the calibration (eval/recall_calibrate.py) asks."""
     filters = filters or {}
     fts_query(query)  # validates the query for every mode
     requested, degraded = mode, None
@@ -445,7 +449,7 @@ def run(
         cands = fuse([], sem_rows)
     else:
         cands = _normalised(kw_rows, lambda r: r[1])
-    ranking.score(cands, query, _idf(conn, query, memo))
+    ranking.score(cands, query, _idf(conn, query, memo), similarity_weight)
     hits = ranking.select(cands, limit, group_files)
     ev = evidence(hits, sem_rows)
     model = query_vector and query_vector.get("model") if mode != "keyword" else None
