@@ -334,7 +334,7 @@ def _idf(conn, query: str, memo: dict | None = None) -> dict[str, float]:
     return {t: by_word.get(w, 0.0) for t, w in surface.items()}
 
 
-def fuse(kw_rows, sem_rows, semantic_weight: float = 1.0) -> list[ranking.Candidate]:
+def fuse(kw_rows, sem_rows, semantic_weight: float = SEMANTIC_WEIGHT) -> list[ranking.Candidate]:
     """Reciprocal Rank Fusion (k=60) of keyword and semantic candidates, a
     semantic rank counting ``semantic_weight`` times a keyword one; ``base``
     is the fused score over the best one's."""
