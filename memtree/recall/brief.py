@@ -4,7 +4,7 @@ Given to the agent by the SessionStart hook (``startup``, ``resume``,
 ``compact``) so a new or compacted session can answer "what did we find
 about X" from memtree instead of exploring again: recent notes, the files
 and commands of the last sessions, and open threads (commands whose last
-run failed). Live nodes only, framed as recalled data, at most
+run failed). Current nodes only (live, or pending the filter's triage), framed as recalled data, at most
 ``BUDGET_TOKENS`` by memtree's one token counter, redacted. Standard library only.
 """
 
@@ -126,12 +126,12 @@ def sections(conn, now_ms: int, session_id: str | None = None, root: str | None 
 def build(
     conn, now_ms: int, session_id: str | None = None, budget: int = BUDGET_TOKENS, root: str | None = None
 ) -> str | None:
-    """The brief, or None when the store holds nothing live."""
+    """The brief, or None when the store holds nothing current (live or pending)."""
     count, sessions, newest = recent_work.totals(conn)
     if not count:
         return None
     head = (
-        f"memtree holds {count} live captures of this project ({root or '?'}) from {sessions} session(s), newest "
+        f"memtree holds {count} capture{'s' if count != 1 else ''} of this project ({root or '?'}) from {sessions} session(s), newest "
         f"{render.age(newest, now_ms)}. Any id below: memtree recall ids=<id>; anything else kept: "
         "memtree recall query=<words>; a file's exact lines: Read with offset/limit."
     )

@@ -1,17 +1,19 @@
 """Reads for the brief after a compaction or a resume (memtree/recall/compaction.py): the
 session's latest compaction summary (an ``observation`` with ``metadata.origin = "compact"``,
-stored by the PostCompact hook) and what the session captured. Plain DB-API, live nodes only."""
+stored by the PostCompact hook) and what the session captured. Plain DB-API, current nodes
+(live or pending: the PostCompact hook's summary and a session's last captures are pending
+until the filter walker, which starts beside the SessionStart hook, gets to them)."""
 
 from __future__ import annotations
 
 import json
 
-from memtree.store.live import status_clause
+from memtree.store.live import CURRENT, status_clause
 
 
 def latest_summary(conn, session_id: str) -> tuple[str, str, int] | None:
     """(id, content, created_at) of the session's newest compaction summary."""
-    where, params = status_clause("n")
+    where, params = status_clause("n", CURRENT)
     row = conn.execute(
         f"SELECT n.id, n.content, n.created_at FROM nodes n WHERE n.kind = 'observation' AND n.session_id = ?"
         f" AND n.source_uri = ? AND {where} ORDER BY n.created_at DESC LIMIT 1",
@@ -25,7 +27,7 @@ def touched(conn, session_id: str, limit: int) -> list[dict]:
     ``limit`` of them, a native Read counted once however many symbol chunks
     it was stored as (its chunks share the file, the ``read`` range and the
     time; one of them stands for it)."""
-    where, params = status_clause("n")
+    where, params = status_clause("n", CURRENT)
     one_read = (
         "CASE WHEN n.kind = 'file_chunk' AND json_valid(n.metadata) THEN coalesce(json_extract(n.metadata, '$.path')"
         " || '|' || json_extract(n.metadata, '$.read') || '|' || n.created_at, n.id) ELSE n.id END"

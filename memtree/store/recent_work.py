@@ -1,7 +1,10 @@
 """What the store holds from recent work, for the session brief (memtree.recall.brief).
 
-Plain DB-API reads (stdlib ``sqlite3`` or apsw), live nodes only. Standard
-library only: the SessionStart hook runs this under ``python -I -S``.
+Plain DB-API reads (stdlib ``sqlite3`` or apsw) of current nodes: live, and
+pending ones the filter has not triaged yet (a session's last captures often
+are, when the next one starts: the filter walker stopped with the session, and
+starts again beside this hook). Standard library only: the SessionStart hook
+runs this under ``python -I -S``.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import json
 
 from memtree.store import uris
-from memtree.store.live import status_clause
+from memtree.store.live import CURRENT, status_clause
 
 
 def _meta(text) -> dict:
@@ -21,8 +24,8 @@ def _meta(text) -> dict:
 
 
 def totals(conn) -> tuple[int, int, int]:
-    """(live captures, sessions they came from, newest created_at)."""
-    where, params = status_clause("n")
+    """(current captures, sessions they came from, newest created_at)."""
+    where, params = status_clause("n", CURRENT)
     row = conn.execute(
         f"SELECT count(*), count(DISTINCT n.session_id), max(n.created_at) FROM nodes n"
         f" WHERE {where} AND n.kind NOT IN ('session', 'file')",
@@ -32,7 +35,7 @@ def totals(conn) -> tuple[int, int, int]:
 
 
 def notes(conn, limit: int) -> list[dict]:
-    where, params = status_clause("n")
+    where, params = status_clause("n", CURRENT)
     rows = conn.execute(
         f"SELECT n.id, n.kind, n.content, n.created_at, n.session_id FROM nodes n"
         f" WHERE n.kind IN ('note', 'observation') AND {where}"
@@ -44,7 +47,7 @@ def notes(conn, limit: int) -> list[dict]:
 
 def files(conn, limit: int) -> list[dict]:
     """Files read, newest first: path, the line ranges seen, the newest chunk's id."""
-    where, params = status_clause("n")
+    where, params = status_clause("n", CURRENT)
     rows = conn.execute(
         f"SELECT n.id, n.metadata, n.created_at, n.session_id, p.source_uri FROM nodes n"
         f" JOIN nodes p ON p.id = n.parent_id"
@@ -70,7 +73,7 @@ def files(conn, limit: int) -> list[dict]:
 
 def tool_outputs(conn, limit: int) -> list[dict]:
     """Commands and searches, newest first, with their metadata."""
-    where, params = status_clause("n")
+    where, params = status_clause("n", CURRENT)
     rows = conn.execute(
         f"SELECT n.id, n.metadata, n.created_at, n.session_id FROM nodes n"
         f" WHERE n.kind = 'tool_output' AND {where}"

@@ -174,3 +174,33 @@ def test_the_first_session_offers_the_import_of_the_transcripts_once(system_fact
     assert first["systemMessage"].endswith(" import` stores their Read/Grep/Bash calls (not imported yet)")
     assert "\n" not in first["systemMessage"] and not os.path.exists(system_factory.paths.db)  # nothing imported
     assert _session_start(system_factory, session="next").stdout == b""
+
+
+def test_captures_the_filter_has_not_triaged_yet_are_in_the_brief_and_the_compaction_lead(system_factory):
+    """A session's last captures are often still pending when the next session starts (the
+    filter walker stopped with the session and starts again beside this hook): the brief and
+    the lead after ``compact`` list them. Filter walker off here, so they stay pending."""
+    system_factory.write_config(actors={"walker.filter": {"enabled": False}})
+    system_factory.serve()
+    system_factory.wait_running([n for n in system_factory.expected if n != "walker.filter"])
+    system = system_factory
+    run_hook(system, _bash(system, "make migrate-ledger", "applied 0042_ledger\n" * 20), **SLOW)
+    run_hook(system, _bash(system, "git status --short", " M ledger.py\n" * 20, session="sess-other"), **SLOW)
+    assert rows(system.paths, "SELECT status, count(*) FROM nodes WHERE kind = 'tool_output' GROUP BY status") == [
+        ("pending", 2)
+    ]
+    [(forgotten,)] = rows(system.paths, "SELECT id FROM nodes WHERE content LIKE '$ git status%'")
+    caller = Caller(system.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10_000))
+    try:
+        caller.call(protocol.Forget(node_id=forgotten, reason="test: a forgotten capture is not listed"))
+    finally:
+        caller.close()
+
+    brief = _brief(_session_start(system))
+    assert "`make migrate-ledger`" in brief and "memtree holds 1 capture of this project" in brief
+    lead = _brief(_session_start(system, "compact", session="sess-old"))
+    assert lead.startswith('<memtree:recalled kind="compaction">'), lead[:200]
+    touched = [line for line in lead.split("</memtree:recalled>")[0].splitlines() if line.startswith("- ")]
+    [(nid,)] = rows(system.paths, "SELECT id FROM nodes WHERE content LIKE '$ make migrate-ledger%'")
+    assert touched == [f"- ran `make migrate-ledger` ({nid})"], touched  # not the other session's, not forgotten
+    assert "git status" not in brief and "git status" not in lead
