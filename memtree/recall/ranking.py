@@ -355,21 +355,24 @@ def score(cands: list[Candidate], query: str, idf: dict[str, float], similarity_
     symbol_query = is_symbol_query(query)
     asks_tests = "test" in query.lower()
     words = set(q_terms)
+    prose = not symbol_query and len(words) > 1
+    by_path: dict[str, tuple[float, float]] = {}  # path -> (its boost, its test factor): chunks share files
     for c in cands:
-        c.coverage = coverage(candidate_terms(c, words), q_terms, idf)
+        found = candidate_terms(c, words)
+        c.coverage = coverage(found, q_terms, idf)
         s = c.base * (0.25 + 0.75 * c.coverage)
         if c.similarity is not None and c.similarity > 0:
             s += sim_weight * c.similarity**2
-        if not symbol_query and len(words) > 1:
-            s += HEAD_WEIGHT * coverage(head_terms(c, words), q_terms, idf) ** 2
+        if prose and found:  # the head is part of the chunk: it holds none of the words the chunk lacks
+            s += HEAD_WEIGHT * coverage(head_terms(c, found), q_terms, idf) ** 2
         path = c.path
         if names and defines(c, names):
             s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0) * _qualified(c, query, symbol_query)
-        if not symbol_query and len(words) > 1:
-            s += PATH_BOOST * _path_hits(words, _path_words(path)) / len(words)
-        if not asks_tests and _TEST_PATH.search(path):
-            s *= TEST_PENALTY
-        c.score = s
+        per_path = by_path.get(path)
+        if per_path is None:
+            boost = PATH_BOOST * _path_hits(words, _path_words(path)) / len(words) if prose else 0.0
+            per_path = by_path[path] = (boost, TEST_PENALTY if not asks_tests and _TEST_PATH.search(path) else 1.0)
+        c.score = (s + per_path[0]) * per_path[1]
     _file_coherence(cands)
 
 
