@@ -102,7 +102,7 @@ def start_actor(module: str, name: str, paths, config, python: str = sys.executa
 
     env = {**os.environ, **ActorContext(name, paths, config, None).child_env()}
     with open(paths.log_file(name), "ab") as log:
-        return start_group([python, "-P", "-m", module], env=env, stdout=log, stderr=log)
+        return start_group([python, "-P", "-m", module], env=env, stdout=log, stderr=log, same_session=True)
 
 
 def start_writer(workdir: str, config):

@@ -115,8 +115,9 @@ def test_put_vectors_skips_nodes_not_indexed_or_with_other_content_and_checks_sh
         ],
     )
     assert res == {"stored": 0, "skipped": [live, dropped]}
-    with pytest.raises(BadRequest, match="must be 2 numbers"):
-        put(w, "m", 2, [{"node_id": live, "content_hash": h_live, "vector": [1.0]}])
+    for bad in ([1.0], [1.0, "0"], [1.0, None], [1.0, [0.0]], "1.0,0.0"):
+        with pytest.raises(BadRequest, match="must be 2 numbers"):
+            put(w, "m", 2, [{"node_id": live, "content_hash": h_live, "vector": bad}])
     assert rows(paths, "SELECT count(*) FROM nodes_vec") == [(0,)]
     # A vector of another model for the same node replaces the old one.
     put(w, "m", 2, [{"node_id": live, "content_hash": h_live, "vector": [1.0, 0.0]}])
