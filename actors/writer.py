@@ -212,14 +212,7 @@ class Writer(Actor):
 
     def _probe(self) -> None:
         """While storage is failing: one tiny committed write tells when it works again."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            mutations.bump_counter(self.db, "storage_recovered")
-            self.db.execute("COMMIT")
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
+        self._in_tx(lambda: mutations.bump_counter(self.db, "storage_recovered"))
         self.drain_spool()
 
     def _guarded(self, work, batch: list | None = None) -> bool:
@@ -333,7 +326,7 @@ class Writer(Actor):
         db = self.db
         changed: dict[str, dict[str, str]] = {}
         counted = {k: self.stats[k] for k in ("requests", "errors", "internal")}
-        db.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             try:
                 self._run_requests(batch, changed, time.monotonic() + BATCH_FILL_S if fill else 0.0, True)
@@ -341,11 +334,11 @@ class Writer(Actor):
                 db.execute("ROLLBACK")
                 self.stats.update(counted)  # counted again by the replay
                 changed.clear()
-                db.execute("BEGIN IMMEDIATE")
+                self._begin()
                 self._run_requests(batch, changed, 0.0, False)
             if self._unrecorded_malformed:
                 mutations.bump_counter(db, "frames_malformed", self._unrecorded_malformed)
-            db.execute("COMMIT")
+            self._commit()
             self._unrecorded_malformed = 0
         except BaseException:
             if not db.in_transaction:
@@ -512,11 +505,19 @@ class Writer(Actor):
             self._in_tx(lambda: bookkeeping.spool_file_done(self.db, os.path.basename(path)))
         self.backlog = spool.pending_count(self.paths.spool)
 
-    def _in_tx(self, work) -> None:
+    def _begin(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
+        fts.defer(self.db)  # the transaction's new rows are indexed in one statement at _commit
+
+    def _commit(self) -> None:
+        fts.index_deferred(self.db)
+        self.db.execute("COMMIT")
+
+    def _in_tx(self, work) -> None:
+        self._begin()
         try:
             work()
-            self.db.execute("COMMIT")
+            self._commit()
         except BaseException:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
@@ -525,7 +526,7 @@ class Writer(Actor):
     def _apply_spool_chunk(self, entries: list, path: str) -> None:
         db = self.db
         changed: dict[str, dict[str, str]] = {}
-        db.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             for entry_id, payload, received_at, _size in entries:
                 if entry_id is None:
@@ -539,7 +540,7 @@ class Writer(Actor):
                 if not ok:  # refused/malformed/bug: audited or logged; retrying would not help
                     mutations.bump_counter(db, "spool_failed")
                 captures.mark_spool_applied(db, entry_id, int(time.time() * 1000), os.path.basename(path))
-            db.execute("COMMIT")
+            self._commit()
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")

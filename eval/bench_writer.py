@@ -10,7 +10,9 @@ transaction). Right after each phase, so both see the same machine load, the
 rows that phase stored (its ``nodes`` and ``audit`` rows, read back from the
 writer's database) are inserted with raw apsw ``executemany`` into a fresh
 store of the same schema (every index and FTS trigger): once in transactions
-of the writer's mean batch, once in one transaction. The ratios compare the
+of the writer's mean batch, once more so with each transaction's FTS rows
+indexed in one statement at its end as the writer does (store/write/fts.py),
+once in one transaction. The ratios compare the
 writer with both, by rate (wall clock) and by CPU per row (raw's CPU a row
 over the writer process's CPU a note; on a shared box the rate of a
 request/reply loop also pays for every wake-up the scheduler delays).
@@ -65,11 +67,13 @@ def stored_rows(db_path: str, after: tuple[int, int]) -> tuple[list, list, tuple
     return [r[1:] for r in nodes], [r[1:] for r in audit], marks
 
 
-def raw_insert(workdir: str, nodes: list, audit: list, per_tx: int) -> tuple[float, float]:
+def raw_insert(workdir: str, nodes: list, audit: list, per_tx: int, deferred: bool = False) -> tuple[float, float]:
     """Rows/s (nodes) and CPU seconds a row for raw apsw inserting ``nodes`` and
     ``audit`` into a fresh store of the same schema, ``per_tx`` nodes (and their
-    share of audit rows) a transaction."""
+    share of audit rows) a transaction; with ``deferred``, each transaction's
+    FTS rows indexed in one statement at its end, as the writer does."""
     from memtree.store.db import open_write
+    from memtree.store.write import fts
 
     path = os.path.join(workdir, f"raw-{time.monotonic_ns()}.db")
     db = open_write(path)
@@ -81,8 +85,12 @@ def raw_insert(workdir: str, nodes: list, audit: list, per_tx: int) -> tuple[flo
     for start in range(0, len(nodes), per_tx):
         a, b = round(start * audit_per), round(min(len(nodes), start + per_tx) * audit_per)
         with db:
+            if deferred:
+                fts.defer(db)
             db.executemany(ins_node, nodes[start : start + per_tx])
             db.executemany(ins_audit, audit[a:b])
+            if deferred:
+                fts.index_deferred(db)
     took, cpu = time.perf_counter() - t0, time.thread_time() - c0
     db.close()
     for suffix in ("", "-wal", "-shm"):
@@ -182,12 +190,15 @@ def _print_tput(label: str, clients: int, runs: list[dict]) -> None:
     rate, cpu, batch = (med(r[k] for r in runs) for k in ("rate", "cpu", "batch"))
     same, same_cpu = med(r["same"][0] for r in runs), med(r["same"][1] for r in runs)
     one, one_cpu = med(r["one"][0] for r in runs), med(r["one"][1] for r in runs)
+    dfr, dfr_cpu = med(r["deferred"][0] for r in runs), med(r["deferred"][1] for r in runs)
     print(
         f"  [{label}] {clients:>3} client(s), median of {len(runs)}: writer {rate:7.0f} notes/s, mean batch {batch:5.1f},"
         f" writer CPU {cpu * 1e6:5.0f} us/note; raw apsw, the same {runs[0]['nodes']} nodes + {runs[0]['audit']}"
         f" audit rows:\n"
         f"        {round(batch):>5} nodes a transaction: {same:7.0f} rows/s, CPU {same_cpu * 1e6:5.0f} us/row"
         f"  -> writer = {rate / same:6.1%} of its rate, {same_cpu / cpu:6.1%} of its CPU efficiency\n"
+        f"        the same, FTS deferred:  {dfr:7.0f} rows/s, CPU {dfr_cpu * 1e6:5.0f} us/row"
+        f"  -> writer = {rate / dfr:6.1%} of its rate, {dfr_cpu / cpu:6.1%} of its CPU efficiency\n"
         f"        one transaction:         {one:7.0f} rows/s, CPU {one_cpu * 1e6:5.0f} us/row"
         f"  -> writer = {rate / one:6.1%} of its rate, {one_cpu / cpu:6.1%} of its CPU efficiency",
         flush=True,
@@ -230,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                     f["same"], f["one"] = (
                         raw_insert(workdir, nodes, audit, n) for n in (round(f["batch"]), len(nodes))
                     )
+                    f["deferred"] = raw_insert(workdir, nodes, audit, round(f["batch"]), deferred=True)
             for s in subjects:
                 _print_tput(s.label, clients, runs[s.label])
         if args.acks:

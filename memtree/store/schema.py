@@ -189,6 +189,45 @@ def m006_planner_stats(db) -> None:
     pin(db)
 
 
+@migration
+def m007_fts_deferred(db) -> None:
+    # The FTS triggers step aside for the rows a writer transaction inserted
+    # (rowid above ``fts_defer.mark``, a row only while the writer's batch is
+    # open): each statement that fires an FTS5 insert opens a statement
+    # savepoint, and FTS5 flushes its pending terms to a new segment at every
+    # savepoint, so a batch of n inserts wrote n segments for automerge to fold.
+    # The writer indexes those rows in one statement before COMMIT
+    # (memtree.store.write.fts.index_deferred); committed, the table is empty
+    # and the triggers keep the index exact for any other write.
+    # One update trigger, not m001's two: SQLite fires a row's triggers newest
+    # first, so a content change ran the insert of the new text before the
+    # delete of the old one, and the delete took the row out of the index.
+    idx = sql_list(INDEXED)
+    kept = "NOT EXISTS (SELECT 1 FROM fts_defer WHERE mark < {}.rowid)"
+    db.execute(f"""
+    CREATE TABLE fts_defer(mark INTEGER NOT NULL);
+    DROP TRIGGER nodes_fts_ins;
+    DROP TRIGGER nodes_fts_del;
+    DROP TRIGGER nodes_fts_upd_out;
+    DROP TRIGGER nodes_fts_upd_in;
+    CREATE TRIGGER nodes_fts_ins AFTER INSERT ON nodes WHEN new.status IN {idx} AND {kept.format("new")} BEGIN
+        INSERT INTO nodes_fts(rowid, content, source_uri) VALUES (new.rowid, new.content, new.source_uri);
+    END;
+    CREATE TRIGGER nodes_fts_del AFTER DELETE ON nodes WHEN old.status IN {idx} AND {kept.format("old")} BEGIN
+        INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri)
+        VALUES ('delete', old.rowid, old.content, old.source_uri);
+    END;
+    CREATE TRIGGER nodes_fts_upd AFTER UPDATE OF content, source_uri, status ON nodes
+    WHEN (old.status IN {idx} OR new.status IN {idx}) AND ((old.status IN {idx}) IS NOT (new.status IN {idx})
+        OR new.content IS NOT old.content OR new.source_uri IS NOT old.source_uri) AND {kept.format("new")} BEGIN
+        INSERT INTO nodes_fts(nodes_fts, rowid, content, source_uri)
+        SELECT 'delete', old.rowid, old.content, old.source_uri WHERE old.status IN {idx};
+        INSERT INTO nodes_fts(rowid, content, source_uri)
+        SELECT new.rowid, new.content, new.source_uri WHERE new.status IN {idx};
+    END;
+    """)
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -1,7 +1,18 @@
-"""FTS5 incremental merge, a bounded step at a time (``MergeFts``, sent by the
-pruner after its housekeeping when FTS5 flushed segments since the index last
-settled: memtree.store.fts_index).
+"""The writer's side of the FTS index: the rows of a batch indexed in one
+statement, and incremental merges a bounded step at a time.
 
+Deferred indexing: between ``defer`` (after BEGIN) and ``index_deferred``
+(before COMMIT) the FTS triggers leave alone every row inserted after the
+mark (schema m007), and ``index_deferred`` indexes those still in an indexed
+status, as they are at the end. FTS5 flushes its pending terms at each
+statement savepoint, and every trigger-firing insert opens one: a batch of
+n rows wrote n one-row segments; now it writes one. A rebuild of the whole index inside
+the transaction calls ``settle`` first (the deferred rows would be indexed
+twice); a merge or an optimize need not: a deferred row is not in the index
+yet, so nothing of it is left behind.
+
+Merges (``MergeFts``, sent by the pruner after its housekeeping when FTS5
+flushed segments since the index last settled: memtree.store.fts_index).
 Every write transaction flushes a small segment; FTS5's own automerge (run
 inside the writer's commit) only merges once 4 pile up on a level, so a
 store that grows by small group commits keeps 10-20 segments, and every term
@@ -17,9 +28,39 @@ from __future__ import annotations
 
 from memtree.errors import BadRequest
 from memtree.store import fts_index
+from memtree.store.live import ANY_STATUS, INDEXED, status_clause
 
 USERMERGE = 2  # segments on one level that the 'merge' command folds (FTS5's default: 4, as automerge)
 MAX_PAGES = 10_000
+
+
+def defer(db) -> None:
+    """Rows inserted from now on are indexed by ``index_deferred`` (inside a transaction)."""
+    where, params = status_clause("n", ANY_STATUS)  # the highest rowid of every status: the mark
+    db.execute(f"INSERT INTO fts_defer(mark) SELECT coalesce(max(n.rowid), 0) FROM nodes n WHERE {where}", params)
+
+
+def index_deferred(db) -> None:
+    """Index the rows inserted since ``defer`` that are in an indexed status now,
+    and let the triggers index every write again."""
+    row = db.execute("SELECT min(mark) FROM fts_defer").fetchone()
+    if row[0] is None:
+        return
+    db.execute("DELETE FROM fts_defer")
+    where, params = status_clause("n", INDEXED)
+    db.execute(
+        "INSERT INTO nodes_fts(rowid, content, source_uri)"
+        f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE n.rowid > ? AND {where}",
+        [row[0], *params],
+    )
+
+
+def settle(db) -> None:
+    """The deferred rows indexed now, for a statement that rewrites the whole
+    index; deferring goes on after it if it was on."""
+    if db.execute("SELECT 1 FROM fts_defer").fetchone() is not None:
+        index_deferred(db)
+        defer(db)
 
 
 def merge(tx, pages: int) -> dict:

@@ -22,7 +22,7 @@ from memtree.ids import now_ms, ulid
 from memtree.store import uris
 from memtree.store.kinds import EDGE_KINDS, NODE_KINDS, ROOT_KINDS
 from memtree.store.live import ANY_STATUS, INDEXED, STATUSES, status_clause
-from memtree.store.write import forgetting
+from memtree.store.write import forgetting, fts
 
 INSERT_STATUSES = ("pending", "live")
 # Statuses that take a node out of every index (FTS by trigger, vectors here).
@@ -456,15 +456,16 @@ def rebuild_indexes(tx: Tx, reason: str) -> dict:
     statuses, and no vector outlives its node's indexed life. (The embed walker
     re-embeds live nodes that have none.)"""
     indexed, iparams = status_clause("n", INDEXED)
+    fts.settle(tx.db)
     tx.db.execute("INSERT INTO nodes_fts(nodes_fts) VALUES('delete-all')")
     tx.db.execute(
         f"INSERT INTO nodes_fts(rowid, content, source_uri)"
         f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE {indexed}",
         iparams,
     )
-    fts = tx.db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
+    fts_rows = tx.db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
     # Vectors of stale and superseded nodes are kept on purpose (store/integrity.py).
     tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})", iparams)
     dropped = tx.db.changes()
-    tx.audit("rebuild_indexes", None, None, None, reason, detail={"fts_rows": fts, "vectors_dropped": dropped})
-    return {"fts_rows": fts, "vectors_dropped": dropped}
+    tx.audit("rebuild_indexes", None, None, None, reason, detail={"fts_rows": fts_rows, "vectors_dropped": dropped})
+    return {"fts_rows": fts_rows, "vectors_dropped": dropped}

@@ -100,12 +100,15 @@ PINNED: dict[str, set] = {
     "memtree/store/write/mutations.py::_find_root": {_I},
     "memtree/store/write/mutations.py::_summaries_above": {ANY, CALLER},
     "memtree/store/write/mutations.py::node_row": {ANY},
+    "memtree/store/write/fts.py::defer": {ANY},
+    "memtree/store/write/fts.py::index_deferred": {_I},
     "memtree/store/write/mutations.py::rebuild_indexes": {_I},
     "memtree/store/write/rescan.py::reredact": {_NF},
     "memtree/store/write/vectors.py::_text": {ANY},
 }
 # Why each ANY_STATUS read sees every status.
 ANY_REASONS: dict[str, str] = {
+    "memtree/store/write/fts.py::defer": "the highest rowid of any status marks where deferred rows begin",
     "memtree/store/budget.py::bytes_per_content_byte": "the disk budget counts every stored byte",
     "memtree/store/budget.py::captured_bytes": "the disk budget counts every stored byte",
     "memtree/store/budget.py::children": "a capture's children of every status count and go with it",
