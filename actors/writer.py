@@ -4,8 +4,9 @@ When a socket is readable it drains what is queued on the write and ingest
 ROUTERs (up to writer.batchMax), runs every request in one transaction (a
 failing request rolls back alone: see UNGUARDED), takes in what arrived
 meanwhile (BATCH_FILL_S), commits, and only then replies and publishes
-``NodesChanged`` events. Big frames (whole-file Reads) get a batch of their
-own after the small ones are answered (HEAVY_FRAME_BYTES). A request that hits a bug gets
+``NodesChanged`` events. Big frames (whole-file Reads) get a transaction
+each after the small ones are answered, and small ones that come meanwhile
+are answered between two (HEAVY_FRAME_BYTES). A request that hits a bug gets
 an ``internal`` error reply and the writer lives: a poison request must not
 crash-loop the only writer. Storage that cannot take writes (disk full, a
 read-only database file; memtree.store.write.writable) is noticed before a batch or
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from functools import partial
 
 import apsw
 import zmq
@@ -267,14 +269,23 @@ class Writer(Actor):
             self._show_storage()
             return
         light = [r for r in batch if not r.heavy]
-        self._heavy = [r for r in batch if r.heavy]  # the light batch's fill adds to it
-        if (light or self._unrecorded_malformed) and not self._guarded(lambda: self._run_batch(light, True), light):
-            self._refuse(self._heavy)
-            self._heavy = []
-            return
-        heavy, self._heavy = self._heavy, []
-        if heavy:
-            self._guarded(lambda: self._run_batch(heavy), heavy)
+        self._heavy = [r for r in batch if r.heavy]  # the light batches' fills add to it
+        taken = len(batch)
+        while not (light or self._unrecorded_malformed) or self._guarded(partial(self._run_batch, light, True), light):
+            if not self._heavy:
+                return
+            # One heavy request a transaction, and what came meanwhile answered before
+            # the next: an ordinary capture waits for one whole-file Read, not for a queue
+            # of them. Up to batchMax requests are taken in this way, then the queue is done.
+            req = self._heavy.pop(0)
+            if not self._guarded(partial(self._run_batch, [req]), [req]):
+                break
+            light = []
+            for r in self._collect(max(0, self.config.writer.batchMax - taken)):
+                (self._heavy if r.heavy else light).append(r)
+                taken += 1
+        self._refuse(self._heavy)
+        self._heavy = []
 
     def _collect(self, limit: int | None = None) -> list[Request]:
         """Drain both ROUTERs without blocking, decoding as we go."""
