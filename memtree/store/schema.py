@@ -226,6 +226,13 @@ def m007_fts_deferred(db) -> None:
         SELECT new.rowid, new.content, new.source_uri WHERE new.status IN {idx};
     END;
     """)
+    # The rows that bug took out, back in (an anti-join on the docsize table, not a rebuild: a
+    # big store starts at once); what their lost delete left in old segments goes with
+    # `memtree doctor --fix`.
+    db.execute(
+        f"INSERT INTO nodes_fts(rowid, content, source_uri) SELECT n.rowid, n.content, n.source_uri FROM nodes n"
+        f" WHERE n.status IN {idx} AND n.rowid NOT IN (SELECT d.id FROM nodes_fts_docsize d)"
+    )
 
 
 def migrate(db) -> list[str]:

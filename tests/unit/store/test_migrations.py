@@ -44,3 +44,36 @@ def test_a_reader_cannot_write(tmp_path):
             reader.execute("INSERT INTO counters(name, value) VALUES ('x', 1)")
     finally:
         reader.close()
+
+
+def test_m007_puts_back_the_rows_a_content_change_took_out_of_the_fts_index(tmp_path):
+    from memtree.store import integrity
+    from memtree.store.schema import migrate
+
+    path = str(tmp_path / "store.db")
+    conn = apsw.Connection(path)
+    names = [name for name, _ in MIGRATIONS]
+    upto = names.index("m007_fts_deferred")
+    kept = MIGRATIONS[:]
+    try:
+        MIGRATIONS[:] = kept[:upto]  # a store written before m007
+        migrate(conn)
+        for nid, text in (("rewritten", "quoted lines before the scrub"), ("untouched", "never changed")):
+            conn.execute(
+                "INSERT INTO nodes(id, kind, content, content_hash, created_at, updated_at, status)"
+                " VALUES (?, 'note', ?, 'h', 1, 1, 'live')",
+                (nid, text),
+            )
+        with conn:  # m001's update triggers: the new text in, then the row out
+            conn.execute("UPDATE nodes SET content = 'scrubbed remainder' WHERE id = 'rewritten'")
+        assert integrity.check(path)[0] == ["1 searchable nodes missing from the FTS index"]
+        MIGRATIONS[:] = kept
+        assert migrate(conn) == names[upto:]
+    finally:
+        MIGRATIONS[:] = kept
+    hits = conn.execute(
+        "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid = f.rowid WHERE nodes_fts MATCH 'remainder OR changed'"
+    ).fetchall()
+    assert sorted(h[0] for h in hits) == ["rewritten", "untouched"]
+    assert integrity.check(path)[0] == []
+    conn.close()
