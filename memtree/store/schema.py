@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memtree.ids import now_ms
-from memtree.store.live import INDEXED, sql_list
+from memtree.store.live import INDEXED, sql_list, status_clause
 
 MIGRATIONS: list[tuple[str, Callable]] = []
 
@@ -229,9 +229,11 @@ def m007_fts_deferred(db) -> None:
     # The rows that bug took out, back in (an anti-join on the docsize table, not a rebuild: a
     # big store starts at once); what their lost delete left in old segments goes with
     # `memtree doctor --fix`.
+    where, params = status_clause("n", INDEXED)
     db.execute(
         f"INSERT INTO nodes_fts(rowid, content, source_uri) SELECT n.rowid, n.content, n.source_uri FROM nodes n"
-        f" WHERE n.status IN {idx} AND n.rowid NOT IN (SELECT d.id FROM nodes_fts_docsize d)"
+        f" WHERE {where} AND n.rowid NOT IN (SELECT d.id FROM nodes_fts_docsize d)",
+        params,
     )
 
 

@@ -100,6 +100,7 @@ PINNED: dict[str, set] = {
     "memtree/store/write/mutations.py::_find_root": {_I},
     "memtree/store/write/mutations.py::_summaries_above": {ANY, CALLER},
     "memtree/store/write/mutations.py::node_row": {ANY},
+    "memtree/store/schema.py::m007_fts_deferred": {_I},
     "memtree/store/write/fts.py::defer": {ANY},
     "memtree/store/write/fts.py::index_deferred": {_I},
     "memtree/store/write/mutations.py::rebuild_indexes": {_I},
