@@ -43,15 +43,14 @@ def defer(db) -> None:
 def index_deferred(db) -> None:
     """Index the rows inserted since ``defer`` that are in an indexed status now,
     and let the triggers index every write again."""
-    row = db.execute("SELECT min(mark) FROM fts_defer").fetchone()
-    if row[0] is None:
+    marks = [r[0] for r in db.execute("DELETE FROM fts_defer RETURNING mark")]
+    if not marks:
         return
-    db.execute("DELETE FROM fts_defer")
     where, params = status_clause("n", INDEXED)
     db.execute(
         "INSERT INTO nodes_fts(rowid, content, source_uri)"
         f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE n.rowid > ? AND {where}",
-        [row[0], *params],
+        [min(marks), *params],
     )
 
 

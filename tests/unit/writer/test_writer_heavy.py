@@ -12,6 +12,7 @@ import zmq
 
 from memtree import protocol
 from memtree.eval import payloads
+from memtree.store import integrity
 from tests.support import deadline, make_paths, reap
 from tests.support import test_config as make_config
 from tests.support.actor_procs import rows, start_writer
@@ -95,3 +96,7 @@ def test_an_ordinary_capture_sent_behind_queued_reads_is_answered_before_the_las
     assert order.index("bash") <= 3, order
     files = rows(paths, "SELECT count(DISTINCT parent_id) FROM nodes WHERE kind = 'file_chunk'")[0][0]
     assert files == READS  # every read stored its chunks, under its own file
+    # Their FTS rows went in at each commit (store/write/fts.py): exactly the chunks, and the index whole.
+    chunks = set(rows(paths, "SELECT rowid FROM nodes WHERE kind = 'file_chunk'"))
+    assert set(rows(paths, "SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH 'handler'")) == chunks
+    assert integrity.check(paths.db)[0] == []
