@@ -105,3 +105,29 @@ def test_a_read_slice_is_cut_by_the_files_symbols_tiling_exactly_the_lines_read(
                         assert set(c.get("symbols") or [c["symbol"]]) - {None} == held, (path, c["start"])
             checked += 1
     assert checked >= 50
+
+
+def test_a_text_chunked_again_comes_from_the_memo_equal_and_unshared_and_the_memo_stays_bounded():
+    from memtree.text import chunking
+
+    memo = chunking._Memo(max_chars=40_000)
+    texts = [f"def f{i}():\n    return {i}\n" * 200 for i in range(12)]  # ~5 KB each
+    for t in texts:
+        memo.put(t, chunking._chunk_python(t, split_lines(t)))
+    assert memo.held <= 40_000
+    kept = [t for t in texts if memo.get(t) is not None]
+    assert kept == texts[-len(kept) :] and 0 < len(kept) < len(texts)  # the oldest went first
+    memo.put("x" * 20_000, chunking._chunk_python("x = 1\n", ["x = 1\n"]))  # over a quarter: never kept
+    assert memo.get("x" * 20_000) is None
+
+    path = max(SOURCES, key=os.path.getsize)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    first, again = chunk_text(path, text), chunk_text(path, text)
+    fresh = chunking._chunk_python(text, split_lines(text))
+    assert [(c["start"], c["end"], c["symbol"], c["content"]) for c in again.chunks] == [
+        (c["start"], c["end"], c["symbol"], c["content"]) for c in fresh.chunks
+    ]
+    assert [repr(s) for s in again.symbols] == [repr(s) for s in fresh.symbols]
+    again.chunks[0]["symbol"] = "changed by a caller"
+    assert chunk_text(path, text).chunks[0]["symbol"] == first.chunks[0]["symbol"] != "changed by a caller"
