@@ -3,14 +3,17 @@
 Lifecycle (pykka's): take the singleton lock (heartbeating as ``standby``
 while another process holds it), ``on_start()``, then the first ``running``
 heartbeat, which the supervisor takes as READY. Then: poll the actor's
-sockets with a timeout -> dispatch -> ``on_tick()`` when its cadence is due
--> heartbeat when due -> stop on SIGTERM/SIGINT. ``on_stop()`` last.
+sockets (until the next tick, if it has a cadence) -> dispatch ->
+``on_tick()`` when due -> stop on SIGTERM/SIGINT. ``on_stop()`` last.
 
-Busy is not hung: while one handler or tick runs longer than a heartbeat
-period (a 7 MB PutFile: redaction, FTS, commit), a pulse thread keeps
-beating with ``busy_s`` (how long the loop has been inside it). A stopped or
-dead process sends nothing (the pulse stops with it) and is killed after the
-missed beats; a loop stuck in one handler is killed when ``busy_s`` passes
+Heartbeats after the first come from a pulse thread, once a period, with
+the state the loop published after its last piece of work; while one
+handler or tick is running (a 7 MB PutFile: redaction, FTS, commit) the beat
+carries ``busy_s``, how long the loop has been inside it. So an idle loop
+sleeps in its poll and wakes for nothing but work and ticks (idle CPU: every
+wakeup of a Python process costs ~0.3 ms here). A stopped or dead process
+sends nothing (the pulse stops with it) and is killed after the missed
+beats; a loop stuck in one handler is killed when ``busy_s`` passes
 ``supervisor.busyLimitS`` (supervisor/child.py).
 
 Errors: a MemtreeError inside a call handler becomes an error reply and the
@@ -131,7 +134,8 @@ class Actor:
         self._busy_since: float | None = None  # the loop entered a handler or tick at this monotonic time
         self.heap = Trimmer()  # freed heap back to the system after work (memtree/runtime/heap.py)
         self._last_beat = 0.0
-        self._last_sent: tuple | None = None  # the loop's last beat, repeated by the pulse with busy_s
+        self._last_sent: tuple | None = None  # (state, backlog, info) the loop published, for the pulse
+        self._dirty = False  # work was done since the loop last published its state
         # A signal writes a byte here (signal.set_wakeup_fd in run_actor) and the loop polls it, so
         # SIGTERM ends a poll at once: Claude Code allows a server ~0.5 s from SIGINT to SIGKILL.
         self._wake = WakePipe()
@@ -194,12 +198,17 @@ class Actor:
         return self._stopping
 
     # -- the loop ---------------------------------------------------------------
+    def _snapshot(self, state: str) -> None:
+        """Snapshot the state for the pulse thread, which must not read dicts the loop mutates."""
+        self._last_sent = (state, self.backlog, copy.deepcopy(self.info))
+        self._dirty = False
+
     def _heartbeat(self, state: str) -> None:
+        """Publish and beat now (the first beat, or from inside a long piece of work)."""
         if self._hb is None:
             return
-        # Snapshot for the pulse thread, which must not read dicts the loop mutates.
-        self._last_sent = (state, self.backlog, copy.deepcopy(self.info))
-        self._send_beat(state, self.backlog, self.info)
+        self._snapshot(state)
+        self._send_beat(*self._last_sent)
 
     def _send_beat(self, state: str, backlog: int, info: dict) -> None:
         msg = protocol.Heartbeat(name=self.ctx.name, pid=os.getpid(), state=state, backlog=backlog, info=info)
@@ -214,13 +223,19 @@ class Actor:
                 pass  # closed while stopping
 
     def _pulse(self, period: float, done: threading.Event) -> None:
-        """Beat for the loop while it is inside one long handler or tick."""
-        while not done.wait(period / 2):
-            since, last = self._busy_since, self._last_sent
-            if since is None or last is None or time.monotonic() - self._last_beat < period:
-                continue
-            state, backlog, info = last
-            self._send_beat(state, backlog, {**info, "busy_s": round(time.monotonic() - since, 1)})
+        """A beat once a period after the last one, with ``busy_s`` while the loop is inside a handler."""
+        while True:
+            last = self._last_sent
+            wait_s = period if last is None else max(0.0, self._last_beat + period - time.monotonic())
+            if done.wait(wait_s):
+                return
+            if last is None or time.monotonic() - self._last_beat < period:
+                continue  # not running yet, or the loop beat meanwhile
+            state, backlog, info = self._last_sent
+            since = self._busy_since
+            if since is not None:
+                info = {**info, "busy_s": round(time.monotonic() - since, 1)}
+            self._send_beat(state, backlog, info)
 
     def _dispatch(self, work: Callable[[], None]) -> None:
         self._busy_since = time.monotonic()
@@ -228,6 +243,7 @@ class Actor:
             work()
         finally:
             self._busy_since = None
+            self._dirty = True
             self.heap.after_work()
 
     def _wait_for_lock(self) -> SingletonLock | None:
@@ -269,29 +285,28 @@ class Actor:
             pulse = threading.Thread(target=self._pulse, args=(hb_period, pulse_done), name="pulse", daemon=True)
             pulse.start()
         try:
-            return self._run_started(lock, hb_period)
+            return self._run_started(lock)
         finally:
             pulse_done.set()
             if pulse is not None:
                 pulse.join(timeout=hb_period)
 
-    def _run_started(self, lock: SingletonLock | None, hb_period: float) -> int:
+    def _run_started(self, lock: SingletonLock | None) -> int:
         self.on_start()  # not pulsed: READY waits for it (startTimeoutS bounds it)
         log.info("%s: running pid=%d", self.ctx.name, os.getpid())
-        next_hb = 0.0
+        self._heartbeat("running")  # READY; the pulse beats from here on
         interval = self.tick_interval_s if self.tick_interval_s is not None else float("inf")
         self._next_tick = time.monotonic() + interval
         try:
             while not self._stopping:
                 now = time.monotonic()
-                if now >= next_hb:
-                    self._heartbeat("running")
-                    next_hb = now + hb_period
                 if now >= self._next_tick:
                     # Set before the tick, so on_tick may ask for the next one sooner (tick_soon).
                     self._next_tick = now + interval
                     self._dispatch(self.on_tick)
-                wake = min(next_hb, self._next_tick)
+                if self._dirty:
+                    self._snapshot("running")
+                wake = self._next_tick
                 # Rounded up: a deadline 0.4 ms away must not become a 0 ms
                 # poll that spins until it passes. No cap: stop() wakes the poll.
                 timeout_ms = None if wake == math.inf else max(0, math.ceil((wake - time.monotonic()) * 1000))

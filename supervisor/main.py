@@ -31,6 +31,11 @@ READY_LINE = "supervisor: READY,"  # then "<n> actors in <s>s"
 # every POLL_EXITS_S. A fixed 50 ms poll was ~0.4 % of a core idle.
 IDLE_S = 1.0
 POLL_EXITS_S = 0.05
+# Once every child is up and no operation waits on one, heartbeats are not
+# polled for: they queue in the PULL socket and each wakeup drains them first
+# (a timer, a control call, an exit or IDLE_S). Seven actors beating once a
+# second woke the supervisor seven times a second, ~0.3 ms each; a beat read
+# up to IDLE_S late only makes its child look fresher, never hung.
 # The walkers start once the front is READY (it has answered the client, or
 # its SDK import is done) or after this long: on 2 cores their imports would
 # otherwise slow the front's initialize answer, and Claude Code waits only
@@ -146,6 +151,7 @@ class Supervisor:
         self.ctl = self._bind(zmq.ROUTER, protocol.sup_control_sock(pid))
         self.poller = zmq.Poller()
         self.poller.register(self.hb, zmq.POLLIN)
+        self._hb_polled = True
         self.poller.register(self.ctl, zmq.POLLIN)
         # A signal's C handler writes here, so a SIGTERM ends the poll at once
         # (pyzmq retries an interrupted poll until its timeout).
@@ -308,12 +314,11 @@ class Supervisor:
             self._watch_exits()
             # Rounded up: a timer 0.4 ms away must not become a 0 ms poll that spins until it passes.
             timeout_ms = math.ceil(self._sleep_s(time.monotonic(), others_started) * 1000)
-            for sock, _ in self.poller.poll(timeout_ms):
-                now = time.monotonic()
-                if sock is self.hb:
-                    self._drain_heartbeats(now)
-                elif sock is self.ctl:
-                    self._serve_control(now)
+            ready = self.poller.poll(timeout_ms)
+            self._drain_heartbeats(time.monotonic())  # before anything judges a child by its last beat
+            for sock, _ in ready:
+                if sock is self.ctl:
+                    self._serve_control(time.monotonic())
                 elif sock == self.wake.r:
                     self.wake.drain()
             if self.shutdown_reason:
@@ -324,12 +329,25 @@ class Supervisor:
                 control.advance(c, now)
             if not self.ready and others_started:
                 self._note_ready(now)
+            self._poll_heartbeats(not self._settled())
             if self.front is not None and self.front.state in DOWN:
                 self.request_shutdown(f"{self.front.name} exited: the session is over")
             elif self.stdin_poll is not None and _stdin_closed(self.stdin_poll):
                 self.request_shutdown("stdin closed: Claude Code exited")
         self.stop_all()
         return 0
+
+    def _settled(self) -> bool:
+        """Start-up is over, no child is starting and no operation waits on one."""
+        return self.ready and all(c.state is not State.STARTING and c.op is None for c in self.children)
+
+    def _poll_heartbeats(self, on: bool) -> None:
+        if on != self._hb_polled:
+            if on:
+                self.poller.register(self.hb, self.zmq.POLLIN)
+            else:
+                self.poller.unregister(self.hb)
+            self._hb_polled = on
 
     def _note_ready(self, now: float) -> None:
         """One stable log line once every child first settled: start-up is over

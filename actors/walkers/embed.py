@@ -122,7 +122,7 @@ class EmbedWalker(Walker):
         poller.register(self._queries_wake[0], zmq.POLLIN)
         try:
             while not self._queries_done.is_set():
-                if poller.poll(1000):
+                if poller.poll():  # on_stop writes the wake pipe
                     self.serve_queries()
         except zmq.ZMQError as e:  # the router closed under us while stopping
             if not self._queries_done.is_set():

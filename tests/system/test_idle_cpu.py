@@ -5,6 +5,7 @@ CPU is measured from psutil ``cpu_times`` deltas (memtree.runtime.cpu), never fr
 """
 
 import json
+import time
 
 from memtree.runtime.cpu import measure
 from memtree.supervisor.main import READY_LINE
@@ -75,3 +76,50 @@ def test_ctl_status_cpu_is_a_real_rate_on_its_first_call_a_spinning_actor_shows_
     col = header.split().index("CPU")
     shown = {r.split()[0]: float(r.split()[col].rstrip("%")) for r in rows}
     assert {n for n, pct in shown.items() if pct >= 15.0} == {"walker.spin"}, table.stdout
+
+
+def _voluntary_switches(pid: int, tid: int) -> int:
+    """How many times the thread went to sleep (each wakeup after it is one switch)."""
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no voluntary_ctxt_switches for {pid}/{tid}")
+
+
+def _threads(pid: int) -> set[int]:
+    import os
+
+    return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+
+
+def test_heartbeats_wake_neither_an_idle_actors_loop_nor_the_supervisors_loop_once_per_beat(system_factory):
+    """Every wakeup of a Python process costs ~0.3-1 ms on a VM: beats come from
+    the actor's pulse thread, not its loop, and the settled supervisor reads them
+    in its own wakeups (memtree/actors/base.py, supervisor/main.py)."""
+    s = system_factory
+    hb_ms, window_s = 100, 3.0  # 30 beats per actor in the window; 5 actors beating: 150 for the supervisor
+    s.write_config({"supervisor": {"heartbeatMs": hb_ms}})
+    sup = s.serve()
+    wait_until(lambda: _ready_in_log(s), timeout=2 * COLD_START_S, what="the supervisor's READY line")
+    # The pruner and the dedupe walker tick once a minute or less and hear no events: idle loops.
+    pids = {a["name"]: a["pid"] for a in s.status()}
+    idle = {name: pids[name] for name in ("walker.pruner", "walker.dedupe")}
+    watched = {**idle, "supervisor": sup.pid}
+    before = {name: {tid: _voluntary_switches(pid, tid) for tid in _threads(pid)} for name, pid in watched.items()}
+    started = time.monotonic()
+    wait_until(lambda: time.monotonic() - started >= window_s, timeout=2 * window_s, what="the window")
+    after = {name: {tid: _voluntary_switches(pid, tid) for tid in before[name]} for name, pid in watched.items()}
+    main_thread = {name: after[name][pid] - before[name][pid] for name, pid in watched.items()}
+    others = {
+        name: sum(after[name][t] - before[name][t] for t in before[name] if t != pid) for name, pid in watched.items()
+    }
+    beats = window_s * 1000 / hb_ms
+    # Positive control: the beats went on (the pulse threads and zmq's I/O threads woke for them),
+    # and every actor is still RUNNING with a fresh beat.
+    assert all(n >= beats / 2 for n in others.values()), others
+    rows = {a["name"]: a for a in s.status()}
+    assert {rows[n]["state"] for n in idle} == {"RUNNING"} and rows[next(iter(idle))]["pid"] == idle["walker.pruner"]
+    assert {n for n in idle if main_thread[n] > 2} == set(), f"idle loops woke: {main_thread}"
+    # The supervisor's loop: about once a second (IDLE_S), not once per beat of each actor.
+    assert main_thread["supervisor"] < beats / 3, f"the supervisor woke per beat: {main_thread}"
