@@ -39,7 +39,7 @@ import zmq
 from memtree import protocol
 from memtree.paths import makedirs_private, socket_path
 from memtree.runtime.actorenv import ActorContext
-from memtree.runtime.heap import Trimmer
+from memtree.runtime.heap import Trimmer, settle
 from memtree.runtime.logs import configure_logging
 from memtree.runtime.wake import WakePipe
 
@@ -293,6 +293,7 @@ class Actor:
 
     def _run_started(self, lock: SingletonLock | None) -> int:
         self.on_start()  # not pulsed: READY waits for it (startTimeoutS bounds it)
+        settle()  # what start-up made lives as long as we do: out of the collector's walks
         log.info("%s: running pid=%d", self.ctx.name, os.getpid())
         self._heartbeat("running")  # READY; the pulse beats from here on
         interval = self.tick_interval_s if self.tick_interval_s is not None else float("inf")

@@ -141,8 +141,9 @@ class Front:
         """Freed heap back to the system, at most every few seconds: a recall's candidates are
         freed in the worker threads' malloc arenas, which glibc otherwise keeps."""
         if self.heap is None:
-            from memtree.runtime.heap import Trimmer
+            from memtree.runtime.heap import Trimmer, settle
 
+            settle()  # the first call imported the tools and the search stack
             self.heap = Trimmer()
         self.heap.after_work()
 
@@ -267,6 +268,9 @@ def main() -> int:
         print(f"memtree mcp: {e.message}", file=sys.stderr)
         return 2
     log.info("mcp: serving %s pid=%d", ", ".join(front.tools), os.getpid())
+    from memtree.runtime.heap import settle
+
+    settle()
     try:
         anyio.run(serve, front)
     finally:

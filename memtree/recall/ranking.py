@@ -199,11 +199,15 @@ def present_terms(text: str, wanted) -> set[str]:
             continue
         at = low.find(t)
         while at >= 0:
-            start, end = at, at + len(t)
-            while start and text[start - 1] in _IDENT_CHARS:
+            if at and text[at] in _LOWER and text[at - 1] in _LETTERS:
+                # Inside a run of letters ("equ" in "request"): no part of a word starts
+                # there (a part starts a word, follows "_" or a digit, or is capitalised).
+                at = low.find(t, at + 1)
+                continue
+            start = at
+            while start and text[start - 1] in _IDENT_CHARS:  # a part inside a word: rare
                 start -= 1
-            while end < len(text) and text[end] in _IDENT_CHARS:
-                end += 1
+            end = _IDENT_TAIL.match(text, at + len(t)).end()
             word = text[start:end]
             got = tried.get(word)
             if got is None:
@@ -216,6 +220,9 @@ def present_terms(text: str, wanted) -> set[str]:
 
 
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_IDENT_TAIL = re.compile(r"[A-Za-z0-9_]*")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_LETTERS = _LOWER | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def _present_terms_by_word(text: str, want: tuple[str, ...]) -> set[str]:

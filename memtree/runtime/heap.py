@@ -11,12 +11,21 @@ work and a trim runs at most every ``every_s`` seconds, and only when the
 resident set grew by ``GROWTH_BYTES`` since the last trim: an idle actor's
 ticks (the writer's spool check every 2 s) trimmed pages that the next tick
 faulted back in, ~10 % of its idle CPU. Not glibc (musl, macOS): nothing to do.
+
+``settle()``, once an actor has started (and the front again after its first
+tool call, which imports the search stack): what exists then (modules,
+classes, config, the connection) lives as long as the process, so it is
+frozen out of the cyclic collector's view. A full collection otherwise walks
+every object (~70k in the front, 10-20 ms) inside whichever request
+happened to trigger it: that was a twentieth of hybrid searches' p95 tail at
+100k nodes (eval/bench_scale).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import os
 import time
 
@@ -39,6 +48,13 @@ def trim() -> bool:
         return False
     _trim(0)
     return True
+
+
+def settle() -> None:
+    """Collect the young generations (start-up's garbage) and freeze the rest
+    out of later collections (``gc.freeze``: objects only ever added to)."""
+    gc.collect(1)
+    gc.freeze()
 
 
 def resident_bytes() -> int | None:

@@ -237,6 +237,33 @@ def m007_fts_deferred(db) -> None:
     )
 
 
+@migration
+def m008_fine_codes(db) -> None:
+    # A 4-bit code beside each vector's sign bits (vector_index.fine_of): the
+    # reader's second pass, so the exact rerank reads 200 vectors, not 1,000.
+    # Filled in slices of rowids (a million vectors are 1 GB); the update
+    # trigger steps aside meanwhile, or vec_log would name every vector: the
+    # trigger's DDL changes the schema cookie, so a reader loads afresh anyway.
+    from memtree.store.vector_index import fine_of
+
+    db.execute("ALTER TABLE nodes_vec ADD COLUMN fine BLOB")
+    db.execute("DROP TRIGGER vec_log_upd")
+    after = 0
+    while True:
+        rows = db.execute(
+            "SELECT rowid, embedding FROM nodes_vec WHERE rowid > ? ORDER BY rowid LIMIT 4096", (after,)
+        ).fetchall()
+        if not rows:
+            break
+        db.executemany("UPDATE nodes_vec SET fine = ? WHERE rowid = ?", [(fine_of(e), r) for r, e in rows])
+        after = rows[-1][0]
+    db.execute("""
+    CREATE TRIGGER vec_log_upd AFTER UPDATE ON nodes_vec BEGIN
+        INSERT INTO vec_log(vec_rowid) VALUES (new.rowid);
+    END;
+    """)
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -5,9 +5,10 @@ million nodes. Each vector also has its sign bits (``nodes_vec.code``, 32
 bytes at 256 dims), written beside it by the writer. A reading process (the
 front) keeps every code of one model in numpy arrays with the node's status,
 kind and creation time, so a query's first pass is one XOR-popcount over
-~32 MB plus the filters as boolean masks, then the best ``RERANK`` by Hamming
-distance go back to SQL for the exact cosine and the live predicate
-(store/vectors.knn). The first pass filters before it cuts, so non-live
+~32 MB plus the filters as boolean masks. The best ``RERANK`` by Hamming
+distance are scored again against their 4-bit codes (``nodes_vec.fine``,
+132 bytes at 256 dims, also in memory), and only the best few of those go
+back to SQL for the exact cosine and the live predicate (store/vectors.knn). The first pass filters before it cuts, so non-live
 vectors nearer than a live one never push it out; the SQL rerank decides
 what a read may return.
 
@@ -18,23 +19,29 @@ the rowid of every vector that changed or whose node's status, kind or time did;
 query reads the log past the position its arrays reflect, in one read
 transaction with the load. The writer trims the log (``vec_log_trimmed``
 counter); a reader that fell behind the trim loads everything again.
-Memory: ~50 bytes a vector (50 MB at 1M), bounded by the disk budget: the slots of
-vectors that left are dropped once they outnumber the rest (``GONE_MAX``).
+Memory: ~180 bytes a vector (180 MB at 1M nodes; the default 1 GiB disk
+budget holds ~240k), bounded by the disk budget: the slots of vectors that left are dropped once they outnumber the rest (``GONE_MAX``).
 """
 
 from __future__ import annotations
 
 import array
 import os
+import struct
 import threading
 
 from memtree.runtime import optional
 
 RERANK = 4000  # first-pass candidates by Hamming distance (recall@100 vs exact: eval/bench_scale)
-# Of those, this many (or 10 x k) best by the query's floats against their
-# sign bits (by_query) are rescored exactly: the exact rerank (~a lookup of a
-# 1 KB vector each) was most of a semantic query's time at 4,000.
-RERANK_EXACT = 1000
+# Of those, this many (or FINE_KEEP x k) best by the query's floats against
+# their 4-bit codes (by_fine) are rescored exactly: the exact rerank (~2.7 us,
+# a lookup of a 1 KB vector, each) was most of a semantic query's time. On the
+# 100k store of eval/bench_scale (80 recall-eval queries, 2026-12-04),
+# recall@100 against the exact scan: 4-bit codes keeping 200 of the 4,000
+# 0.977 (the Hamming pass's own ceiling), the sign bits' asymmetric score
+# keeping 1,000 0.970 and 200 0.847.
+RERANK_EXACT = 200
+FINE_KEEP = 2
 # Fewer matching vectors than this many times those rescored exactly: the exact SQL scan is
 # cheaper than reranking (a rerank lookup cost ~3.5 scanned rows here:
 # eval/bench_scale at 2k and 10k), and it is exact.
@@ -45,6 +52,8 @@ GONE = 255  # status code of a slot whose vector left
 # the slots still held, so the arrays stay within twice the vectors present
 # (a pruned store renews its vectors, and new ones take new rowids).
 GONE_MAX = 1024
+FINE_LEVELS = 7  # a 4-bit code holds round(x / scale) in -7..7, stored + 8 (one nibble)
+FINE_SCALE = struct.Struct("<f")
 
 
 def code_of(vector) -> bytes:
@@ -74,15 +83,40 @@ def code_of(vector) -> bytes:
     return bytes(out)
 
 
+def fine_of(vector) -> bytes | None:
+    """A vector's 4-bit code: its scale (max |x| / FINE_LEVELS, float32) then
+    one nibble a dimension, two a byte, the even dimension high. None without
+    numpy (the reader makes it from the vector then). The writer and the
+    reader use this one function."""
+    if optional.missing("numpy") is not None:
+        return None
+    import numpy as np
+
+    v = (
+        np.frombuffer(vector, dtype="<f4")
+        if isinstance(vector, (bytes, bytearray, memoryview))
+        else np.asarray(vector, dtype=np.float32)
+    )
+    top = float(np.abs(v).max()) if len(v) else 0.0
+    scale = top / FINE_LEVELS if top > 0 and np.isfinite(top) else 1.0
+    q = np.clip(np.rint(np.nan_to_num(v) / scale), -FINE_LEVELS, FINE_LEVELS).astype(np.int16) + 8
+    if len(q) % 2:
+        q = np.append(q, 8)
+    return FINE_SCALE.pack(scale) + ((q[0::2] << 4) | q[1::2]).astype(np.uint8).tobytes()
+
+
 class _Codes:
     """One model's codes, in rowid order up to ``sorted_n`` then appended.
     ``codes`` is (words, n): each 64-bit word of every code contiguous, so the
     XOR-popcount runs over flat arrays (a sum along a short axis was 8x slower)."""
 
-    def __init__(self, np, words: int):
+    def __init__(self, np, words: int, dim: int | None = None):
         self.np, self.words = np, words
+        self.fine_bytes = ((words * 64 if dim is None else dim) + 1) // 2
         self.rowids = np.zeros(0, np.int64)
         self.codes = np.zeros((words, 0), np.uint64)
+        self.fine = np.zeros((0, self.fine_bytes), np.uint8)  # one 4-bit code a row (fine_of)
+        self.scale = np.zeros(0, np.float32)
         self.status = np.zeros(0, np.uint8)
         self.kind = np.zeros(0, np.uint8)
         self.created = np.zeros(0, np.int64)
@@ -115,7 +149,7 @@ class _Codes:
         return out
 
     def apply(self, rows) -> None:
-        """rows: (rowid, code or None, status, kind, created_at); None = vector gone."""
+        """rows: (rowid, code or None, fine code, status, kind, created_at); None = vector gone."""
         np = self.np
         if not rows:
             return
@@ -133,9 +167,11 @@ class _Codes:
                     left = True
                 else:
                     self.codes[:, slot] = np.frombuffer(r[1], np.uint64, self.words)
-                    self.status[slot] = self._code(self.status_codes, r[2])
-                    self.kind[slot] = self._code(self.kind_codes, r[3])
-                    self.created[slot] = r[4]
+                    self.scale[slot] = FINE_SCALE.unpack_from(r[2])[0]
+                    self.fine[slot] = np.frombuffer(r[2], np.uint8, self.fine_bytes, FINE_SCALE.size)
+                    self.status[slot] = self._code(self.status_codes, r[3])
+                    self.kind[slot] = self._code(self.kind_codes, r[4])
+                    self.created[slot] = r[5]
             elif r[1] is not None:
                 new.append(r)
         if new:
@@ -153,17 +189,21 @@ class _Codes:
         keep = ~gone
         self.sorted_n = int(keep[: self.sorted_n].sum())
         self.rowids, self.codes = self.rowids[keep], self.codes[:, keep]
+        self.fine, self.scale = self.fine[keep], self.scale[keep]
         self.status, self.kind, self.created = self.status[keep], self.kind[keep], self.created[keep]
 
     def _arrays(self, rows) -> tuple:
         np = self.np
         n = len(rows)
+        fine = np.frombuffer(b"".join(r[2] for r in rows), np.uint8).reshape(n, FINE_SCALE.size + self.fine_bytes)
         return (
             np.fromiter((r[0] for r in rows), np.int64, n),
             np.frombuffer(b"".join(r[1] for r in rows), np.uint64).reshape(n, self.words).T,
-            np.fromiter((self._code(self.status_codes, r[2]) for r in rows), np.uint8, n),
-            np.fromiter((self._code(self.kind_codes, r[3]) for r in rows), np.uint8, n),
-            np.fromiter((r[4] for r in rows), np.int64, n),
+            np.fromiter((self._code(self.status_codes, r[3]) for r in rows), np.uint8, n),
+            np.fromiter((self._code(self.kind_codes, r[4]) for r in rows), np.uint8, n),
+            np.fromiter((r[5] for r in rows), np.int64, n),
+            np.ascontiguousarray(fine[:, FINE_SCALE.size :]),
+            np.ascontiguousarray(fine[:, : FINE_SCALE.size]).view("<f4").reshape(n).astype(np.float32),
         )
 
     def _append(self, rows) -> None:
@@ -181,7 +221,7 @@ class _Codes:
         )
         self.rowids = np.concatenate([self.rowids, rowids])
         self.codes = np.concatenate([self.codes, *[p[1] for p in parts]], axis=1)
-        for i, name in enumerate(("status", "kind", "created"), 2):
+        for i, name in enumerate(("status", "kind", "created", "fine", "scale"), 2):
             setattr(self, name, np.concatenate([getattr(self, name), *[p[i] for p in parts]]))
         if was_sorted:
             self.sorted_n = len(self.rowids)
@@ -191,7 +231,7 @@ class _Codes:
     def _sort(self) -> None:
         order = self.np.argsort(self.rowids, kind="stable")
         self.codes = self.codes[:, order]
-        for name in ("rowids", "status", "kind", "created"):
+        for name in ("rowids", "status", "kind", "created", "fine", "scale"):
             setattr(self, name, getattr(self, name)[order])
         self.sorted_n = len(self.rowids)
 
@@ -229,16 +269,22 @@ def _store_key(db, model: str, dim: int) -> tuple | None:
 
 
 def _rows_from(cursor, np):
-    """(vector rowid, code, status, kind, created_at) with the code made from the
-    float vector where the writer stored none (a row written before m005)."""
+    """(vector rowid, code, fine code, status, kind, created_at) with the codes
+    made from the float vector where the writer stored none (a row written
+    before m005 or m008, or by a writer without numpy)."""
     out = []
-    for rowid, code, emb, status, kind, created in cursor:
-        if code is None and emb is not None:
-            code = code_of(emb)
-        if status is None:  # the node row is gone
+    for rowid, code, fine, emb, status, kind, created in cursor:
+        if emb is not None:
+            code = code_of(emb) if code is None else code
+            fine = fine_of(emb) if fine is None else fine
+        if status is None or code is None or fine is None:  # the node row is gone (or the vector)
             code = None
-        out.append((rowid, code, status, kind, created))
+        out.append((rowid, code, fine, status, kind, created))
     return out
+
+
+# The float vector is read only for a row missing a code (1 KB a row, where the codes are 164 bytes).
+_VECTOR_IF_UNCODED = "CASE WHEN v.code IS NULL OR v.fine IS NULL THEN v.embedding END"
 
 
 def _load(db, idx: _Codes, model: str, dim: int) -> None:
@@ -249,7 +295,7 @@ def _load(db, idx: _Codes, model: str, dim: int) -> None:
     idx.schema = db.execute("PRAGMA schema_version").fetchone()[0]
     idx.seq = db.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
     cur = db.execute(
-        "SELECT v.rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, n.created_at "
+        f"SELECT v.rowid, v.code, v.fine, {_VECTOR_IF_UNCODED}, n.status, n.kind, n.created_at "
         "FROM nodes_vec v JOIN nodes n ON n.id = v.node_id WHERE v.model = ? AND v.dim = ?",
         (model, dim),
     )
@@ -264,6 +310,8 @@ def _load(db, idx: _Codes, model: str, dim: int) -> None:
     idx.sorted_n = 0
     idx.rowids = np.zeros(0, np.int64)
     idx.codes = np.zeros((idx.words, 0), np.uint64)
+    idx.fine = np.zeros((0, idx.fine_bytes), np.uint8)
+    idx.scale = np.zeros(0, np.float32)
     for name in ("status", "kind"):
         setattr(idx, name, np.zeros(0, np.uint8))
     idx.created = np.zeros(0, np.int64)
@@ -281,7 +329,7 @@ def _sync(db, idx: _Codes, model: str, dim: int) -> None:
     if idx.seq == 0 and not len(idx.rowids) or (trimmed and trimmed[0] > idx.seq) or renumbered:
         return _load(db, idx, model, dim)
     rows = db.execute(
-        "SELECT l.seq, l.vec_rowid, v.code, CASE WHEN v.code IS NULL THEN v.embedding END, n.status, n.kind, "
+        f"SELECT l.seq, l.vec_rowid, v.code, v.fine, {_VECTOR_IF_UNCODED}, n.status, n.kind, "
         "n.created_at FROM vec_log l LEFT JOIN nodes_vec v ON v.rowid = l.vec_rowid AND v.model = ? AND v.dim = ? "
         "LEFT JOIN nodes n ON n.id = v.node_id WHERE l.seq > ? ORDER BY l.seq",
         (model, dim, idx.seq),
@@ -289,23 +337,29 @@ def _sync(db, idx: _Codes, model: str, dim: int) -> None:
     if not rows:
         return
     idx.seq = rows[-1][0]
-    idx.apply(_rows_from(((r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows), idx.np))
+    idx.apply(_rows_from((r[1:] for r in rows), idx.np))
+
+
+# The vec_log of m005 and the fine column of m008.
+_CODED_STORE = (
+    "SELECT (SELECT count(*) FROM sqlite_master WHERE name = 'vec_log')"
+    " + (SELECT count(*) FROM pragma_table_info('nodes_vec') WHERE name = 'fine')"
+)
 
 
 def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | None = None, keep: int | None = None):
     """nodes_vec rowids of at most ``n`` vectors of ``model`` whose nodes pass ``filters``, nearest
     by the sign bits first; with ``keep``, the ``keep`` of those the query
-    itself (its floats, not its signs) scores best against their sign bits
-    (``by_query``), best first. None when the exact scan should answer: no more
+    scores best against their 4-bit codes (``by_fine``), best first. None when the exact scan should answer: no more
     than ``EXACT_FACTOR`` times the vectors rescored exactly match (cheaper and exact), no numpy, a
-    parent/session filter that SQL narrows better, a store without the m005 log."""
+    parent/session filter that SQL narrows better, a store without the m005 log or m008's codes."""
     if optional.missing("numpy") or filters.get("parent_id") or filters.get("session_id"):
         return None
     import numpy as np
 
     if not hasattr(np, "bitwise_count"):  # numpy < 2
         return None
-    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_log'").fetchone() is None:
+    if db.execute(_CODED_STORE).fetchone()[0] != 2:  # opened read-only before its writer migrated
         return None
     n = RERANK if n is None else n
     key = _store_key(db, model, dim)
@@ -315,7 +369,7 @@ def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | N
     with _LOCK:
         idx = _CACHE.get(key)
         if idx is None or idx.words != len(q):
-            idx = _CACHE[key] = _Codes(np, len(q))
+            idx = _CACHE[key] = _Codes(np, len(q), dim)
         db.execute("SAVEPOINT vector_index")  # the log position and the rows it covers: one snapshot
         try:
             _sync(db, idx, model, dim)
@@ -326,41 +380,31 @@ def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | N
             return None
         slots = nearest(idx, q, mask, n)
         if keep is not None and keep < len(slots):
-            slots = slots[by_query(idx, slots, query_vector, dim)[:keep]]
+            slots = slots[by_fine(idx, slots, query_vector, dim)[:keep]]
         return idx.rowids[slots].tolist()
 
 
-def by_query(idx: _Codes, slots, query_vector, dim: int):
-    """``slots`` reordered best first by the query's floats summed over each
-    code's set bits (the asymmetric estimate of the dot product from 1-bit
-    codes: it ranks far closer to the exact cosine than the Hamming distance
-    between signs does, so fewer candidates need the exact rerank). A table
-    of the query's sum for each byte value at each byte position, then one
-    lookup per code byte."""
+def by_fine(idx: _Codes, slots, query_vector, dim: int, step: int = 1024):
+    """``slots`` reordered best first by the query's dot product with each
+    slot's 4-bit code (fine_of: the vector to within half its scale a
+    dimension), so the exact rerank needs only the few best. The codes of
+    ``step`` slots at a time: in slices that stay in cache, 4,000 codes took
+    0.3 ms, in one 1.6 ms."""
     np = idx.np
-    q = np.zeros(idx.words * 64, np.float32)
+    q = np.zeros(idx.fine_bytes * 2, np.float32)
     q[:dim] = (
         np.frombuffer(query_vector, dtype="<f4")
         if isinstance(query_vector, (bytes, bytearray, memoryview))
         else np.asarray(query_vector, dtype=np.float32)
     )[:dim]
-    table = _byte_bits(np) @ q.reshape(-1, 8).T  # [byte value, byte position]
-    codes = np.ascontiguousarray(idx.codes[:, slots].T).view(np.uint8)  # the stored bytes, in order
-    score = np.zeros(len(slots), np.float32)
-    for j in range(codes.shape[1]):
-        score += table[:, j][codes[:, j]]
-    return np.argsort(-score, kind="stable")
-
-
-def _byte_bits(np):
-    """[byte value, bit] of every byte, most significant bit first (code_of's order)."""
-    global _BYTE_BITS_TABLE
-    if _BYTE_BITS_TABLE is None:
-        _BYTE_BITS_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)
-    return _BYTE_BITS_TABLE
-
-
-_BYTE_BITS_TABLE = None
+    high, low = np.ascontiguousarray(q[0::2]), np.ascontiguousarray(q[1::2])
+    offset = np.float32(8.0 * q.sum())  # each nibble holds its level + 8
+    est = np.empty(len(slots), np.float32)
+    for i in range(0, len(slots), step):
+        c = idx.fine[slots[i : i + step]]
+        est[i : i + step] = (c >> 4).astype(np.float32) @ high + (c & 15).astype(np.float32) @ low - offset
+    est *= idx.scale[slots]
+    return np.argsort(-est, kind="stable")
 
 
 def nearest(idx: _Codes, q, mask, n: int):

@@ -1,7 +1,7 @@
 """Vectors: KNN over live nodes with sqlite-vec, and the model-safety check.
 
 Vectors live in ``nodes_vec`` as float32 blobs with their model name and
-dimension, and their sign bits (``code``); sqlite-vec's ``vec_distance_cosine``
+dimension, their sign bits (``code``) and 4-bit code (``fine``); sqlite-vec's ``vec_distance_cosine``
 ranks the candidates the in-memory sign-bit pass names (store/vector_index.py),
 whose filters match the SQL's, so a hidden node can never starve a live one.
 Reads only; the writer stores.
@@ -66,8 +66,8 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
 
     With a model: the sign-bit first pass (store/vector_index.py) names at
     most ``RERANK`` (or 10 x k) candidates that already pass the filters, the
-    query's floats against their sign bits keep ``RERANK_EXACT`` (or 10 x k) of
-    them, and only those are scored exactly here, under the same SQL filters. A store with few
+    query against their 4-bit codes keeps ``RERANK_EXACT`` (or FINE_KEEP x k)
+    of them, and only those are scored exactly here, under the same SQL filters. A store with few
     matches (vector_index.EXACT_FACTOR) gets the exact scan."""
     filters = filters or {}
     blob = to_blob(query_vector)
@@ -83,7 +83,7 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
             blob,
             filters,
             max(vector_index.RERANK, 10 * int(k)),
-            keep=max(vector_index.RERANK_EXACT, 10 * int(k)),
+            keep=max(vector_index.RERANK_EXACT, vector_index.FINE_KEEP * int(k)),
         )
     if rowids is not None:
         return _rerank(db, blob, rowids, filters, model, int(k))

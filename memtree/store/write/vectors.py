@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from memtree.errors import BadRequest
 from memtree.store.live import ANY_STATUS, INDEXED, status_clause
-from memtree.store.vector_index import code_of
+from memtree.store.vector_index import code_of, fine_of
 from memtree.store.vectors import to_blob
 from memtree.store.write.mutations import Tx, _require, node_row
 from memtree.text.sameness import same_text
@@ -47,10 +47,11 @@ def put_vectors(tx: Tx, rec) -> dict:
             continue
         # An upsert keeps the row's rowid (REPLACE would delete it unseen by the vec_log trigger).
         tx.db.execute(
-            "INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code) VALUES (?,?,?,?,?,?) "
+            "INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code, fine) VALUES (?,?,?,?,?,?,?) "
             "ON CONFLICT(node_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
-            "embedding = excluded.embedding, embedded_at = excluded.embedded_at, code = excluded.code",
-            (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob)),
+            "embedding = excluded.embedding, embedded_at = excluded.embedded_at, code = excluded.code, "
+            "fine = excluded.fine",
+            (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob), fine_of(blob)),
         )
         stored.append(item["node_id"])
     trim_vec_log(tx.db)

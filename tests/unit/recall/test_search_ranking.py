@@ -183,6 +183,11 @@ def test_present_terms_finds_exactly_the_query_terms_a_full_split_finds():
     assert found > 1000  # positive control: most cases hold some of the terms
     assert ranking.present_terms("the expiredCacheEntries", ["expir", "cach"]) == {"expir", "cach"}
     assert ranking.present_terms("nothing relevant", ["expir"]) == set()
+    # A term inside a run of letters is no part ("equation" in "inequation"); a
+    # capitalised one inside a word is ("anEquation"), as is one after a digit.
+    assert ranking.present_terms("inequation requested", ["equation", "equ"]) == set()
+    assert ranking.present_terms("inequation anEquation", ["equation"]) == {"equation"}
+    assert ranking.present_terms("inequation v2equation", ["equation"]) == {"equation"}
 
 
 def test_keyword_hits_carry_their_fts_snippet(store, conn):

@@ -77,3 +77,62 @@ def test_m007_puts_back_the_rows_a_content_change_took_out_of_the_fts_index(tmp_
     assert sorted(h[0] for h in hits) == ["rewritten", "untouched"]
     assert integrity.check(path)[0] == []
     conn.close()
+
+
+def test_m008_gives_every_vector_its_4bit_code_and_the_first_pass_waits_for_it(tmp_path):
+    """A store written before m008 has no 4-bit codes: a reader opened on it
+    then answers KNN by the exact scan (the same nearest), and once migrated
+    every vector has its code (filled without naming each one in vec_log), and
+    the first pass answers the same."""
+    import numpy as np
+
+    from memtree.store import vector_index, vectors
+    from memtree.store.schema import migrate
+
+    path = str(tmp_path / "store.db")
+    conn = apsw.Connection(path)
+    names = [name for name, _ in MIGRATIONS]
+    upto = names.index("m008_fine_codes")
+    kept = MIGRATIONS[:]
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((800, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    try:
+        MIGRATIONS[:] = kept[:upto]
+        migrate(conn)
+        with conn:
+            for i, v in enumerate(vecs):
+                conn.execute(
+                    "INSERT INTO nodes(id, kind, content, content_hash, created_at, updated_at, status)"
+                    " VALUES (?, 'file_chunk', 'c', 'h', 1, 1, 'live')",
+                    (f"n{i}",),
+                )
+                conn.execute(
+                    "INSERT INTO nodes_vec(node_id, model, dim, embedding, embedded_at, code) VALUES (?, 'm', 16, ?, 1, ?)",
+                    (f"n{i}", v.tobytes(), vector_index.code_of(v)),
+                )
+        logged = conn.execute("SELECT count(*) FROM vec_log").fetchone()[0]
+        assert logged == len(vecs)  # one row a vector inserted
+        reader = store_db.open_read(path)
+        query = vecs[5] + 0.05 * vecs[9]
+        exact = [i for i, _ in vectors.knn(reader, query, 5)]
+        assert exact[0] == "n5"
+        assert vector_index.candidates(reader, "m", 16, query, {}, 100, keep=20) is None  # no codes yet
+        assert [i for i, _ in vectors.knn(reader, query, 5, model="m")] == exact
+        reader.close()
+        MIGRATIONS[:] = kept
+        assert migrate(conn) == names[upto:]
+    finally:
+        MIGRATIONS[:] = kept
+    assert conn.execute("SELECT count(*), count(fine) FROM nodes_vec").fetchone() == (len(vecs), len(vecs))
+    assert conn.execute("SELECT count(*) FROM vec_log").fetchone()[0] == logged  # the fill named none of them
+    fine = dict(conn.execute("SELECT node_id, fine FROM nodes_vec"))
+    assert fine["n7"] == vector_index.fine_of(vecs[7])
+    conn.close()
+    vector_index.forget_cache()
+    reader = store_db.open_read(path)
+    try:
+        assert vector_index.candidates(reader, "m", 16, query, {}, 100, keep=20) is not None  # the first pass answers
+        assert [i for i, _ in vectors.knn(reader, query, 5, model="m")] == exact
+    finally:
+        reader.close()

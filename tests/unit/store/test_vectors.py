@@ -153,7 +153,7 @@ def test_first_pass_never_lets_nearer_non_live_vectors_starve_the_live_hit(store
     from memtree.store import vector_index
 
     monkeypatch.setattr(vector_index, "RERANK", 100)  # a cut well below the 250 hidden ones that keep vectors
-    monkeypatch.setattr(vector_index, "RERANK_EXACT", 50)  # and by_query keeps 60 of those 100 for k = 6
+    monkeypatch.setattr(vector_index, "RERANK_EXACT", 50)  # and by_fine keeps 50 of those 100 for k = 6
     paths, w, _node = store
     dim = 16
     query = [1.0] * dim
@@ -295,33 +295,53 @@ def test_a_vacuum_behind_a_loaded_first_pass_makes_it_load_again(store, monkeypa
         db.close()
 
 
-def test_by_query_orders_codes_by_the_query_floats_over_their_set_bits():
-    """The asymmetric first-pass score: each code's sum of the query's floats
-    over its set bits, computed by byte tables, equals the bit-by-bit sum, and
-    it finds the exact nearest where the Hamming distance ties."""
+def test_by_fine_orders_slots_by_the_query_against_their_4bit_codes():
+    """The second pass: each slot's score is the query's dot product with its
+    4-bit code decoded (fine_of: levels -7..7 times the vector's scale), in
+    slices of any size; and it tells apart two vectors whose sign bits agree,
+    the nearer first."""
     import numpy as np
 
     from memtree.store import vector_index
 
     rng = np.random.default_rng(7)
-    dim = 256
+    dim = 255  # odd: the last byte is half padding
     vecs = rng.standard_normal((500, dim)).astype(np.float32)
-    idx = vector_index._Codes(np, dim // 64)
-    idx.codes = np.stack([np.frombuffer(vector_index.code_of(v), np.uint64) for v in vecs]).T.copy()
+    rows = [(i, vector_index.code_of(v), vector_index.fine_of(v), "live", "file_chunk", 0) for i, v in enumerate(vecs)]
+    idx = vector_index._Codes(np, 4, dim)
+    idx.apply(rows)
     q = rng.standard_normal(dim).astype(np.float32)
     slots = rng.permutation(500)[:300]
-    bits = np.stack([np.unpackbits(np.frombuffer(vector_index.code_of(v), np.uint8))[:dim] for v in vecs[slots]])
-    want = np.argsort(-(bits.astype(np.float64) @ q.astype(np.float64)), kind="stable")
-    got = vector_index.by_query(idx, slots, q.tobytes(), dim)
-    assert got.tolist() == want.tolist()
-    # Two codes at the same Hamming distance from the query's signs: the one whose
-    # differing bits hold the query's smaller floats comes first.
-    q2 = np.array([3.0, 0.1, -2.0, -0.1] + [1.0] * 60, np.float32)
-    near = np.array([1.0, -1.0, -1.0, -1.0] + [1.0] * 60, np.float32)  # flips the 0.1
-    far = np.array([-1.0, 1.0, -1.0, -1.0] + [1.0] * 60, np.float32)  # flips the 3.0
-    two = vector_index._Codes(np, 1)
-    two.codes = np.stack([np.frombuffer(vector_index.code_of(v), np.uint64) for v in (far, near)]).T.copy()
-    assert vector_index.by_query(two, np.array([0, 1]), q2, 64).tolist() == [1, 0]
+
+    def decoded(v):
+        blob = vector_index.fine_of(v)
+        scale = np.frombuffer(blob[:4], "<f4")[0]
+        b = np.frombuffer(blob[4:], np.uint8).astype(np.int64)
+        levels = np.stack([(b >> 4) - 8, (b & 15) - 8], 1).reshape(-1)[:dim]
+        assert levels.min() >= -7 and levels.max() <= 7
+        assert np.abs(levels * scale - v).max() <= scale / 2 + 1e-6  # within half a level
+        return levels * np.float64(scale)
+
+    est = np.array([decoded(v) @ q.astype(np.float64) for v in vecs[slots]])
+    want = np.argsort(-est, kind="stable")
+    for step in (7, 1024):
+        got = vector_index.by_fine(idx, slots, q.tobytes(), dim, step=step)
+        assert got[:50].tolist() == want[:50].tolist()
+        assert sorted(got.tolist()) == list(range(300))
+    # Same signs everywhere, so the same Hamming distance: the 4-bit codes put the
+    # vector that leans the query's way first.
+    q2 = np.array([3.0, 0.1] + [0.0] * 62, np.float32)
+    near = np.array([0.9, 0.1] + [0.05] * 62, np.float32)
+    far = np.array([0.1, 0.9] + [0.05] * 62, np.float32)
+    assert vector_index.code_of(near) == vector_index.code_of(far)
+    two = vector_index._Codes(np, 1, 64)
+    two.apply(
+        [
+            (1, vector_index.code_of(far), vector_index.fine_of(far), "live", "note", 0),
+            (2, vector_index.code_of(near), vector_index.fine_of(near), "live", "note", 0),
+        ]
+    )
+    assert vector_index.by_fine(two, np.array([0, 1]), q2, 64).tolist() == [1, 0]
 
 
 def test_the_first_pass_drops_the_slots_of_vectors_that_left(store, monkeypatch):
