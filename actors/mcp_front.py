@@ -268,9 +268,6 @@ def main() -> int:
         print(f"memtree mcp: {e.message}", file=sys.stderr)
         return 2
     log.info("mcp: serving %s pid=%d", ", ".join(front.tools), os.getpid())
-    from memtree.runtime.heap import settle
-
-    settle()
     try:
         anyio.run(serve, front)
     finally:

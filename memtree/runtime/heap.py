@@ -12,8 +12,8 @@ resident set grew by ``GROWTH_BYTES`` since the last trim: an idle actor's
 ticks (the writer's spool check every 2 s) trimmed pages that the next tick
 faulted back in, ~10 % of its idle CPU. Not glibc (musl, macOS): nothing to do.
 
-``settle()``, once an actor has started (and the front again after its first
-tool call, which imports the search stack): what exists then (modules,
+``settle()``, once an actor has started (the front: after its first tool
+call, which imports the tools and the search stack): what exists then (modules,
 classes, config, the connection) lives as long as the process, so it is
 frozen out of the cyclic collector's view. A full collection otherwise walks
 every object (~70k in the front, 10-20 ms) inside whichever request

@@ -8,8 +8,8 @@ kind and creation time, so a query's first pass is one XOR-popcount over
 ~32 MB plus the filters as boolean masks. The best ``RERANK`` by Hamming
 distance are scored again against their 4-bit codes (``nodes_vec.fine``,
 132 bytes at 256 dims, also in memory), and only the best few of those go
-back to SQL for the exact cosine and the live predicate (store/vectors.knn). The first pass filters before it cuts, so non-live
-vectors nearer than a live one never push it out; the SQL rerank decides
+back to SQL for the exact cosine and the live predicate (store/vectors.knn).
+The first pass filters before it cuts, so non-live vectors nearer than a live one never push it out; the SQL rerank decides
 what a read may return.
 
 A VACUUM may renumber rowids without a log entry; it bumps the schema cookie,
@@ -20,7 +20,8 @@ query reads the log past the position its arrays reflect, in one read
 transaction with the load. The writer trims the log (``vec_log_trimmed``
 counter); a reader that fell behind the trim loads everything again.
 Memory: ~180 bytes a vector (180 MB at 1M nodes; the default 1 GiB disk
-budget holds ~240k), bounded by the disk budget: the slots of vectors that left are dropped once they outnumber the rest (``GONE_MAX``).
+budget holds ~240k), bounded by the disk budget: the slots of vectors that
+left are dropped once they outnumber the rest (``GONE_MAX``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ FINE_LEVELS = 7  # a 4-bit code holds round(x / scale) in -7..7, stored + 8 (one
 FINE_SCALE = struct.Struct("<f")
 
 
+def _floats(np, vector):
+    """A vector as float32s: a blob (as stored) read in place, a list or array converted."""
+    if isinstance(vector, (bytes, bytearray, memoryview)):
+        return np.frombuffer(vector, dtype="<f4")
+    return np.asarray(vector, dtype=np.float32)
+
+
 def code_of(vector) -> bytes:
     """Sign bits of a vector (float32 blob, list or array), most significant
     bit first, padded to whole 64-bit words. The writer and the query use this
@@ -63,11 +71,7 @@ def code_of(vector) -> bytes:
     if optional.missing("numpy") is None:
         import numpy as np
 
-        v = (
-            np.frombuffer(vector, dtype="<f4")
-            if isinstance(vector, (bytes, bytearray, memoryview))
-            else np.asarray(vector, dtype=np.float32)
-        )
+        v = _floats(np, vector)
         bits = np.packbits(v > 0)
         pad = -len(bits) % 8
         return bits.tobytes() + b"\0" * pad
@@ -92,11 +96,7 @@ def fine_of(vector) -> bytes | None:
         return None
     import numpy as np
 
-    v = (
-        np.frombuffer(vector, dtype="<f4")
-        if isinstance(vector, (bytes, bytearray, memoryview))
-        else np.asarray(vector, dtype=np.float32)
-    )
+    v = _floats(np, vector)
     top = float(np.abs(v).max()) if len(v) else 0.0
     scale = top / FINE_LEVELS if top > 0 and np.isfinite(top) else 1.0
     q = np.clip(np.rint(np.nan_to_num(v) / scale), -FINE_LEVELS, FINE_LEVELS).astype(np.int16) + 8
@@ -350,9 +350,11 @@ _CODED_STORE = (
 def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | None = None, keep: int | None = None):
     """nodes_vec rowids of at most ``n`` vectors of ``model`` whose nodes pass ``filters``, nearest
     by the sign bits first; with ``keep``, the ``keep`` of those the query
-    scores best against their 4-bit codes (``by_fine``), best first. None when the exact scan should answer: no more
-    than ``EXACT_FACTOR`` times the vectors rescored exactly match (cheaper and exact), no numpy, a
-    parent/session filter that SQL narrows better, a store without the m005 log or m008's codes."""
+    scores best against their 4-bit codes (``by_fine``), best first. None
+    when the exact scan should answer: no more than ``EXACT_FACTOR`` times
+    the vectors rescored exactly match (cheaper and exact), no numpy, a
+    parent/session filter that SQL narrows better, a store without the m005
+    log or m008's codes."""
     if optional.missing("numpy") or filters.get("parent_id") or filters.get("session_id"):
         return None
     import numpy as np
@@ -392,11 +394,7 @@ def by_fine(idx: _Codes, slots, query_vector, dim: int, step: int = 1024):
     0.3 ms, in one 1.6 ms."""
     np = idx.np
     q = np.zeros(idx.fine_bytes * 2, np.float32)
-    q[:dim] = (
-        np.frombuffer(query_vector, dtype="<f4")
-        if isinstance(query_vector, (bytes, bytearray, memoryview))
-        else np.asarray(query_vector, dtype=np.float32)
-    )[:dim]
+    q[:dim] = _floats(np, query_vector)[:dim]
     high, low = np.ascontiguousarray(q[0::2]), np.ascontiguousarray(q[1::2])
     offset = np.float32(8.0 * q.sum())  # each nibble holds its level + 8
     est = np.empty(len(slots), np.float32)

@@ -1,9 +1,10 @@
 """Vectors: KNN over live nodes with sqlite-vec, and the model-safety check.
 
 Vectors live in ``nodes_vec`` as float32 blobs with their model name and
-dimension, their sign bits (``code``) and 4-bit code (``fine``); sqlite-vec's ``vec_distance_cosine``
-ranks the candidates the in-memory sign-bit pass names (store/vector_index.py),
-whose filters match the SQL's, so a hidden node can never starve a live one.
+dimension, their sign bits (``code``) and 4-bit code (``fine``); sqlite-vec's
+``vec_distance_cosine`` ranks the candidates the in-memory passes over those
+codes name (store/vector_index.py), whose filters match the SQL's, so a
+hidden node can never starve a live one.
 Reads only; the writer stores.
 """
 
@@ -67,8 +68,9 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
     With a model: the sign-bit first pass (store/vector_index.py) names at
     most ``RERANK`` (or 10 x k) candidates that already pass the filters, the
     query against their 4-bit codes keeps ``RERANK_EXACT`` (or FINE_KEEP x k)
-    of them, and only those are scored exactly here, under the same SQL filters. A store with few
-    matches (vector_index.EXACT_FACTOR) gets the exact scan."""
+    of them, and only those are scored exactly here, under the same SQL
+    filters. A store with few matches (vector_index.EXACT_FACTOR) gets the
+    exact scan."""
     filters = filters or {}
     blob = to_blob(query_vector)
     rowids = None
