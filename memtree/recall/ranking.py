@@ -126,8 +126,8 @@ class Candidate:
                 parsed = {}
             self.meta = parsed if isinstance(parsed, dict) else {}
 
-    @property
-    def path(self) -> str:
+    @functools.cached_property
+    def path(self) -> str:  # asked for several times a candidate: scoring, coherence, select
         if isinstance(self.meta.get("path"), str):
             return self.meta["path"]
         return uris.file_path(self.node.get("source_uri")) or ""
@@ -298,32 +298,47 @@ def _stem_matches(path: str, names: set[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _path_words(path: str) -> frozenset[str]:
+def _path_words(path: str) -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
+    """The words of a file's name and folder, and those of 4+ letters by
+    their first four (a prefix relation between two such words needs them equal)."""
     if not path:
-        return frozenset()
+        return frozenset(), {}
     parts = path.replace("\\", "/").split("/")
     words = terms(os.path.splitext(parts[-1])[0])
     if len(parts) > 1:
         words += terms(parts[-2])
-    return frozenset(words)
+    by_head: dict[str, tuple[str, ...]] = {}
+    for p in dict.fromkeys(words):
+        if len(p) >= 4:
+            by_head[p[:4]] = (*by_head.get(p[:4], ()), p)
+    return frozenset(words), by_head
 
 
-def _path_hits(words: set[str], parts: frozenset[str]) -> int:
+def _path_hits(words: set[str], path_words: tuple[frozenset[str], dict[str, tuple[str, ...]]]) -> int:
     """Query words found in the path's words, a prefix of 4+ letters counting
     ("easter" in easterutils.py, "cache" in cacheutils)."""
+    parts, by_head = path_words
     n = 0
-    long_parts = [p for p in parts if len(p) >= 4]
     for w in words:
-        if w in parts or (len(w) >= 4 and any(p.startswith(w) or w.startswith(p) for p in long_parts)):
+        if w in parts or (len(w) >= 4 and any(p.startswith(w) or w.startswith(p) for p in by_head.get(w[:4], ()))):
             n += 1
     return n
 
 
-def coverage(cand_terms: set[str], q_terms: list[str], idf: dict[str, float]) -> float:
-    total = sum(idf.get(t, 1.0) for t in q_terms)
-    if not total:
-        return 0.0
-    return sum(idf.get(t, 1.0) for t in q_terms if t in cand_terms) / total
+class Weights:
+    """A query's terms with their IDF weights and the total, taken once for
+    every candidate's coverage (the same sums, in the same order)."""
+
+    __slots__ = ("pairs", "total")
+
+    def __init__(self, q_terms: list[str], idf: dict[str, float]):
+        self.pairs = [(t, idf.get(t, 1.0)) for t in q_terms]
+        self.total = sum(w for _, w in self.pairs)
+
+    def coverage(self, cand_terms: set[str]) -> float:
+        if not self.total:
+            return 0.0
+        return sum(w for t, w in self.pairs if t in cand_terms) / self.total
 
 
 def candidate_terms(c: Candidate, wanted=None) -> set[str]:
@@ -364,14 +379,15 @@ def score(cands: list[Candidate], query: str, idf: dict[str, float], similarity_
     words = set(q_terms)
     prose = not symbol_query and len(words) > 1
     by_path: dict[str, tuple[float, float]] = {}  # path -> (its boost, its test factor): chunks share files
+    weights = Weights(q_terms, idf)
     for c in cands:
         found = candidate_terms(c, words)
-        c.coverage = coverage(found, q_terms, idf)
+        c.coverage = weights.coverage(found)
         s = c.base * (0.25 + 0.75 * c.coverage)
         if c.similarity is not None and c.similarity > 0:
             s += sim_weight * c.similarity**2
         if prose and found:  # the head is part of the chunk: it holds none of the words the chunk lacks
-            s += HEAD_WEIGHT * coverage(head_terms(c, found), q_terms, idf) ** 2
+            s += HEAD_WEIGHT * weights.coverage(head_terms(c, found)) ** 2
         path = c.path
         if names and defines(c, names):
             s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0) * _qualified(c, query, symbol_query)
