@@ -30,7 +30,9 @@ Per size, from one read-only connection the way the front searches, the
 eval's queries (eval/recall_queries.py): plain FTS5 BM25, raw sqlite-vec
 KNN (every vector of the model, no join), memtree's knn (sign-bit first
 pass + exact rerank, live only), keyword, semantic and hybrid (ranking
-included; the query embedding is computed beforehand); the first pass's
+included; the query embedding is computed beforehand), and hybrid as the
+recall tool runs it (hits checked against the disk, snippets looked up only
+for the hits shown by one, the answer rendered); the first pass's
 recall against the exact KNN (top 10 and top 100, on queries cut from stored
 chunks, not the eval's); build time, bytes on disk per node and each
 actor's RSS.
@@ -524,13 +526,23 @@ def query_samples(conn, n: int, seed_: int = 17) -> list[str]:
 
 
 def time_modes(conn, queries, provider, searches: int) -> dict[str, list[float]]:
-    from memtree.recall import search
+    from memtree.recall import retrieval, search
     from memtree.runtime.heap import settle
     from memtree.store import vectors
 
     lat: dict[str, list[float]] = {
-        m: [] for m in ("bm25 (raw FTS5)", "raw knn (sqlite-vec)", "memtree knn", "keyword", "semantic", "hybrid")
+        m: []
+        for m in (
+            "bm25 (raw FTS5)",
+            "raw knn (sqlite-vec)",
+            "memtree knn",
+            "keyword",
+            "semantic",
+            "hybrid",
+            "recall tool (hybrid)",
+        )
     }
+    tool = _ReadOnlyServices(conn)
     embs = [provider.embed([q])[0] for q in queries]
     # As the front: its first call loads the vector index and imports the
     # search stack, then it settles its heap (memtree/runtime/heap.py).
@@ -558,7 +570,29 @@ def time_modes(conn, queries, provider, searches: int) -> dict[str, list[float]]
             t0 = time.perf_counter()
             search.run(conn, q, mode, {}, 10, query_vector=emb)
             lat[mode].append(time.perf_counter() - t0)
+        # What the agent waits for: the search as the recall tool runs it, its
+        # hits checked against the disk and rendered (the MCP round trip aside).
+        t0 = time.perf_counter()
+        retrieval._search(tool, q, "hybrid", 10, {}, emb, None)
+        lat["recall tool (hybrid)"].append(time.perf_counter() - t0)
     return lat
+
+
+class _ReadOnlyServices:
+    """The part of the front's services a recall search uses: the read
+    connection, the project root, and the background marking of stale hits
+    (not sent here: the bench has no writer to answer it)."""
+
+    project_root = "/"
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def db(self):
+        return self._conn
+
+    def background(self, *_args) -> None:
+        pass
 
 
 def first_pass_cost(n: int, dim: int, searches: int = 30) -> dict:
@@ -730,7 +764,7 @@ def main(argv: list[str] | None = None) -> int:
                 st = summary(samples)
                 ratio = (
                     f"  {st['median'] / raw:5.2f}x raw knn"
-                    if mode in ("memtree knn", "semantic", "hybrid")
+                    if mode in ("memtree knn", "semantic", "hybrid", "recall tool (hybrid)")
                     else f"  {st['median'] / bm25:5.2f}x bm25"
                     if mode == "keyword"
                     else ""

@@ -21,6 +21,7 @@ from memtree.recall.search import (
     query_vector,
     run,
     str_list,
+    with_snippets,
 )
 from memtree.store import reads
 from memtree.store.kinds import EDGE_KINDS, TREE_KINDS
@@ -99,24 +100,26 @@ def file_text(chunks: list[dict]) -> tuple[str, str]:
 
 
 def _listing(title: str, rows, svc, query: str | None = None) -> str:
-    """``rows``: [(node, score or None, snippet or None)]. With a query, a
-    hit shows its matching lines as they are (what the agent was after),
-    else the snippet."""
+    """``rows``: [(node, score or None, snippet, more)]. With a query, a hit
+    shows its matching lines as they are (what the agent was after), else the
+    snippet: a string, None, or a function that fetches it (most hits show
+    lines, so their FTS snippets are never looked up). ``more`` follows
+    either: "(+N more matching chunk(s) of this file)" for a grouped file."""
     stale = freshness.check(svc, [r[0] for r in rows])
     root = getattr(svc, "project_root", None)
     lines = [title]
-    for node, score, snip in rows:
+    for node, score, snip, more in rows:
         safe = render_safe(node)
         exact = render.matching_lines(safe, query) if query else ""
         if exact:
-            more = (
-                snip[snip.index(" (+") :] if snip and " (+" in snip and snip.endswith("chunk(s) of this file)") else ""
-            )
             lines.append(render.header(safe, score, node["id"] in stale, root=root) + more + "\n" + exact)
-        else:
-            lines.append(
-                render.snippet_block(safe, snip and render.neutralise(snip), score, node["id"] in stale, root=root)
-            )
+            continue
+        snip = (snip() if callable(snip) else snip) or ""
+        if more:
+            snip = f"{snip}{more}"
+        lines.append(
+            render.snippet_block(safe, snip and render.neutralise(snip), score, node["id"] in stale, root=root)
+        )
     return "\n".join(lines)
 
 
@@ -129,12 +132,23 @@ def _recent(svc, since=None, kind=None, limit=None, status=None) -> str:
     limit = check_limit(limit, 20)
     rows = reads.recent(svc.db(), filters, limit)
     what = "/".join(filters.get("status") or ["live"])
-    return _listing(f"recent {what} nodes, newest first: {len(rows)}", [(n, None, None) for n in rows], svc)
+    return _listing(f"recent {what} nodes, newest first: {len(rows)}", [(n, None, None, "") for n in rows], svc)
 
 
 def _search(svc, query, mode, limit, filters, vector, why, group_files=False) -> str:
     # One more than asked: the answer says when relevant hits were left out.
-    out = run(svc.db(), query, mode, filters, limit + 1, query_vector=vector, vector_note=why, group_files=group_files)
+    conn = svc.db()
+    out = run(
+        conn,
+        query,
+        mode,
+        filters,
+        limit + 1,
+        query_vector=vector,
+        vector_note=why,
+        group_files=group_files,
+        snippets=False,
+    )
     more = len(out.hits) > limit
     out.hits = out.hits[:limit]
     title = f"search {query!r} ({out.mode}): {len(out.hits)} result(s)"
@@ -156,15 +170,24 @@ def _search(svc, query, mode, limit, filters, vector, why, group_files=False) ->
         )
     elif not out.hits:
         title += '; none live match. Other statuses only via opts="status=..."'
-    return _listing(title, [(c.node, c.score, _also(c)) for c in out.hits], svc, query)
+    rows = [(c.node, c.score, _snippet_of(conn, c, query, filters), _also(c)) for c in out.hits]
+    return _listing(title, rows, svc, query)
 
 
-def _also(c) -> str | None:
-    """A file's hit when grouped: its snippet and how many more of its chunks matched."""
-    more = len(getattr(c, "also", None) or [])
-    if not more:
+def _snippet_of(conn, c, query: str, filters: dict):
+    """A function giving the hit's FTS snippet, looked up when first asked for."""
+
+    def get() -> str | None:
+        with_snippets(conn, [c], query, filters)
         return c.snippet
-    return f"{c.snippet or ''} (+{more} more matching chunk(s) of this file)"
+
+    return get
+
+
+def _also(c) -> str:
+    """A grouped file's hit: how many more of its chunks matched ("" when none)."""
+    more = len(getattr(c, "also", None) or [])
+    return f" (+{more} more matching chunk(s) of this file)" if more else ""
 
 
 def _check_edge_kinds(edge_kinds) -> tuple[str, ...]:

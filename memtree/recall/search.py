@@ -409,6 +409,7 @@ def run(
     abstain: bool = True,
     semantic_weight: float | None = None,
     similarity_weight: float | None = None,
+    snippets: bool = True,
 ) -> Outcome:
     """Search in ``mode``. ``query_vector`` is the query's embedding
     (``{"model", "dim", "vector"}``, as the embed walker answers); None means
@@ -417,7 +418,9 @@ def run(
     there is a candidate, ``weak`` when their evidence is under the floors;
     ``abstain=False`` also keeps every hit KNN reached (no per-hit floor);
     ``semantic_weight``, ``similarity_weight``: SEMANTIC_WEIGHT and ranking's
-    SIMILARITY_WEIGHT unless the calibration (eval/recall_calibrate.py) asks."""
+    SIMILARITY_WEIGHT unless the calibration (eval/recall_calibrate.py) asks;
+    ``snippets=False`` leaves the keyword hits' FTS snippets to the caller
+    (``with_snippets``), which may need only a few of them."""
     filters = filters or {}
     fts_query(query)  # validates the query for every mode
     requested, degraded = mode, None
@@ -457,5 +460,6 @@ def run(
         return Outcome([], mode, requested, degraded, abstained=True, evidence=ev)
     if abstain and sem_rows:
         hits = above_floor(hits, model)
-    with_snippets(conn, hits, query, filters)
+    if snippets:
+        with_snippets(conn, hits, query, filters)
     return Outcome(hits, mode, requested, degraded, evidence=ev, weak=is_weak(ev, model))

@@ -323,3 +323,32 @@ def test_a_class_qualified_method_query_finds_the_method_inside_a_joined_chunk(t
             c.close()
     finally:
         f.close()
+
+
+# The line a stemmed query matches sits deep in its chunk, far past what the
+# chunk's first characters would show.
+LINK = (
+    '"""Link supervision."""\n\n\ndef supervise(sock):\n'
+    + "".join(f"    setting_{i} = sock.option({i})  # a setting the link does not use\n" for i in range(30))
+    + "    # the socket reconnects after each dropped connection, waiting longer every time\n"
+    "    return sock\n"
+)
+
+
+def test_a_hit_whose_lines_lack_the_query_word_shows_its_fts_snippet(tmp_path):
+    """The recall tool shows a hit's matching lines when a line holds a query
+    word, else its FTS snippet (matched through the stemmer), looked up only
+    for such a hit: without it the answer would show the chunk's first line."""
+    f = Front(tmp_path)
+    try:
+        with open(os.path.join(f.root, "link.py"), "w") as fh:
+            fh.write(LINK)
+        f.ok("read", {"path": "link.py"})
+        stemmed = f.ok("recall", {"query": "reconnecting", "mode": "keyword"})
+        assert "reconnects after each dropped connection" in stemmed, stemmed
+        assert re.search(r"^\s+\d+: .*reconnects", stemmed, re.MULTILINE) is None  # a snippet, not a line
+        # Control: a query word on the line shows the line itself, numbered.
+        exact = f.ok("recall", {"query": "reconnects", "mode": "keyword"})
+        assert re.search(r"^\s*\d+:? .*# the socket reconnects after each dropped", exact, re.MULTILINE), exact
+    finally:
+        f.close()
