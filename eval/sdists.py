@@ -14,14 +14,18 @@ import sys
 import tarfile
 
 
-def download(name: str, version: str, dest: str, filename: str | None = None, timeout: float = 600) -> str:
-    """The path of ``name==version``'s .tar.gz sdist in ``dest``, downloaded if
-    missing; ``filename`` when the index names it otherwise (a normalised name)."""
+def download(
+    name: str, version: str, dest: str, filename: str | None = None, timeout: float = 600, wheel: bool = False
+) -> str:
+    """The path of ``name==version``'s .tar.gz sdist (with ``wheel``: its wheel,
+    named by ``filename``) in ``dest``, downloaded if missing; ``filename`` when
+    the index names it otherwise (a normalised name)."""
     pattern = os.path.join(dest, filename or f"{name}-{version}.tar.gz")
     found = glob.glob(pattern)
     if not found:
         os.makedirs(dest, exist_ok=True)
-        argv = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:"]
+        only = ["--only-binary", ":all:"] if wheel else ["--no-binary", ":all:"]
+        argv = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", *only]
         subprocess.run([*argv, f"{name}=={version}", "-d", dest], check=True, timeout=timeout)
         found = glob.glob(pattern)
     if not found:

