@@ -148,6 +148,7 @@ def _search(svc, query, mode, limit, filters, vector, why, group_files=False) ->
         vector_note=why,
         group_files=group_files,
         snippets=False,
+        thread_db=svc.db,
     )
     more = len(out.hits) > limit
     out.hits = out.hits[:limit]

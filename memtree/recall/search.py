@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC
 
 from memtree.errors import BadRequest
@@ -386,6 +387,15 @@ def above_floor(hits: list[ranking.Candidate], model: str | None) -> list[rankin
     return hits[:1] + kept
 
 
+# Threads for the keyword arm of hybrid searches, a read connection each
+# (``thread_db``): a few, so concurrent searches do not queue behind one.
+_ARMS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memtree-keyword-arm")
+
+
+def _keyword_arm(thread_db, query: str, filters: dict, memo: dict):
+    return keyword_candidates(thread_db(), query, filters, memo=memo)
+
+
 def _usable(emb: dict) -> bool:
     """The query vector is finite and of unit length, as every stored one is
     (checked again here: KNN over a zero or unnormalised vector ranks by noise)."""
@@ -410,6 +420,7 @@ def run(
     semantic_weight: float | None = None,
     similarity_weight: float | None = None,
     snippets: bool = True,
+    thread_db=None,
 ) -> Outcome:
     """Search in ``mode``. ``query_vector`` is the query's embedding
     (``{"model", "dim", "vector"}``, as the embed walker answers); None means
@@ -420,7 +431,9 @@ def run(
     ``semantic_weight``, ``similarity_weight``: SEMANTIC_WEIGHT and ranking's
     SIMILARITY_WEIGHT unless the calibration (eval/recall_calibrate.py) asks;
     ``snippets=False`` leaves the keyword hits' FTS snippets to the caller
-    (``with_snippets``), which may need only a few of them."""
+    (``with_snippets``), which may need only a few of them; ``thread_db``:
+    the read connection of the calling thread (a function), given when the
+    keyword arm of a hybrid search may run beside the semantic one."""
     filters = filters or {}
     fts_query(query)  # validates the query for every mode
     requested, degraded = mode, None
@@ -434,6 +447,10 @@ def run(
         if mode == "semantic":
             raise BadRequest(f"semantic search unavailable: {why}; use mode 'keyword'")
         mode, degraded = "keyword", f"hybrid degraded to keyword: {why}"
+    memo: dict = {}  # document frequencies, counted once for the MATCH and the IDF
+    # Hybrid: the keyword arm runs on its own thread and connection while this
+    # one runs the semantic arm (SQLite and numpy release the GIL).
+    kw_job = _ARMS.submit(_keyword_arm, thread_db, query, filters, memo) if mode == "hybrid" and thread_db else None
     sem_rows = []
     if mode != "keyword":
         from memtree.store.vectors import ModelMismatch
@@ -444,8 +461,10 @@ def run(
             if mode == "semantic":
                 raise
             mode, degraded = "keyword", f"hybrid degraded to keyword: {e.message}"
-    memo: dict = {}  # document frequencies, counted once for the MATCH and the IDF
-    kw_rows = keyword_candidates(conn, query, filters, memo=memo) if mode != "semantic" else []
+    if kw_job is not None:
+        kw_rows = kw_job.result()
+    else:
+        kw_rows = keyword_candidates(conn, query, filters, memo=memo) if mode != "semantic" else []
     if mode == "hybrid":
         cands = fuse(kw_rows, sem_rows, SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
     elif mode == "semantic":

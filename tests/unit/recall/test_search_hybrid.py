@@ -182,3 +182,37 @@ def test_a_query_vector_that_is_not_unit_length_degrades_hybrid_and_refuses_sema
         assert (ok.mode, ok.degraded) == ("hybrid", None)
     finally:
         conn.close()
+
+
+def test_hybrids_keyword_arm_on_its_own_thread_and_connection_answers_as_it_does_inline(store):
+    import threading
+
+    from memtree.recall.embeddings import load_provider
+
+    provider = load_provider(store.config)
+    conns, asked_from = {}, set()
+
+    def thread_db():  # as the front's services: a read connection per thread
+        me = threading.get_ident()
+        asked_from.add(me)
+        if me not in conns:
+            conns[me] = store_db.open_read(store.paths.db)
+        return conns[me]
+
+    conn = thread_db()
+    asked_from.clear()
+    try:
+        for query in (QUERY, PARAPHRASE, "to_celsius", "median of the sorted values"):
+            emb = {"model": provider.name, "dim": provider.dim, "vector": provider.embed([query])[0]}
+            inline = search.run(conn, query, "hybrid", {}, 10, query_vector=emb)
+            beside = search.run(conn, query, "hybrid", {}, 10, query_vector=emb, thread_db=thread_db)
+            assert (beside.mode, beside.degraded, beside.weak) == (inline.mode, inline.degraded, inline.weak)
+            assert [(c.node["id"], c.score, c.coverage) for c in beside.hits] == [
+                (c.node["id"], c.score, c.coverage) for c in inline.hits
+            ]
+            assert inline.hits  # control: there is something to compare
+        # The keyword arm asked for a connection from another thread, never this one.
+        assert asked_from and threading.get_ident() not in asked_from
+    finally:
+        for c in conns.values():
+            c.close()
