@@ -297,7 +297,8 @@ class Actor:
         log.info("%s: running pid=%d", self.ctx.name, os.getpid())
         self._heartbeat("running")  # READY; the pulse beats from here on
         interval = self.tick_interval_s if self.tick_interval_s is not None else float("inf")
-        self._next_tick = time.monotonic() + interval
+        # Sooner if on_start asked for it (tick_soon: a walker that found a backlog at start).
+        self._next_tick = min(self._next_tick, time.monotonic() + interval)
         try:
             while not self._stopping:
                 now = time.monotonic()

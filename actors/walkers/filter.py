@@ -23,7 +23,7 @@ from memtree.store import triage
 log = logging.getLogger(__name__)
 
 BATCH = 256  # pending nodes per pass
-PASSES_PER_SWEEP = 4  # then back to the loop for heartbeats; the next tick continues
+PASSES_PER_SWEEP = 4  # then back to the loop for heartbeats; the next turn of it continues
 
 
 def decide(batch: list[triage.Pending], live_owner: dict[str, str], min_size: int) -> dict[str, tuple[str, str]]:
@@ -67,9 +67,13 @@ class FilterWalker(Walker):
 
     def sweep(self) -> None:
         try:
+            more = False
             for _ in range(PASSES_PER_SWEEP):
-                if not self._one_pass():
+                more = self._one_pass()
+                if not more:
                     break
+            if more:  # a backlog (a burst, a store seeded): on after a turn of the loop, not a sweep interval later
+                self.tick_soon(0)
             db = self.db()
             self.backlog = triage.pending_count(db) if db is not None else 0
         except apsw.Error as e:  # e.g. the store was replaced; reopen next tick

@@ -130,3 +130,28 @@ def test_decide_leaves_children_of_an_undecided_parent_pending():
         pending("E", digest="e", size=10),
     ]
     assert decide(batch, {}, 50) == {"D": ("live", "parent live"), "E": ("dropped", "too small")}
+
+
+def test_a_backlog_over_one_sweep_clears_without_waiting_for_the_next_sweep_interval(tmp_path):
+    from memtree.actors.walkers import filter as filter_walker
+
+    backlog = filter_walker.BATCH * filter_walker.PASSES_PER_SWEEP + 300  # more than one sweep takes
+    paths = make_paths(tmp_path)
+    # No safety sweep within the test: only the first sweep at start and its continuation.
+    config = make_config({"walkers": {"filterIntervalMs": 3_600_000}})
+    writer = start_writer(paths, config)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    sink = HeartbeatSink(paths)
+    filt = None
+    try:
+        ids = {add(caller, f"note {i} written before the filter starts " + LONG) for i in range(backlog)}
+        filt = start_actor(paths, config, "memtree.actors.walkers.filter", "walker.filter", sink.endpoint)
+        sink.wait_state("walker.filter", "running")
+        wait_until(lambda: no_pending(paths), timeout=COLD_START_S, what="the whole backlog decided")
+        assert statuses(paths) == {"live": ids}
+    finally:
+        caller.close()
+        sink.close()
+        for p in (filt, writer):
+            if p is not None:
+                reap(p)
