@@ -45,6 +45,10 @@ SWEEP_SECONDS = 0.5  # one sweep's work, then back to the loop (heartbeats, stop
 RETRY_PROVIDER_S = 60  # a provider that failed (Ollama away) is retried this often
 BACKLOG_COUNT_S = 5.0
 START = (0, "")
+# Vectors per PutVectors call: a batch goes to the writer in slices this big. A
+# PutVectors is a transaction of its own there (a big frame), and a hook capture
+# arriving meanwhile waits for it; 32 vectors took ~1.9 ms, 8 ~0.5 ms (100k store).
+PUT_SLICE = 8
 
 
 class EmbedWalker(Walker):
@@ -246,16 +250,19 @@ class EmbedWalker(Walker):
             if vec is None:
                 vec = vectors.from_blob(known[digest])
             items.append({"node_id": node_id, "content_hash": digest, "vector": vec})
-        try:
-            result = self.call_writer(protocol.PutVectors(model=model, dim=dim, items=items))
-        except MemtreeError as e:
-            log.error("%s: PutVectors refused: %s", self.ctx.name, e.message)
-            return False
-        if result is None:
-            return False  # writer away: retry next tick
+        stored = 0
+        for at in range(0, len(items), PUT_SLICE):
+            try:
+                result = self.call_writer(protocol.PutVectors(model=model, dim=dim, items=items[at : at + PUT_SLICE]))
+            except MemtreeError as e:
+                log.error("%s: PutVectors refused: %s", self.ctx.name, e.message)
+                return False
+            if result is None:
+                return False  # writer away: retry next tick (the slices stored stay, the rest is backlog)
+            stored += result["stored"]
         self.stats["embedded"] += len(fresh)
         self.stats["copied"] += sum(1 for _, d, _ in rows if d not in fresh)
-        return len(rows) == self.batch and result["stored"] > 0
+        return len(rows) == self.batch and stored > 0
 
 
 def main() -> None:

@@ -62,6 +62,11 @@ def test_live_nodes_get_vectors_with_model_and_dim_and_pending_ones_do_not(syste
     assert got[twin][2] == got[first][2]  # known content: the stored vector, not a new one
     audits = rows(paths, "SELECT actor, reason FROM audit WHERE action = 'embed'")
     assert audits and {a for a, _ in audits} == {"walker.embed"} and {r for _, r in audits} == {LOCAL_MODEL}
+    # One audit row a PutVectors: the 41 vectors went in slices (a capture waits for one slice at most).
+    from memtree.actors.walkers.embed import PUT_SLICE
+
+    stored = [r[0] for r in rows(paths, "SELECT json_extract(detail, '$.stored') FROM audit WHERE action = 'embed'")]
+    assert sum(stored) == len(live) + 1 and max(stored) <= PUT_SLICE < len(live), stored
 
 
 def test_query_embedding_is_served_on_the_embed_socket(system):
