@@ -67,12 +67,10 @@ class FilterWalker(Walker):
 
     def sweep(self) -> None:
         try:
-            more = False
             for _ in range(PASSES_PER_SWEEP):
-                more = self._one_pass()
-                if not more:
+                if not self._one_pass():
                     break
-            if more:  # a backlog (a burst, a store seeded): on after a turn of the loop, not a sweep interval later
+            else:  # a backlog (a burst, a store seeded): on after a turn of the loop, not a sweep interval later
                 self.tick_soon(0)
             db = self.db()
             self.backlog = triage.pending_count(db) if db is not None else 0
