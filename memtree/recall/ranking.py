@@ -114,6 +114,10 @@ class Candidate:
     score: float = 0.0
     also: list[str] = field(default_factory=list)  # other chunk ids of the file (group_files)
     meta: dict = field(default_factory=dict)  # the node's metadata, parsed once
+    # Read for every candidate several times a search (scoring, coherence, select): plain
+    # attributes set once, where a cached_property took a lock on every read.
+    path: str = field(init=False, default="")
+    symbol: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         raw = self.node.get("metadata")
@@ -125,17 +129,10 @@ class Candidate:
             except orjson.JSONDecodeError:
                 parsed = {}
             self.meta = parsed if isinstance(parsed, dict) else {}
-
-    @functools.cached_property
-    def path(self) -> str:  # asked for several times a candidate: scoring, coherence, select
-        if isinstance(self.meta.get("path"), str):
-            return self.meta["path"]
-        return uris.file_path(self.node.get("source_uri")) or ""
-
-    @property
-    def symbol(self) -> str | None:
+        path = self.meta.get("path")
+        self.path = path if isinstance(path, str) else uris.file_path(self.node.get("source_uri")) or ""
         sym = self.meta.get("symbol")
-        return sym if isinstance(sym, str) else None
+        self.symbol = sym if isinstance(sym, str) else None
 
 
 def split_identifier(word: str) -> list[str]:
@@ -188,11 +185,22 @@ def present_terms(text: str, wanted) -> set[str]:
     one is split and stemmed, until one yields it: a candidate costs a few
     substring scans per query term, not a Python step per word (splitting
     every word of every candidate was most of a broad query's ranking)."""
-    want = tuple(t for t in dict.fromkeys(wanted) if t)
+    return set(_first_yields(text, _wanted(wanted)))
+
+
+def _wanted(wanted) -> tuple[str, ...]:
+    return tuple(t for t in dict.fromkeys(wanted) if t)
+
+
+def _first_yields(text: str, want: tuple[str, ...]) -> dict[str, int]:
+    """present_terms, each term with where it first yields in ``text`` when
+    that is known (-1: found in a word scanned for another term, or a text
+    whose lowercase moves the positions); scoring uses it to tell which
+    terms a chunk's head holds without scanning the head again."""
     low = text.lower()
     if len(low) != len(text):  # a character whose lowercase is longer: positions differ
-        return _present_terms_by_word(text, want)
-    out: set[str] = set()
+        return dict.fromkeys(_present_terms_by_word(text, want), -1)
+    out: dict[str, int] = {}
     tried: dict[str, tuple[str, ...]] = {}
     for t in want:
         if t in out:
@@ -211,9 +219,16 @@ def present_terms(text: str, wanted) -> set[str]:
             word = text[start:end]
             got = tried.get(word)
             if got is None:
-                got = tried[word] = _word_terms(word) if _IDENT_CHARS.issuperset(word) else ()
-                out.update(x for x in got if x in want)
+                if not _IDENT_CHARS.issuperset(word):
+                    got = ()
+                else:  # _word_terms inline: a call a word costs more than the cache lookup
+                    got = _cached_terms(word) if len(word) <= CACHED_WORD_CHARS else _split_terms(word)
+                tried[word] = got
+                for x in got:
+                    if x in want and x not in out:
+                        out[x] = -1
             if t in out:
+                out[t] = at
                 break
             at = low.find(t, end)
     return out
@@ -320,7 +335,9 @@ def _path_hits(words: set[str], path_words: tuple[frozenset[str], dict[str, tupl
     parts, by_head = path_words
     n = 0
     for w in words:
-        if w in parts or (len(w) >= 4 and any(p.startswith(w) or w.startswith(p) for p in by_head.get(w[:4], ()))):
+        if w in parts:
+            n += 1
+        elif len(w) >= 4 and (near := by_head.get(w[:4])) and any(p.startswith(w) or w.startswith(p) for p in near):
             n += 1
     return n
 
@@ -335,16 +352,10 @@ class Weights:
         self.pairs = [(t, idf.get(t, 1.0)) for t in q_terms]
         self.total = sum(w for _, w in self.pairs)
 
-    def coverage(self, cand_terms: set[str]) -> float:
+    def coverage(self, cand_terms) -> float:  # a set, or a dict keyed by term
         if not self.total:
             return 0.0
         return sum(w for t, w in self.pairs if t in cand_terms) / self.total
-
-
-def candidate_terms(c: Candidate, wanted=None) -> set[str]:
-    """The chunk's terms (content, symbol and path); only those among ``wanted`` when given."""
-    text = (c.node.get("content") or "") + " " + (c.symbol or "") + " " + c.path
-    return set(terms(text)) if wanted is None else present_terms(text, wanted)
 
 
 # The first definition line(s) of a chunk and the docstring under it.
@@ -355,13 +366,23 @@ _HEAD = re.compile(
 )
 
 
-def head_terms(c: Candidate, wanted=None) -> set[str]:
-    """What a chunk says it is: its symbol's name parts, its definition line
-    and docstring (a function named and documented for what it does); only
-    the terms among ``wanted`` when given."""
-    m = _HEAD.search((c.node.get("content") or "")[:20_000])
-    text = (c.symbol or "") + " " + (m.group(0) if m else "")
-    return set(terms(text)) if wanted is None else present_terms(text, wanted)
+def head_terms(c: Candidate, content: str, first: dict[str, int]) -> set[str]:
+    """What a chunk says it is, among the terms it holds: those of its symbol's
+    name, its definition line and docstring (a function named and documented
+    for what it does). ``first`` is the chunk's scan (``_first_yields`` over
+    its content, symbol and path): a term first yielding inside the head is
+    in it, one first yielding after it is not (the head is whole words), so
+    only the others are looked for again."""
+    m = _HEAD.search(content[:20_000])
+    lo, hi = (m.start(), m.end()) if m else (0, 0)
+    out = {t for t, at in first.items() if lo <= at < hi}
+    todo = tuple(t for t, at in first.items() if at < lo)  # before the head, or not known
+    if todo and hi > lo:
+        out.update(_first_yields(content[lo:hi], todo))
+    todo = tuple(t for t in first if t not in out)
+    if todo and c.symbol:
+        out.update(_first_yields(c.symbol, todo))
+    return out
 
 
 def score(cands: list[Candidate], query: str, idf: dict[str, float], similarity_weight: float | None = None) -> None:
@@ -380,14 +401,16 @@ def score(cands: list[Candidate], query: str, idf: dict[str, float], similarity_
     prose = not symbol_query and len(words) > 1
     by_path: dict[str, tuple[float, float]] = {}  # path -> (its boost, its test factor): chunks share files
     weights = Weights(q_terms, idf)
+    want = _wanted(q_terms)
     for c in cands:
-        found = candidate_terms(c, words)
+        content = c.node.get("content") or ""
+        found = _first_yields(content + " " + (c.symbol or "") + " " + c.path, want)  # the chunk's terms
         c.coverage = weights.coverage(found)
         s = c.base * (0.25 + 0.75 * c.coverage)
         if c.similarity is not None and c.similarity > 0:
             s += sim_weight * c.similarity**2
         if prose and found:  # the head is part of the chunk: it holds none of the words the chunk lacks
-            s += HEAD_WEIGHT * weights.coverage(head_terms(c, found)) ** 2
+            s += HEAD_WEIGHT * weights.coverage(head_terms(c, content, found)) ** 2
         path = c.path
         if names and defines(c, names):
             s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0) * _qualified(c, query, symbol_query)

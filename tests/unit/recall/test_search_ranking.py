@@ -190,6 +190,45 @@ def test_present_terms_finds_exactly_the_query_terms_a_full_split_finds():
     assert ranking.present_terms("inequation v2equation", ["equation"]) == {"equation"}
 
 
+def test_a_chunks_head_terms_are_those_a_scan_of_its_head_finds():
+    """Scoring takes the head's terms (symbol, definition line, docstring) from
+    the chunk's own scan where it can (head_terms): it must agree with
+    scanning the head text itself, wherever the head sits in the chunk and
+    whichever terms occur before, inside or after it, in words scanned for
+    themselves or for another term."""
+    import random
+
+    from memtree.recall import ranking
+
+    rng = random.Random(23)
+    vocab = ["expiredCache", "cache_entry", "Entries", "parse", "HTTPServer", "server", "get_in", "timeout", "x2parse"]
+
+    def line() -> str:
+        return " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 4)))
+
+    def head() -> str:
+        doc = rng.choice(['', '\n    """' + line() + '"""', "\n    '" + line() + "'"])
+        return f"{rng.choice(['', '    ', 'async '])}def {rng.choice(vocab)}({line()}):{doc}"
+
+    checked = differs = 0
+    for _ in range(3000):
+        parts = [line() for _ in range(rng.randint(0, 3))]
+        if rng.random() < 0.8:
+            parts.insert(rng.randint(0, len(parts)), head())
+        content = "\n".join(parts + [line() for _ in range(rng.randint(0, 3))])
+        node = {"id": "n", "content": content, "metadata": {"path": "pkg/mod.py", "symbol": rng.choice([None, *vocab])}}
+        c = ranking.Candidate(node, 1.0)
+        want = ranking._wanted(ranking.terms(" ".join(rng.sample(vocab, 3))))
+        first = ranking._first_yields(content + " " + (c.symbol or "") + " " + c.path, want)
+        m = ranking._HEAD.search(content)
+        head_text = (c.symbol or "") + " " + (m.group(0) if m else "")
+        expected = ranking.present_terms(head_text, first)
+        assert ranking.head_terms(c, content, first) == expected, (content, c.symbol, want)
+        checked += bool(expected)
+        differs += expected != set(first)
+    assert checked > 1000 and differs > 500  # positive controls: heads hold some terms, and not every one
+
+
 def test_keyword_hits_carry_their_fts_snippet(store, conn):
     """Candidates come without snippets; the hits kept get theirs, for the
     query's words (looked up after ranking, for the hits only)."""
