@@ -207,7 +207,7 @@ def test_a_chunks_head_terms_are_those_a_scan_of_its_head_finds():
         return " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 4)))
 
     def head() -> str:
-        doc = rng.choice(['', '\n    """' + line() + '"""', "\n    '" + line() + "'"])
+        doc = rng.choice(["", '\n    """' + line() + '"""', "\n    '" + line() + "'"])
         return f"{rng.choice(['', '    ', 'async '])}def {rng.choice(vocab)}({line()}):{doc}"
 
     checked = differs = 0
