@@ -224,10 +224,20 @@ def _symbol_phrases(query: str) -> str | None:
     return phrases or None
 
 
-def _keyword_matches(query: str) -> tuple[str, str | None]:
-    """The MATCH of the query's prose words, and of ``def``/``class`` phrases
+def _keyword_matches(query: str, memo: dict | None = None) -> tuple[str | None, str | None]:
+    """The MATCH of the query's prose words (those in the index, when
+    ``memo`` counted them; None: not one), and of ``def``/``class`` phrases
     naming a queried symbol (None: no symbol)."""
-    return fts_query(" ".join(_prose_words(query))), _symbol_phrases(query)
+    words = _in_index(_prose_words(query), memo)
+    return fts_query(" ".join(words)) if words else None, _symbol_phrases(query)
+
+
+def _in_index(words: list[str], memo: dict | None) -> list[str]:
+    """``words`` without those ``memo`` (doc_counts) counted in no row: such a
+    word matches nothing, yet FTS5 looks up its doclist in every segment for
+    every MATCH it is in (a long question's joined pairs, "stringpassed",
+    were half the terms of its snippet lookups). All of them without a memo."""
+    return [w for w in words if memo.get(w.lower(), 1)] if memo else words
 
 
 # Bounded BM25 (MaxScore-like): FTS5 scores every row a MATCH reaches (and
@@ -255,7 +265,9 @@ def doc_counts(conn, words: list[str], memo: dict | None = None) -> tuple[dict[s
 def _bm25_match(conn, query: str, n_cands: int, memo: dict | None = None) -> list[tuple[str, int | None]]:
     """The prose MATCH split in two: its rarest words within the budget, then
     the rest (the fill, absent when nothing was cut); each with the lowest
-    rowid to look above (None: the whole index) that keeps it in the budget."""
+    rowid to look above (None: the whole index) that keeps it in the budget.
+    Words in no row are left out of both (a MATCH of None: not one word is in
+    the index)."""
     words = _prose_words(query)
     fts_query(" ".join(words))  # the full match's error for a query with no searchable word
     counts, n = doc_counts(conn, words, memo)
@@ -272,7 +284,8 @@ def _bm25_match(conn, query: str, n_cands: int, memo: dict | None = None) -> lis
         if part:
             reach = sum(counts[words[i]] for i in part)
             above = n - budget * n // reach if reach > budget else None
-            out.append((fts_query(" ".join(words[i] for i in part)), above))
+            present = [words[i] for i in part if counts[words[i]]]  # a word in no row matches nothing
+            out.append((fts_query(" ".join(present)) if present else None, above))
     return out
 
 
@@ -284,8 +297,8 @@ def keyword_candidates(
     (ranked after them) when those are too few, plus the chunks defining a
     queried symbol; without snippets (``with_snippets`` adds them to the hits kept)."""
     (prose, above), *fill = _bm25_match(conn, query, n, memo)
-    rows = reads.search_fts(conn, prose, filters, n, snippets=False, above_rowid=above)
-    if fill and len(rows) < n:
+    rows = reads.search_fts(conn, prose, filters, n, snippets=False, above_rowid=above) if prose else []
+    if fill and fill[0][0] and len(rows) < n:
         have = {r[0]["id"] for r in rows}
         more = reads.search_fts(conn, fill[0][0], filters, n, snippets=False, above_rowid=fill[0][1])
         more = [r for r in more if r[0]["id"] not in have][: n - len(rows)]
@@ -301,12 +314,12 @@ def keyword_candidates(
     return rows
 
 
-def with_snippets(conn, hits: list[ranking.Candidate], query: str, filters: dict) -> None:
+def with_snippets(conn, hits: list[ranking.Candidate], query: str, filters: dict, memo: dict | None = None) -> None:
     """The FTS snippet of each keyword hit, looked up for the hits kept only
     (one indexed lookup each, where a snippet for every candidate was most of
-    a broad query's cost)."""
+    a broad query's cost); ``memo``: the search's document counts."""
     todo = {c.node["id"]: c for c in hits if c.snippet is None and (c.keyword_rank or c.semantic_rank is None)}
-    for match in _keyword_matches(query):
+    for match in _keyword_matches(query, memo):
         if match and todo:
             for node_id, snip in reads.snippets(conn, match, list(todo), filters.get("status")).items():
                 todo.pop(node_id).snippet = snip
@@ -480,5 +493,5 @@ def run(
     if abstain and sem_rows:
         hits = above_floor(hits, model)
     if snippets:
-        with_snippets(conn, hits, query, filters)
+        with_snippets(conn, hits, query, filters, memo)
     return Outcome(hits, mode, requested, degraded, evidence=ev, weak=is_weak(ev, model))

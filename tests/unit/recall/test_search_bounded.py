@@ -50,13 +50,13 @@ def test_common_words_leave_the_match_once_the_rare_ones_fill_the_budget(store):
     try:
         assert search.BM25_BUDGET * 3 < FILLERS
         parts = search._bm25_match(conn, "gizmo common", 3)
-        # (the joined pair "gizmocommon" is searched too: no row holds it)
-        assert [p[0] for p in parts] == ['"gizmo" OR "gizmocommon"', '"common"']
+        # (the joined pair "gizmocommon" is counted too, and left out: no row holds it)
+        assert [p[0] for p in parts] == ['"gizmo"', '"common"']
         assert parts[0][1] is None  # the rare word looks at the whole index
         got = search.keyword_candidates(conn, "gizmo common", {}, n=3)
         assert _ids(got) == ids["gizmo"]
         # Positive control: a budget the common word fits in keeps the full match.
-        assert [p[0] for p in search._bm25_match(conn, "gizmo common", 100)] == ['"gizmo" OR "common" OR "gizmocommon"']
+        assert [p[0] for p in search._bm25_match(conn, "gizmo common", 100)] == ['"gizmo" OR "common"']
         many = search.keyword_candidates(conn, "gizmo common", {}, n=100)
         assert ids["gizmo"] <= _ids(many) and _ids(many) & ids["filler"]
     finally:
@@ -67,10 +67,7 @@ def test_hidden_rare_matches_do_not_starve_the_live_common_ones(store):
     paths, ids = store
     conn = read_db(paths)
     try:
-        assert [p[0] for p in search._bm25_match(conn, "widget common", 3)] == [
-            '"widget" OR "widgetcommon"',
-            '"common"',
-        ]
+        assert [p[0] for p in search._bm25_match(conn, "widget common", 3)] == ['"widget"', '"common"']
         got = _ids(search.keyword_candidates(conn, "widget common", {}, n=3))
         assert len(got) == 3 and got <= ids["filler"] | ids["gizmo"]
         assert got & ids["widget_stale"] == set()
@@ -78,6 +75,31 @@ def test_hidden_rare_matches_do_not_starve_the_live_common_ones(store):
         stale = search.keyword_candidates(conn, "widget common", {"status": ["stale"]}, n=3)
         assert len(stale) == 3 and _ids(stale) <= ids["widget_stale"]
         assert _ids(search.keyword_candidates(conn, "widget", {"status": ["stale"]}, n=10)) == ids["widget_stale"]
+    finally:
+        conn.close()
+
+
+def test_words_in_no_row_leave_every_match_and_change_no_answer(store):
+    """A word no indexed row holds matches nothing, so it is left out of the
+    candidates' MATCH and of the snippets' (FTS5 looks up every word of a
+    MATCH in every segment): the hits and their snippets are those of the
+    query without it, and a query of such words alone finds nothing."""
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        memo: dict = {}
+        assert search._bm25_match(conn, "gizmo zqxjunk", 3, memo)[0][0] == '"gizmo"'
+        assert memo["zqxjunk"] == 0 and memo["gizmo"] == 3
+        assert search._keyword_matches("gizmo zqxjunk", memo)[0] == '"gizmo"'
+        assert search._keyword_matches("gizmo zqxjunk")[0] == '"gizmo" OR "zqxjunk" OR "gizmozqxjunk"'  # uncounted
+        with_junk = search.run(conn, "gizmo zqxjunk", "keyword", {}, 10)
+        without = search.run(conn, "gizmo", "keyword", {}, 10)
+        assert {c.node["id"] for c in with_junk.hits} == ids["gizmo"]  # positive control
+        assert [(c.node["id"], c.snippet) for c in with_junk.hits] == [(c.node["id"], c.snippet) for c in without.hits]
+        assert all(c.snippet and "gizmo" in c.snippet for c in with_junk.hits)
+        assert search._bm25_match(conn, "zqxjunk qqvvnone", 3)[0][0] is None
+        assert search.keyword_candidates(conn, "zqxjunk qqvvnone", {}, n=10) == []
+        assert search.run(conn, "zqxjunk qqvvnone", "keyword", {}, 10).abstained
     finally:
         conn.close()
 
