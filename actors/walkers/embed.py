@@ -71,6 +71,10 @@ class EmbedWalker(Walker):
         self._queries: threading.Thread | None = None
 
     def on_start(self) -> None:
+        # Each batch tokenized on the thread that asks, never on the tokenizer's pool: that
+        # pool's threads take the priority of whichever thread tokenizes first, so after a
+        # first query (normal priority) every drain ran unniced on every core.
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
         self._load_provider()
         self.router = self.bind(zmq.ROUTER, protocol.SOCK_EMBED)
         # Before super().on_start() lowers this thread's priority: the query thread keeps the normal one.

@@ -210,3 +210,41 @@ def test_a_fronts_first_query_waits_for_a_walker_still_loading_its_model(system)
         )
         probes = [r for r in ollama.requests if r["path"] == "/api/embed"]
         assert len(probes) == 2  # the dimension probe, then the query: nothing retried or lost
+
+
+def test_a_first_query_embedding_leaves_no_thread_to_drain_backlogs_at_normal_priority(system):
+    """The query thread keeps the normal priority (a search must not wait behind
+    a drain) and the drain runs niced. A tokenizer that spreads a batch over a
+    thread pool made that pool's threads inherit the priority of whichever
+    thread tokenized first: after a query came first (the usual order when a
+    store has no backlog at start), every later drain tokenized at normal
+    priority on every core. Read from the kernel: the walker's threads at the
+    normal priority are the same before and after a query and a drain."""
+    import psutil
+
+    paths, w = system()
+    walker = wait_until(
+        lambda: next(
+            (p for p in psutil.Process().children(recursive=True) if "memtree.actors.walkers.embed" in p.cmdline()),
+            None,
+        ),
+        timeout=COLD_START_S,
+        what="the embed walker's process",
+    )
+
+    def nices() -> dict[int, int]:
+        return {t.id: psutil.Process(t.id).nice() for t in walker.threads()}
+
+    # Started: its main thread lowered itself, after the query thread started (nothing embedded yet).
+    wait_until(lambda: max(nices().values()) >= 10, timeout=COLD_START_S, what="the walker lowering its priority")
+    before = {t for t, n in nices().items() if n < 10}
+    q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
+    try:
+        assert before and len(before) < len(nices())  # control: the query thread is normal, the main is not
+        # A query batch long enough to be split across a pool, then a backlog to drain.
+        q.call(protocol.EmbedQuery(text=" ".join(f"token{i} parse_config read_settings" for i in range(400))))
+        live = {add(w, f"def handler_{i}(request): route the request to view {i} " * 20) for i in range(64)}
+        wait_until(lambda: live <= set(vectors(paths)), timeout=COLD_START_S, what="vectors for the backlog")
+        assert {t for t, n in nices().items() if n < 10} == before, (before, nices())
+    finally:
+        q.close()
