@@ -30,9 +30,10 @@ Per size, from read-only connections the way the front searches, the
 eval's queries (eval/recall_queries.py): plain FTS5 BM25, raw sqlite-vec
 KNN (every vector of the model, no join), memtree's knn (sign-bit first
 pass + exact rerank, live only), keyword, semantic and hybrid (ranking
-included; the query embedding is computed beforehand; hybrid's keyword arm
-on a second thread and connection as the front runs it, and once more all
-on one thread), and hybrid as the
+included; the query embedding is computed beforehand; keyword and hybrid
+as the front runs them, with SQL on pool threads and connections (a queried
+symbol's definitions, hybrid's keyword arm), and hybrid once more all on one
+thread), and hybrid as the
 recall tool runs it (hits checked against the disk, snippets looked up only
 for the hits shown by one, the answer rendered); the first pass's
 recall against the exact KNN (top 10 and top 100, on queries cut from stored
@@ -570,8 +571,8 @@ def time_modes(conn, queries, provider, searches: int) -> dict[str, list[float]]
             fn()
             lat[name].append(time.perf_counter() - t0)
         for mode in ("keyword", "semantic", "hybrid", "hybrid (one thread)"):
-            # hybrid as the front runs it: its keyword arm beside the semantic one
-            arms = {"thread_db": tool.db} if mode == "hybrid" else {}
+            # keyword and hybrid as the front runs them: SQL on pool threads too (search.run's thread_db)
+            arms = {"thread_db": tool.db} if mode in ("keyword", "hybrid") else {}
             t0 = time.perf_counter()
             search.run(conn, q, mode.split()[0], {}, 10, query_vector=emb, **arms)
             lat[mode].append(time.perf_counter() - t0)

@@ -292,10 +292,24 @@ def _bm25_match(conn, query: str, n_cands: int, memo: dict | None = None) -> lis
 def keyword_candidates(
     conn, query: str, filters: dict, n: int = CANDIDATES, memo: dict | None = None
 ) -> list[tuple[dict, float, str]]:
+    """BM25 candidates of the query's words (``prose_candidates``), then the
+    chunks defining a queried symbol (``defining_candidates``) not among them;
+    without snippets (``with_snippets`` adds them to the hits kept)."""
+    return with_defining(prose_candidates(conn, query, filters, n, memo), defining_candidates(conn, query, filters))
+
+
+def with_defining(rows: list, defining: list) -> list:
+    """The keyword candidates: ``rows``, then those of ``defining`` not among them."""
+    have = {r[0]["id"] for r in rows}
+    return rows + [r for r in defining if r[0]["id"] not in have]
+
+
+def prose_candidates(
+    conn, query: str, filters: dict, n: int = CANDIDATES, memo: dict | None = None
+) -> list[tuple[dict, float, str]]:
     """BM25 candidates of the query's rarest words within the budget
     (``_bm25_match``; stopwords out), filled up to ``n`` by its other words
-    (ranked after them) when those are too few, plus the chunks defining a
-    queried symbol; without snippets (``with_snippets`` adds them to the hits kept)."""
+    (ranked after them) when those are too few."""
     (prose, above), *fill = _bm25_match(conn, query, n, memo)
     rows = reads.search_fts(conn, prose, filters, n, snippets=False, above_rowid=above) if prose else []
     if fill and fill[0][0] and len(rows) < n:
@@ -307,11 +321,16 @@ def keyword_candidates(
         if rows and top > 0:  # below every rare-word candidate, in their own order
             more = [(node, low * 0.99 * max(score, 0.0) / top, snip) for node, score, snip in more]
         rows += more
-    phrases = _symbol_phrases(query)
-    if phrases:
-        have = {r[0]["id"] for r in rows}
-        rows += [r for r in reads.search_fts(conn, phrases, filters, 20, snippets=False) if r[0]["id"] not in have]
     return rows
+
+
+def defining_candidates(conn, query: str, filters: dict) -> list[tuple[dict, float, str]]:
+    """The chunks with a ``def``/``class`` line naming a queried symbol (BM25's
+    best 20). A phrase over common tokens ("def at", "def get in") walks their
+    doclists: on a large store it can cost more than the rest of the keyword
+    arm, so a search with a thread_db runs it on a thread of its own."""
+    phrases = _symbol_phrases(query)
+    return reads.search_fts(conn, phrases, filters, 20, snippets=False) if phrases else []
 
 
 def with_snippets(conn, hits: list[ranking.Candidate], query: str, filters: dict, memo: dict | None = None) -> None:
@@ -400,13 +419,18 @@ def above_floor(hits: list[ranking.Candidate], model: str | None) -> list[rankin
     return hits[:1] + kept
 
 
-# Threads for the keyword arm of hybrid searches, a read connection each
-# (``thread_db``): a few, so concurrent searches do not queue behind one.
-_ARMS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memtree-keyword-arm")
+# Threads for the keyword arm of hybrid searches and for the lookup of a queried
+# symbol's definitions, a read connection each (``thread_db``): a few, so
+# concurrent searches do not queue behind one.
+_ARMS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memtree-keyword-arm")
 
 
-def _keyword_arm(thread_db, query: str, filters: dict, memo: dict):
-    return keyword_candidates(thread_db(), query, filters, memo=memo)
+def _prose_arm(thread_db, query: str, filters: dict, memo: dict):
+    return prose_candidates(thread_db(), query, filters, memo=memo)
+
+
+def _defining_arm(thread_db, query: str, filters: dict):
+    return defining_candidates(thread_db(), query, filters)
 
 
 def _usable(emb: dict) -> bool:
@@ -445,8 +469,9 @@ def run(
     SIMILARITY_WEIGHT unless the calibration (eval/recall_calibrate.py) asks;
     ``snippets=False`` leaves the keyword hits' FTS snippets to the caller
     (``with_snippets``), which may need only a few of them; ``thread_db``:
-    the read connection of the calling thread (a function), given when the
-    keyword arm of a hybrid search may run beside the semantic one."""
+    the read connection of the calling thread (a function), given when SQL
+    may run on pool threads: the lookup of a queried symbol's definitions,
+    and the keyword arm of a hybrid search beside the semantic one."""
     filters = filters or {}
     fts_query(query)  # validates the query for every mode
     requested, degraded = mode, None
@@ -461,9 +486,15 @@ def run(
             raise BadRequest(f"semantic search unavailable: {why}; use mode 'keyword'")
         mode, degraded = "keyword", f"hybrid degraded to keyword: {why}"
     memo: dict = {}  # document frequencies, counted once for the MATCH and the IDF
-    # Hybrid: the keyword arm runs on its own thread and connection while this
-    # one runs the semantic arm (SQLite and numpy release the GIL).
-    kw_job = _ARMS.submit(_keyword_arm, thread_db, query, filters, memo) if mode == "hybrid" and thread_db else None
+    # With thread_db, the SQL runs side by side (SQLite and numpy release the
+    # GIL), each on its own connection: the lookup of a queried symbol's
+    # definitions on a pool thread; in hybrid, the prose BM25 on another while
+    # this one runs the semantic arm.
+    def_job = prose_job = None
+    if thread_db and mode != "semantic" and _symbol_phrases(query):
+        def_job = _ARMS.submit(_defining_arm, thread_db, query, filters)
+    if thread_db and mode == "hybrid":
+        prose_job = _ARMS.submit(_prose_arm, thread_db, query, filters, memo)
     sem_rows = []
     if mode != "keyword":
         from memtree.store.vectors import ModelMismatch
@@ -474,10 +505,11 @@ def run(
             if mode == "semantic":
                 raise
             mode, degraded = "keyword", f"hybrid degraded to keyword: {e.message}"
-    if kw_job is not None:
-        kw_rows = kw_job.result()
-    else:
-        kw_rows = keyword_candidates(conn, query, filters, memo=memo) if mode != "semantic" else []
+    kw_rows = []
+    if mode != "semantic":
+        prose = prose_job.result() if prose_job is not None else prose_candidates(conn, query, filters, memo=memo)
+        defining = def_job.result() if def_job is not None else defining_candidates(conn, query, filters)
+        kw_rows = with_defining(prose, defining)
     if mode == "hybrid":
         cands = fuse(kw_rows, sem_rows, SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
     elif mode == "semantic":

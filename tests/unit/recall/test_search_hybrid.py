@@ -184,17 +184,18 @@ def test_a_query_vector_that_is_not_unit_length_degrades_hybrid_and_refuses_sema
         conn.close()
 
 
-def test_hybrids_keyword_arm_on_its_own_thread_and_connection_answers_as_it_does_inline(store):
+def test_keyword_sql_on_pool_threads_and_connections_answers_as_it_does_inline(store):
     import threading
 
     from memtree.recall.embeddings import load_provider
 
     provider = load_provider(store.config)
-    conns, asked_from = {}, set()
+    conns, asked_from, asked = {}, set(), []
 
     def thread_db():  # as the front's services: a read connection per thread
         me = threading.get_ident()
         asked_from.add(me)
+        asked.append(me)
         if me not in conns:
             conns[me] = store_db.open_read(store.paths.db)
         return conns[me]
@@ -202,16 +203,23 @@ def test_hybrids_keyword_arm_on_its_own_thread_and_connection_answers_as_it_does
     conn = thread_db()
     asked_from.clear()
     try:
+        compared = {"hybrid": 0, "keyword": 0}
         for query in (QUERY, PARAPHRASE, "to_celsius", "median of the sorted values"):
             emb = {"model": provider.name, "dim": provider.dim, "vector": provider.embed([query])[0]}
-            inline = search.run(conn, query, "hybrid", {}, 10, query_vector=emb)
-            beside = search.run(conn, query, "hybrid", {}, 10, query_vector=emb, thread_db=thread_db)
-            assert (beside.mode, beside.degraded, beside.weak) == (inline.mode, inline.degraded, inline.weak)
-            assert [(c.node["id"], c.score, c.coverage) for c in beside.hits] == [
-                (c.node["id"], c.score, c.coverage) for c in inline.hits
-            ]
-            assert inline.hits  # control: there is something to compare
-        # The keyword arm asked for a connection from another thread, never this one.
+            for mode in ("hybrid", "keyword"):
+                inline = search.run(conn, query, mode, {}, 10, query_vector=emb)
+                asked.clear()
+                beside = search.run(conn, query, mode, {}, 10, query_vector=emb, thread_db=thread_db)
+                assert (beside.mode, beside.degraded, beside.weak) == (inline.mode, inline.degraded, inline.weak)
+                assert [(c.node["id"], c.score, c.coverage) for c in beside.hits] == [
+                    (c.node["id"], c.score, c.coverage) for c in inline.hits
+                ]
+                compared[mode] += bool(inline.hits)
+                # One job for the prose arm (hybrid), one for the definitions of a queried symbol.
+                assert len(asked) == (mode == "hybrid") + bool(search._symbol_phrases(query)), (mode, query)
+        assert compared["hybrid"] == 4 and compared["keyword"] >= 2, compared  # control: hits to compare
+        assert search._symbol_phrases("to_celsius")  # control: one query names a symbol
+        # The jobs asked for a connection from other threads, never this one.
         assert asked_from and threading.get_ident() not in asked_from
     finally:
         for c in conns.values():
