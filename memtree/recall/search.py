@@ -270,6 +270,7 @@ def _bm25_match(conn, query: str, n_cands: int, memo: dict | None = None) -> lis
     the index)."""
     words = _prose_words(query)
     fts_query(" ".join(words))  # the full match's error for a query with no searchable word
+    memo = {} if memo is None else memo
     counts, n = doc_counts(conn, words, memo)
     budget = BM25_BUDGET * n_cands
     kept: set[int] = set()
@@ -284,7 +285,7 @@ def _bm25_match(conn, query: str, n_cands: int, memo: dict | None = None) -> lis
         if part:
             reach = sum(counts[words[i]] for i in part)
             above = n - budget * n // reach if reach > budget else None
-            present = [words[i] for i in part if counts[words[i]]]  # a word in no row matches nothing
+            present = _in_index([words[i] for i in part], memo)
             out.append((fts_query(" ".join(present)) if present else None, above))
     return out
 
