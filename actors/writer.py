@@ -33,6 +33,7 @@ from memtree.capture import heartbeat, ingest, rewrite, spool
 from memtree.errors import BadRequest, MemtreeError
 from memtree.store import db as store_db
 from memtree.store.write import bookkeeping, captures, fts, mutations, rescan, vectors
+from memtree.store.write.checkpointer import Checkpointer
 from memtree.store.write.mutations import Tx
 from memtree.store.write.writable import STORAGE_ERRORS, Writability, describe
 
@@ -42,11 +43,20 @@ INTERNAL_MESSAGE = "internal error; see writer log"
 SPOOL_CHUNK = 256  # spool entries per transaction
 SPOOL_CHUNK_BYTES = 16 * 1024 * 1024  # or fewer, so a drain holds a bounded amount in memory
 SPOOL_BUDGET = 2048  # entries applied per drain, so heartbeats keep flowing; the next tick goes on
-# SQLite's own autocheckpoint threshold, in WAL pages. The writer checkpoints
-# itself once a batch is answered instead: an autocheckpoint runs inside the
-# COMMIT that crosses it (copying and syncing ~4 MB), and the caller waiting
-# for that ack paid for it (the hook's p95).
+# SQLite's own autocheckpoint threshold, in WAL pages. Past it the writer asks
+# its checkpoint thread for one instead (store/write/checkpointer.py): an
+# autocheckpoint runs inside the COMMIT that crosses it (copying and syncing
+# ~4 MB), and the caller waiting for that ack paid for it (the hook's p95).
 WAL_CHECKPOINT_PAGES = 1000
+# Past this the WAL outgrew what the thread keeps up with (commits coming
+# faster than it copies, or the thread gone): the writer waits for the
+# thread's pass (up to WAL_WAIT_S) and checkpoints the rest itself after
+# answering, as it did before the thread, so the WAL stays bounded.
+WAL_INLINE_PAGES = 1500
+WAL_WAIT_S = 2.0
+# Frames left after the thread's pass that the writer copies itself (about a
+# millisecond); more, and the thread is asked for another pass.
+WAL_FINISH_FRAMES = 64
 # A batch keeps taking requests that arrived while it ran, up to
 # writer.batchMax, until this long after it began: one COMMIT (and one round
 # of replies) for more requests, the first ones' acks later by at most this
@@ -161,6 +171,7 @@ class Writer(Actor):
         self.tick_interval_s = self.config.writer.spoolDrainMs / 1000
         self.db = None
         self.stats = {"requests": 0, "batches": 0, "errors": 0, "malformed": 0, "internal": 0, "checkpoints": 0}
+        self.checkpointer: Checkpointer | None = None
         self.info = self.stats
         self._unrecorded_malformed = 0  # bad frames not yet in the counters table
         self._truncate_pending = False  # a WAL truncate after Forget/Reclaim was busy: retried on tick
@@ -174,6 +185,7 @@ class Writer(Actor):
     def on_start(self) -> None:
         self.db = store_db.open_write(self.paths.db)
         self.db.set_wal_hook(self._wal_grew)  # replaces SQLite's autocheckpoint: see WAL_CHECKPOINT_PAGES
+        self.checkpointer = Checkpointer(self.paths.db)
         try:  # so a hook can count a capture lost to a full disk later (fixed size, written in place)
             heartbeat.ensure(self.paths.store_dir)
         except OSError as e:
@@ -200,10 +212,28 @@ class Writer(Actor):
 
     def _checkpoint_if_due(self) -> None:
         """What SQLite's autocheckpoint would have done inside the last COMMIT,
-        done after the replies went out: a PASSIVE checkpoint (never waits for
-        readers) once the WAL passed WAL_CHECKPOINT_PAGES."""
-        if self._wal_pages < WAL_CHECKPOINT_PAGES:
+        done beside the writer: PASSIVE checkpoints (never waiting for readers)
+        once the WAL passed WAL_CHECKPOINT_PAGES, on the checkpoint thread,
+        and here, after the replies went out, for the last few frames or past
+        WAL_INLINE_PAGES."""
+        pages = self._wal_pages
+        if pages < WAL_CHECKPOINT_PAGES:
             return
+        ckpt = self.checkpointer
+        if ckpt is not None and ckpt.alive():
+            if pages >= WAL_INLINE_PAGES:  # commits outpace the thread: its pass, then the rest here
+                ckpt.wait(WAL_WAIT_S)
+                ckpt.take()
+            elif ckpt.busy:
+                return  # one pass at a time; looked at again after the next batch or tick
+            else:
+                took = ckpt.take()
+                if took is None or pages - took > WAL_FINISH_FRAMES:
+                    ckpt.request()
+                    self.stats["checkpoint_passes"] = ckpt.passes
+                    return
+                # The thread copied all but the frames committed during its pass: those few
+                # are copied here, so the next write finds the WAL done and starts it over.
         self._wal_pages = 0  # a failure below is retried after the next commit that grows it
         try:
             store_db.checkpoint(self.db, "PASSIVE")
@@ -256,6 +286,9 @@ class Writer(Actor):
             self._send(req.sock, req.route, frame)
 
     def on_stop(self) -> None:
+        if self.checkpointer is not None:  # first: the writer's connection must be the last to close
+            self.checkpointer.close()
+            self.checkpointer = None
         if self.db is not None:
             self.db.close()
             self.db = None

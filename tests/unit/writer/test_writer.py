@@ -340,6 +340,50 @@ def test_the_wal_stays_bounded_while_the_writer_checkpoints_it_after_answering(w
     assert proc.poll() is None
 
 
+def _written_by_thread(pid: int) -> dict[int, int]:
+    """Bytes each thread of ``pid`` handed to write calls (the kernel's wchar)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/io") as f:
+                out[int(tid)] = next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return out
+
+
+def test_the_wal_is_copied_into_the_database_by_a_thread_beside_the_one_that_answers(writer):
+    """A checkpoint copies a thousand WAL frames into the database file (15 ms
+    here); on the thread that answers, whoever asked next waited for it. The
+    bulk of that copy is written by another thread of the writer (read from the
+    kernel), and the rows reach the database file itself, not only the WAL."""
+    from memtree.actors.writer import WAL_CHECKPOINT_PAGES
+
+    paths, proc, caller = writer
+    page = rows(paths, "PRAGMA page_size")[0][0]
+    body = "".join(f"line {k}: epsilon zeta eta theta {k}\n" for k in range(2500))[:80_000]
+    ids = [caller.call(protocol.AddNode(kind="note", content=f"note {i}\n{body}"))["id"] for i in range(80)]
+    assert len(set(ids)) == 80  # ~20 frames each: the WAL passed WAL_CHECKPOINT_PAGES
+
+    def copied_beside():  # at least one whole pass, copied by one thread that is not the main one
+        others = {tid: n for tid, n in _written_by_thread(proc.pid).items() if tid != proc.pid}
+        return [tid for tid, n in others.items() if n >= WAL_CHECKPOINT_PAGES * page]
+
+    copier = wait_until(copied_beside, timeout=deadline(10), what="a thread beside the main one copying the WAL")
+    assert len(copier) == 1  # the other threads (zmq's, the heartbeat's) write a few KB
+    import shutil
+    import sqlite3
+
+    shutil.copyfile(paths.db, f"{paths.db}.main-only")  # the database file without its WAL
+    main_only = sqlite3.connect(f"{paths.db}.main-only")
+    try:
+        in_main = main_only.execute("SELECT count(*) FROM nodes WHERE kind = 'note'").fetchone()[0]
+    finally:
+        main_only.close()
+    assert 0 < in_main <= 80
+    assert proc.poll() is None
+
+
 def test_acked_writes_survive_a_kill_before_the_writer_checkpoints(tmp_path):
     """An ack means committed to the WAL; the checkpoint comes later (or never,
     when the writer is killed first). SIGKILL right after the acks, start a
