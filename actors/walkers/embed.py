@@ -14,7 +14,9 @@ It binds the ``embed`` ROUTER and answers ``EmbedQuery`` so the front never
 loads the model. Queries are answered on their own thread, started before the
 walker lowers its priority (``walkers.lowPriority``; Linux keeps nice per
 thread): a search waits neither for a backlog batch nor behind a niced
-thread. A provider that cannot load
+thread. A model computed here (not Ollama's) computes the backlog's batches
+in a child process of the idle class (embed_compute.py), so a hook capture
+never waits for the writer behind them. A provider that cannot load
 (a package missing, Ollama away) leaves the walker idle with the reason in
 ``memtree ctl status``; queries then get an ``unavailable`` error at once.
 """
@@ -34,6 +36,7 @@ import zmq
 from memtree import protocol
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
+from memtree.actors.walkers.embed_compute import ComputeChild
 from memtree.errors import MemtreeError
 from memtree.recall import embeddings
 from memtree.store import vectors
@@ -65,6 +68,7 @@ class EmbedWalker(Walker):
         self.stats = {"embedded": 0, "copied": 0}
         self.cursor = START  # (created_at, id) of the last node taken from the backlog
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._compute: ComputeChild | None = None  # backlog batches in a child of the idle class
         self._counted = 0.0
         self._queries_done = threading.Event()
         self._queries_wake = os.pipe()  # on_stop writes a byte: the query thread's poll ends at once
@@ -76,6 +80,10 @@ class EmbedWalker(Walker):
         # first query (normal priority) every drain ran unniced on every core.
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
         self._load_provider()
+        if self.provider is not None and self.provider.local and self.config.walkers.lowPriority:
+            # Now: the model loaded, no other thread of ours using it yet (embed_compute.py).
+            self._compute = ComputeChild(self.provider)
+            log.info("%s: backlog batches computed by process %d (idle class)", self.ctx.name, self._compute.pid)
         self.router = self.bind(zmq.ROUTER, protocol.SOCK_EMBED)
         # Before super().on_start() lowers this thread's priority: the query thread keeps the normal one.
         self._queries = threading.Thread(target=self._query_loop, name="queries", daemon=True)
@@ -105,7 +113,10 @@ class EmbedWalker(Walker):
     def embed(self, texts: list[str]):
         """The provider's vectors, heartbeating while it works: an Ollama batch
         may take longer than the supervisor waits between heartbeats."""
-        job = self._pool.submit(self.provider.embed, texts)
+        if self._compute is not None:
+            job = self._compute.submit(texts)
+        else:
+            job = self._pool.submit(self.provider.embed, texts)
         period = self.config.supervisor.heartbeatMs / 1000
         while True:
             try:
@@ -121,6 +132,8 @@ class EmbedWalker(Walker):
         if self._queries is not None:
             self._queries.join(timeout=1.0)  # before the base closes the router it polls
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._compute is not None:
+            self._compute.close()
         super().on_stop()
 
     # -- query embeddings (the query thread owns the router) ----------------------

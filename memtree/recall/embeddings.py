@@ -67,6 +67,7 @@ class Provider:
 
     name: str = ""
     dim: int = 0
+    local = True  # computes in this process (not a server's): the embed walker's child can run it
 
     def embed(self, texts: list[str]):
         raise NotImplementedError
@@ -270,6 +271,8 @@ class Model2VecProvider(Provider):
 
 class OllamaProvider(Provider):
     """Ollama's ``POST /api/embed`` ({"model", "input": [...]} -> {"embeddings": [[...]]})."""
+
+    local = False  # the server computes; here a batch only waits on HTTP
 
     def __init__(self, model: str, url: str, timeout_s: float):
         if not model:

@@ -248,3 +248,79 @@ def test_a_first_query_embedding_leaves_no_thread_to_drain_backlogs_at_normal_pr
         assert {t for t, n in nices().items() if n < 10} == before, (before, nices())
     finally:
         q.close()
+
+
+def _walker_process():
+    import psutil
+
+    return wait_until(
+        lambda: next(
+            (p for p in psutil.Process().children(recursive=True) if "memtree.actors.walkers.embed" in p.cmdline()),
+            None,
+        ),
+        timeout=COLD_START_S,
+        what="the embed walker's process",
+    )
+
+
+def test_backlogs_are_embedded_by_a_child_of_the_idle_class_and_no_thread_of_the_walker_is_of_it(system):
+    """A hook capture that came during a drain computed on a niced thread of the
+    walker waited a scheduler tick for the writer (p95 2x idle); any thread
+    preempts one of the idle class at once. But an idle-class thread holding the
+    GIL starves its whole process when the cores are busy (the heartbeat pulse,
+    the query thread), so the drain is computed by a child of that class and no
+    thread of the walker is (read from the kernel). The child ends with the walker."""
+    import os
+    import signal
+
+    import psutil
+
+    paths, w = system()
+    walker = _walker_process()
+    child = wait_until(lambda: next(iter(walker.children()), None), timeout=COLD_START_S, what="the walker's child")
+    assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
+    cpu_before = sum(child.cpu_times()[:2])
+    live = {add(w, f"def handler_{i}(request): route the request to view {i} " * 20) for i in range(48)}
+    wait_until(lambda: live <= set(vectors(paths)), timeout=COLD_START_S, what="vectors for the backlog")
+    assert set(vectors(paths)) == live
+    assert sum(child.cpu_times()[:2]) > cpu_before  # the child computed them
+    classes = {t.id: os.sched_getscheduler(t.id) for t in walker.threads()}
+    assert len(classes) >= 3 and os.SCHED_IDLE not in classes.values(), classes
+    # A query is answered by the walker itself, beside the child.
+    q = Caller(paths.endpoint(protocol.SOCK_EMBED), src="test", timeout_ms=deadline_ms(5000))
+    try:
+        assert q.call(protocol.EmbedQuery(text="route the request"))["model"] == LOCAL_MODEL
+    finally:
+        q.close()
+    os.kill(walker.pid, signal.SIGTERM)  # the walker alone, not its group: it must end its child itself
+    walker.wait(deadline_ms(10000) / 1000)
+    assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_walker_whose_embedding_child_was_killed_is_restarted_and_drains_the_backlog(system_factory):
+    """The child can die on its own (the OOM killer picks the biggest process).
+    The walker does not compute without it: its next batch ends the walker, the
+    supervisor starts it afresh with a new child, and the backlog is drained."""
+    import os
+    import signal
+
+    import psutil
+
+    s = system_factory
+    s.write_config({"walkers": {"embeddingIdleMs": 100}})
+    s.serve()
+    s.wait_running()
+    pid = s.pid("walker.embed")
+    child = wait_until(
+        lambda: next(iter(psutil.Process(pid).children()), None), timeout=COLD_START_S, what="the walker's child"
+    )
+    os.kill(child.pid, signal.SIGKILL)
+    w = Caller(s.paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    try:
+        live = {add(w, f"class Model{i}: a model stored after the child died {i}") for i in range(12)}
+    finally:
+        w.close()
+    wait_until(lambda: live <= set(vectors(s.paths)), timeout=3 * COLD_START_S, what="the backlog drained")
+    row = wait_until(lambda: s.actor("walker.embed", {"RUNNING"}), timeout=COLD_START_S, what="the walker running")
+    assert row["pid"] != pid and row["restarts"] == 1
+    assert len(psutil.Process(row["pid"]).children()) == 1
