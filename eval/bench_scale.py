@@ -481,9 +481,14 @@ def report_backlog(d: dict) -> None:
 
 
 def rss_mib(pid: int) -> float:
+    """An actor's RSS, plus its children's own pages (the embed walker's compute
+    child shares the rest with it), as ``ctl status`` counts it."""
     import psutil
 
-    return psutil.Process(pid).memory_info().rss / 2**20
+    from memtree.runtime.cpu import of_children
+
+    proc = psutil.Process(pid)
+    return (proc.memory_info().rss + of_children(proc, lambda c: c.memory_full_info().uss)) / 2**20
 
 
 def raw_knn(conn, vec, model: str, k: int = 10):

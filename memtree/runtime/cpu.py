@@ -21,6 +21,30 @@ def cpu_seconds(proc) -> float:
     return t.user + t.system
 
 
+def child_pids(pid: int) -> list[int]:
+    """The running children its main thread started (Linux: one small /proc
+    read; psutil's ``children()`` reads every process on the machine)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def of_children(proc, measure) -> float:
+    """The sum of ``measure`` over the running children of a psutil.Process:
+    an actor's work done by a child of its own (the embed walker's compute process)."""
+    import psutil
+
+    total = 0.0
+    for pid in child_pids(proc.pid):
+        try:
+            total += measure(psutil.Process(pid))
+        except psutil.Error:
+            pass  # ended meanwhile
+    return total
+
+
 class CpuRate:
     """Percent of one core over the last ``WINDOW_S`` or more, from samples of
     (monotonic time, cpu seconds) fed at heartbeats and status requests."""

@@ -7,7 +7,7 @@ CPU is measured from psutil ``cpu_times`` deltas (memtree.runtime.cpu), never fr
 import json
 import time
 
-from memtree.runtime.cpu import measure
+from memtree.runtime.cpu import child_pids, measure
 from memtree.supervisor.main import READY_LINE
 from tests.support import COLD_START_S, wait_until
 
@@ -36,8 +36,13 @@ def test_a_whole_idle_system_uses_under_2_percent_of_a_core_per_actor_and_5_in_t
     pids = {a["name"]: a["pid"] for a in actors}
     pids["supervisor"] = sup.pid
     assert set(pids) == {*s.expected, "supervisor"}  # positive control: every actor is measured
-    used = measure(list(pids.values()), IDLE_S)
-    by_name = {name: round(used[pid], 2) for name, pid in pids.items()}
+    # An actor's children are its work (the embed walker's compute child): measured with it.
+    kids = {name: child_pids(pid) for name, pid in pids.items() if name != "supervisor"}
+    assert kids["walker.embed"], kids  # control: the embed walker's child is there to be measured
+    used = measure([*pids.values(), *(c for cs in kids.values() for c in cs)], IDLE_S)
+    by_name = {
+        name: round(used[pid] + sum(used.get(c, 0.0) for c in kids.get(name, [])), 2) for name, pid in pids.items()
+    }
     assert set(by_name) == set(pids), f"an actor exited while idle: {by_name}"
     busy = {name for name, pct in by_name.items() if pct >= 2.0}
     assert busy == set(), f"idle CPU per actor (% of one core over {IDLE_S:g} s): {by_name}"
@@ -76,6 +81,33 @@ def test_ctl_status_cpu_is_a_real_rate_on_its_first_call_a_spinning_actor_shows_
     col = header.split().index("CPU")
     shown = {r.split()[0]: float(r.split()[col].rstrip("%")) for r in rows}
     assert {n for n, pct in shown.items() if pct >= 15.0} == {"walker.spin"}, table.stdout
+
+
+def test_ctl_status_shows_the_cpu_and_memory_of_an_actors_child_as_the_actors(system_factory):
+    """The embed walker computes a drain in a child process; an operator reading
+    `ctl status` must see that work as the walker's, not an idle walker."""
+    import psutil
+
+    s = system_factory
+    s.write_config(actors={"walker.spinchild": {"module": "tests.support.actors.spinner_child"}})
+    s.serve()
+    wait_until(lambda: _ready_in_log(s), timeout=2 * COLD_START_S, what="the supervisor's READY line")
+    pid = s.pid("walker.spinchild")
+    children = wait_until(lambda: child_pids(pid), timeout=COLD_START_S, what="the actor's child")
+    assert children == [c.pid for c in psutil.Process(pid).children()]  # the cheap read agrees with psutil
+    row = wait_until(
+        lambda: next(
+            (a for a in s.status() if a["name"] == "walker.spinchild" and (a["cpu"] or 0) >= 15.0),
+            None,
+        ),
+        timeout=COLD_START_S,
+        what="the child's CPU in the actor's status",
+    )
+    own = measure([pid], 1.0)[pid]
+    assert own < 15.0 <= row["cpu"], (own, row)  # the actor's own process idles: the rate is its child's
+    assert row["rss"] > psutil.Process(pid).memory_info().rss  # the child's own pages counted too
+    # Control: the actors with no child show their own rate, idle.
+    assert {a["name"] for a in s.status() if (a["cpu"] or 0) >= 15.0} == {"walker.spinchild"}
 
 
 def _voluntary_switches(pid: int, tid: int) -> int:
