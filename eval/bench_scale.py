@@ -411,14 +411,23 @@ def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: 
     store seeded with no embed walker running, hook captures timed idle, then
     the real embed walker started on the whole backlog with the same captures
     timed while it drains, and once more on the drained store ("idle after",
-    so a ratio is not the store's growth)."""
+    so a ratio is not the store's growth). All three with the pruner at its
+    default interval, as a store in use has it: the seeding's (every
+    PRUNER_INTERVAL_MS) sweeps 150 times as often, each sweep a Tidy and FTS
+    merge steps, heavy writer batches (8-24 ms here) that a capture landing
+    in one waits for. The seeding's pruner is back for what follows."""
     from memtree import protocol
+    from memtree.config.defaults import defaults
     from memtree.eval import recall_eval
     from memtree.store import db as store_db
     from memtree.store.kinds import EMBED_KINDS
     from memtree.store.vectors import backlog, backlog_count
 
     endpoint = paths.endpoint(protocol.SOCK_INGEST)
+    pruner = "memtree.actors.walkers.pruner"
+    recall_eval.stop(procs.pop("walker.pruner"))
+    in_use = bench_config(defaults()["walkers"]["prunerIntervalMs"])
+    procs["walker.pruner"] = recall_eval.start_actor(pruner, "walker.pruner", paths, in_use)
     conn = store_db.open_read(paths.db)
     try:
         start = backlog_count(conn, model, EMBED_KINDS)
@@ -461,6 +470,8 @@ def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: 
         after = ingest_probes(endpoint, project, probes + len(busy) + 1, probes)
     finally:
         conn.close()
+        recall_eval.stop(procs.pop("walker.pruner"))
+        procs["walker.pruner"] = recall_eval.start_actor(pruner, "walker.pruner", paths, config)
     return {"chunks": start, "took_s": took, "idle": idle, "busy": busy, "idle_after": after, "load": load()}
 
 

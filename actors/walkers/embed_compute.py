@@ -94,7 +94,9 @@ class ComputeChild:
     def __init__(self, provider):
         ctx = multiprocessing.get_context("fork")
         self._conn, child_end = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(provider, child_end), name="embed-compute")
+        # daemon: a walker that exits without on_stop (a crash in on_start) terminates it at exit
+        # instead of joining a child that waits for the pipe the exit would close.
+        self._proc = ctx.Process(target=_serve, args=(provider, child_end), name="embed-compute", daemon=True)
         self._proc.start()
         child_end.close()
         self.pid = self._proc.pid
