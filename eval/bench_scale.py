@@ -492,14 +492,12 @@ def report_backlog(d: dict) -> None:
 
 
 def rss_mib(pid: int) -> float:
-    """An actor's RSS, plus its children's own pages (the embed walker's compute
-    child shares the rest with it), as ``ctl status`` counts it."""
+    """An actor's RSS as ``ctl status`` counts it (its children's own pages included)."""
     import psutil
 
-    from memtree.runtime.cpu import of_children
+    from memtree.runtime.cpu import actor_rss
 
-    proc = psutil.Process(pid)
-    return (proc.memory_info().rss + of_children(proc, lambda c: c.memory_full_info().uss)) / 2**20
+    return actor_rss(psutil.Process(pid)) / 2**20
 
 
 def raw_knn(conn, vec, model: str, k: int = 10):

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Callable
 
 from memtree.runtime import priority
-from memtree.runtime.cpu import CpuRate, cpu_seconds, of_children
+from memtree.runtime.cpu import CpuRate, actor_cpu_seconds, actor_rss
 from memtree.supervisor.policy import Backoff, RestartWindow
 from memtree.supervisor.spec import PERMANENT, TRANSIENT, ChildSpec
 from memtree.supervisor.states import ALIVE, State
@@ -236,7 +236,7 @@ class Child:
         import psutil
 
         try:
-            self._cpu.add(now, cpu_seconds(ps) + of_children(ps, cpu_seconds))
+            self._cpu.add(now, actor_cpu_seconds(ps))
         except psutil.Error:
             pass
 
@@ -247,11 +247,8 @@ class Child:
             import psutil
 
             try:
-                # A child's own pages only: it shares the rest with the actor it was forked from.
-                rss = ps.memory_info().rss + int(of_children(ps, lambda c: c.memory_full_info().uss))
-                cpu = round(
-                    self._cpu.percent(now, cpu_seconds(ps) + of_children(ps, cpu_seconds), now - self.started_at), 1
-                )
+                rss = actor_rss(ps)
+                cpu = round(self._cpu.percent(now, actor_cpu_seconds(ps), now - self.started_at), 1)
             except psutil.Error:
                 rss = cpu = None
             prio = priority.describe(ps)

@@ -36,17 +36,15 @@ class ComputeGone(RuntimeError):
     """The child ended (killed, out of memory): the walker exits and the supervisor starts it afresh."""
 
 
-def lower_to_idle() -> str:
-    """The calling process into the idle class (or nice 19 where there is none): what was set."""
+def lower_to_idle() -> None:
+    """The calling process into the idle class (or nice 19 where there is none)."""
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        return "idle"
     except (OSError, AttributeError):
         try:
             os.setpriority(os.PRIO_PROCESS, 0, 19)
-            return "nice 19"
         except OSError:
-            return "unchanged"
+            pass  # left as it was
 
 
 def _close_inherited(keep: int) -> None:

@@ -4,7 +4,8 @@ psutil's first ``cpu_percent()`` on a process returns 0.0 and every later one
 measures since whichever call came last, so ``ctl status``, the idle test and
 the idle benchmark all take rates here, from ``cpu_times()`` samples.
 psutil is imported only where a process is measured: the supervisor loads
-this before it spawns the front.
+this before it spawns the front. An actor is measured with its running
+children (``actor_cpu_seconds``, ``actor_rss``), as ``ctl status`` shows it.
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ def child_pids(pid: int) -> list[int]:
         return []
 
 
-def of_children(proc, measure) -> float:
-    """The sum of ``measure`` over the running children of a psutil.Process:
-    an actor's work done by a child of its own (the embed walker's compute process)."""
+def _of_children(proc, measure) -> float:
+    """The sum of ``measure`` over the running children of a psutil.Process."""
     import psutil
 
     total = 0.0
@@ -43,6 +43,18 @@ def of_children(proc, measure) -> float:
         except psutil.Error:
             pass  # ended meanwhile
     return total
+
+
+def actor_cpu_seconds(proc) -> float:
+    """An actor's CPU seconds, its running children's included: work done by
+    a child of its own (the embed walker's compute process) is the actor's."""
+    return cpu_seconds(proc) + _of_children(proc, cpu_seconds)
+
+
+def actor_rss(proc) -> int:
+    """An actor's RSS plus its running children's own pages (USS): a forked
+    child shares the rest with the actor it was forked from."""
+    return proc.memory_info().rss + int(_of_children(proc, lambda c: c.memory_full_info().uss))
 
 
 class CpuRate:
