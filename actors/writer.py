@@ -149,7 +149,6 @@ INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
 # writes are plain INSERT/UPDATE/DELETE, which db.total_changes() counts.
 UNGUARDED = (protocol.AddNode, protocol.Ingest, protocol.SetStatus, protocol.AddEdges, protocol.PutToolOutput)
 _NOBLOCK, _SNDMORE, _RCVMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.RCVMORE)
-_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
 class _Replay(Exception):
@@ -322,24 +321,23 @@ class Writer(Actor):
         self._heavy = []
 
     def _collect(self, limit: int | None = None) -> list[Request]:
-        """Drain both ROUTERs without blocking, decoding as we go."""
+        """Drain both ROUTERs without blocking, one request from each in turn, decoding as we go."""
         batch: list[Request] = []
         limit = self.config.writer.batchMax if limit is None else limit
-        more = True
-        while more and len(batch) < limit:
-            more = False
-            for sock in (self.write_sock, self.ingest_sock):
-                # plain ints, not pyzmq's enums (whose operators cost more than the call); a
-                # check of EVENTS is cheaper than a raised zmq.Again
-                if not sock.getsockopt(_EVENTS) & _POLLIN:
-                    continue
+        ready = [self.write_sock, self.ingest_sock]
+        while ready and len(batch) < limit:
+            for sock in tuple(ready):
+                if len(batch) >= limit:
+                    break
+                # One raised zmq.Again a socket and drain; a check of EVENTS before
+                # every message cost more. Plain int flags: pyzmq's enums cost more than the call.
                 try:
                     parts = [sock.recv(_NOBLOCK)]  # recv_multipart, with int flags
                     while sock.getsockopt(_RCVMORE):
                         parts.append(sock.recv(_NOBLOCK))
                 except zmq.Again:
+                    ready.remove(sock)
                     continue
-                more = True
                 req = self._decode(sock, parts)
                 if req is not None:
                     batch.append(req)

@@ -103,6 +103,7 @@ class ProtocolError(Exception):
 
 _ANY = object()
 _NOTHING = object()
+_set = object.__setattr__  # records are immutable: their own __setattr__ refuses
 
 
 class Record:
@@ -118,18 +119,17 @@ class Record:
 
     def __init__(self, **kw):
         for name, types, default in self.FIELDS:
-            if name in kw:
-                value = kw.pop(name)
-            elif default is _NOTHING:
-                raise ProtocolError(ErrorCode.BAD_REQUEST, f"{self.TYPE}: missing field {name!r}")
-            else:
-                value = default() if callable(default) else default
-            if types is not _ANY and value is not None and not isinstance(value, types):
+            value = kw.pop(name, _NOTHING)
+            if value is _NOTHING:
+                if default is _NOTHING:
+                    raise ProtocolError(ErrorCode.BAD_REQUEST, f"{self.TYPE}: missing field {name!r}")
+                value = default() if callable(default) else default  # a default needs no check
+            elif types is not _ANY and value is not None and not isinstance(value, types):
                 raise ProtocolError(
                     ErrorCode.BAD_REQUEST,
                     f"{self.TYPE}: field {name!r} has type {type(value).__name__}",
                 )
-            object.__setattr__(self, name, value)
+            _set(self, name, value)
         if kw:
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"{self.TYPE}: unknown field(s) {sorted(kw)}")
 

@@ -15,6 +15,7 @@ from memtree import protocol
 from memtree.errors import CallTimeout, MemtreeError, Unavailable, from_code
 
 NOT_OURS = object()
+_NOBLOCK, _RCVTIMEO = int(zmq.NOBLOCK), int(zmq.RCVTIMEO)
 
 
 def dealer(ctx, endpoint: str):
@@ -67,20 +68,29 @@ class Caller:
         deadline = time.monotonic() + timeout
         sock = self._socket()
         rid, frame = protocol.encode_call(rec, src=self.src)
-        while True:  # with IMMEDIATE, send waits until a connection exists
-            if sock.poll(max(0, int((deadline - time.monotonic()) * 1000)), zmq.POLLOUT):
-                sock.send(frame, zmq.NOBLOCK)
-                break
-            self.reset()
-            raise Unavailable(f"nothing is listening on {self.endpoint}")
+        try:  # the usual case: a connection is up and its queue has room
+            sock.send(frame, _NOBLOCK)
+        except zmq.Again:  # with IMMEDIATE, nothing queues until a connection exists
+            if not sock.poll(max(0, int((deadline - time.monotonic()) * 1000)), zmq.POLLOUT):
+                self.reset()
+                raise Unavailable(f"nothing is listening on {self.endpoint}") from None
+            sock.send(frame, _NOBLOCK)
         while True:
             remaining = int((deadline - time.monotonic()) * 1000)
-            if remaining <= 0 or not sock.poll(remaining, zmq.POLLIN):
-                self.reset()
-                raise CallTimeout(f"no reply from {self.endpoint} within {timeout:.1f}s")
-            result = match_reply(sock.recv(), rid)
+            if remaining <= 0:
+                break
+            # A blocking recv with a timeout: one call that lets go of the GIL (Socket.poll
+            # builds a Poller each time; the bench's callers used 13 % less CPU without it).
+            sock.setsockopt(_RCVTIMEO, remaining)
+            try:
+                frame = sock.recv()
+            except zmq.Again:
+                break
+            result = match_reply(frame, rid)
             if result is not NOT_OURS:
                 return result
+        self.reset()
+        raise CallTimeout(f"no reply from {self.endpoint} within {timeout:.1f}s")
 
     def close(self) -> None:
         self.reset()

@@ -12,6 +12,7 @@ it (``metadata.redaction``), so recall can re-apply a newer gate.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import orjson
@@ -49,12 +50,22 @@ class Tx:
         from_status: str | None = None,
         to_status: str | None = None,
         reason: str = "",
-        detail: dict | None = None,
+        detail: dict | str | None = None,
     ) -> None:
+        """An audit row; ``detail`` a dict, or JSON text that went through the gate already."""
         self.db.execute(
             "INSERT INTO audit(at, actor, action, node_id, from_status, to_status, reason, detail)"
             " VALUES (?,?,?,?,?,?,?,?)",
-            (now_ms(), self.actor, action, node_id, from_status, to_status, clean(reason), _json(clean_meta(detail))),
+            (
+                now_ms(),
+                self.actor,
+                action,
+                node_id,
+                from_status,
+                to_status,
+                clean(reason),
+                detail if isinstance(detail, str) else _json(clean_meta(detail)),
+            ),
         )
 
     def audit_kept(self, action: str, node_id: str | None, reason: str, detail: dict | None = None) -> None:
@@ -134,6 +145,12 @@ def node_row(db, node_id: str):
     ).fetchone()
 
 
+@functools.cache
+def _insert_detail(kind: str, truncated: bool) -> str:
+    """An insert's audit detail through the gate, once per kind (a known word) and flag."""
+    return _json(clean_meta({"kind": kind, "truncated": truncated}))
+
+
 def _require(db, node_id, what: str):
     if not isinstance(node_id, str) or not node_id:
         raise BadRequest(f"{what} must be a node id")
@@ -207,7 +224,7 @@ def insert_node(
             session_id,
         ),
     )
-    tx.audit("insert", node_id, None, status, detail={"kind": kind, "truncated": truncated})
+    tx.audit("insert", node_id, None, status, detail=_insert_detail(kind, truncated))
     tx.note(node_id, kind, status)
     return node_id
 

@@ -45,3 +45,12 @@ def test_ulids_of_one_millisecond_are_distinct_and_increasing():
     assert len(set(same)) == 1000 and same == sorted(same)
     assert {_decode(u) >> 80 for u in same} == {ms}
     assert [_decode(b) - _decode(a) for a, b in zip(same, same[1:])] == [1] * 999  # the random part + 1
+
+
+def test_every_bit_of_the_random_part_is_encoded(monkeypatch):
+    rng = random.Random(17)
+    for _ in range(2000):
+        ms, rand = rng.randrange(2**48), rng.randrange(2**80)
+        monkeypatch.setattr(ids, "_last", (0, 0))
+        monkeypatch.setattr(ids.os, "urandom", lambda n, r=rand: r.to_bytes(n, "big"))
+        assert _decode(ulid(ms)) == (ms << 80) | rand
