@@ -46,8 +46,21 @@ log = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 0.5  # one sweep's work, then back to the loop (heartbeats, stop); the rest right after
 RETRY_PROVIDER_S = 60  # a provider that failed (Ollama away) is retried this often
-BACKLOG_COUNT_S = 5.0
 START = (0, "")
+# The backlog is walked in creation order from a cursor. A walk from START
+# reads every live chunk (~0.9 s at 1M nodes), so it is not started again for
+# each capture: the cursor stays at the newest chunk, a chunk that goes live
+# behind it (judged late by the filter, a spooled capture dated when it
+# happened) comes by its NodesChanged event, and a walk from START, for what
+# an event missed (dropped by a full queue, sent while this walker was down),
+# runs at start-up and then at most WALK_SHARE of the time.
+WALK_SHARE = 0.002
+WALK_AGAIN_S = 300.0
+FRESH_MAX = 4096  # ids gone live, kept until embedded; past this, a walk from START finds them
+# The backlog ctl status shows is a count that reads every live chunk too:
+# while there is one, every BACKLOG_COUNT_S at most and COUNT_SHARE of the time.
+BACKLOG_COUNT_S = 5.0
+COUNT_SHARE = 0.02
 # Vectors per PutVectors call: a batch goes to the writer in slices this big. A
 # PutVectors is a transaction of its own there (a big frame), and a hook capture
 # arriving meanwhile waits for it; 32 vectors took ~1.9 ms, 8 ~0.5 ms (100k store).
@@ -65,8 +78,15 @@ class EmbedWalker(Walker):
         self.unavailable = ""
         self._provider_tried = 0.0
         self.batch = max(1, int(self.config.walkers.embeddingBatchSize))
-        self.stats = {"embedded": 0, "copied": 0}
+        self.stats = {"embedded": 0, "copied": 0, "walks": 1}
         self.cursor = START  # (created_at, id) of the last node taken from the backlog
+        self._fresh: set[str] = set()  # ids that went live (NodesChanged) and may lack a vector
+        self._walking = True  # a walk from START (the first one now) has not reached the newest chunk
+        self._walk_s = 0.0  # seconds the backlog queries of the current walk took
+        self._walk_again = 0.0  # when a walk from START may run again (monotonic)
+        self._walk_due = False  # ids were dropped (FRESH_MAX): a walk from START as soon as possible
+        self._count_every = BACKLOG_COUNT_S
+        self._drained = False  # the last sweep found nothing to embed
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._compute: ComputeChild | None = None  # backlog batches in a child of the idle class
         self._counted = 0.0
@@ -202,8 +222,16 @@ class EmbedWalker(Walker):
 
     # -- the backlog ----------------------------------------------------------------
     def on_events(self, records: list) -> None:
-        if any(getattr(r, "status", None) == "live" for r in records):
-            self.tick_soon(self.config.walkers.embeddingIdleMs / 1000)
+        live = [r for r in records if getattr(r, "status", None) == "live"]
+        if not live:
+            return
+        for r in live:
+            if not r.kinds or set(r.kinds) & set(EMBED_KINDS):  # the kinds of all its ids
+                self._fresh.update(r.ids)
+        if len(self._fresh) > FRESH_MAX:  # memory stays bounded: a walk from START finds them
+            self._fresh.clear()
+            self._walk_due = True
+        self.tick_soon(self.config.walkers.embeddingIdleMs / 1000)
 
     def sweep(self) -> None:
         if self.provider is None:
@@ -212,6 +240,7 @@ class EmbedWalker(Walker):
             if self.provider is None:
                 return
         deadline = time.monotonic() + SWEEP_SECONDS
+        self._drained = False
         try:
             while time.monotonic() < deadline and not self.stopping:
                 if not self._one_batch():
@@ -222,18 +251,49 @@ class EmbedWalker(Walker):
         except apsw.Error as e:
             log.warning("%s: read failed (%s); reopening next tick", self.ctx.name, e)
             self.reader.reset()
+            self._walk_due = True  # rows taken and not stored
         except embeddings.ProviderUnavailable as e:
             log.warning("%s: provider failed: %s", self.ctx.name, e.message)
+            self._walk_due = True
             self.provider, self.unavailable = None, e.message
             self.set_idle(e.message)
         self.info = {"model": self.provider.name, **self.stats} if self.provider else self.info
 
     def _count_backlog(self) -> None:
-        """The backlog for ctl status, counted at most every BACKLOG_COUNT_S (a count scans)."""
+        """The backlog for ctl status: none once a sweep found nothing to embed,
+        else a count, at most every BACKLOG_COUNT_S and COUNT_SHARE of the time."""
+        if self._drained:
+            self.backlog = 0
+            return
         db = self.db()
-        if db is not None and (time.monotonic() - self._counted >= BACKLOG_COUNT_S or self.cursor == START):
+        if db is not None and time.monotonic() - self._counted >= self._count_every:
+            t0 = time.monotonic()
             self.backlog = vectors.backlog_count(db, self.provider.name, EMBED_KINDS)
             self._counted = time.monotonic()
+            self._count_every = max(BACKLOG_COUNT_S, (self._counted - t0) / COUNT_SHARE)
+
+    def _walk(self, db, model: str, limit: int) -> list[tuple]:
+        """The next rows of the backlog walk, (id, content_hash, content); past
+        the newest chunk, a walk from START when one is due (WALK_SHARE)."""
+        t0 = time.monotonic()
+        rows = vectors.backlog(db, model, limit, EMBED_KINDS, after=self.cursor)
+        if not rows and not self._walking and (self._walk_due or t0 >= self._walk_again):
+            # For chunks that went live behind the cursor with no event seen.
+            end, self.cursor, self._walk_s = self.cursor, START, 0.0
+            self._walking, self._walk_due = True, False
+            self.stats["walks"] += 1
+            rows = vectors.backlog(db, model, limit, EMBED_KINDS)
+            if not rows:
+                self.cursor = end
+        self._walk_s += time.monotonic() - t0
+        if rows:
+            self.cursor = (rows[-1][3], rows[-1][0])
+        elif self._walking:  # this walk from START reached the newest chunk
+            self._walking = False
+            if self.cursor == START:  # nothing to embed all the way: on from the newest chunk
+                self.cursor = vectors.newest(db, EMBED_KINDS) or START
+            self._walk_again = time.monotonic() + max(WALK_AGAIN_S, self._walk_s / WALK_SHARE)
+        return [r[:3] for r in rows]
 
     def _one_batch(self) -> bool:
         """Embed one batch of the backlog; True when it was full (there may be more)."""
@@ -241,19 +301,19 @@ class EmbedWalker(Walker):
         if db is None:
             return False
         model, dim = self.provider.name, self.provider.dim
-        rows = vectors.backlog(db, model, self.batch, EMBED_KINDS, after=self.cursor)
-        if not rows and self.cursor != START:
-            # The end of the walk: start over once, for nodes that went live after the cursor passed them.
-            self.cursor = START
-            rows = vectors.backlog(db, model, self.batch, EMBED_KINDS)
-        if rows:
-            self.cursor = (rows[-1][3], rows[-1][0])
-            rows = [r[:3] for r in rows]
-        else:
+        rows: list[tuple] = []
+        while self._fresh and len(rows) < self.batch:  # what went live by an event first: one lookup an id
+            ids = [self._fresh.pop() for _ in range(min(self.batch - len(rows), len(self._fresh)))]
+            rows += vectors.unembedded(db, model, ids, EMBED_KINDS)
+        if len(rows) < self.batch:  # the rest of the batch from the walk
+            taken = {r[0] for r in rows}
+            rows += [r for r in self._walk(db, model, self.batch - len(rows)) if r[0] not in taken]
+        if not rows:
             # Then vectors of another model (an upgrade changed the default): stale and superseded
             # nodes keep theirs, and one left would keep semantic search refused until `memtree reembed`.
             rows = vectors.other_model_nodes(db, model, dim, self.batch)
             if not rows:
+                self._drained = True
                 return False
         known = vectors.embedded_hashes(db, sorted({h for _, h, _ in rows}), model)
         todo: dict[str, str] = {}  # hash -> text, each content embedded once
@@ -273,9 +333,11 @@ class EmbedWalker(Walker):
                 result = self.call_writer(protocol.PutVectors(model=model, dim=dim, items=items[at : at + PUT_SLICE]))
             except MemtreeError as e:
                 log.error("%s: PutVectors refused: %s", self.ctx.name, e.message)
+                self._walk_due = True  # the cursor passed these rows: a walk from START takes them again
                 return False
             if result is None:
-                return False  # writer away: retry next tick (the slices stored stay, the rest is backlog)
+                self._walk_due = True  # writer away: the slices stored stay, the rest is backlog again
+                return False
             stored += result["stored"]
         self.stats["embedded"] += len(fresh)
         self.stats["copied"] += sum(1 for _, d, _ in rows if d not in fresh)

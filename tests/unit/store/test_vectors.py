@@ -125,6 +125,34 @@ def test_put_vectors_skips_nodes_not_indexed_or_with_other_content_and_checks_sh
     assert rows(paths, "SELECT node_id, model, dim FROM nodes_vec") == [(live, "m2", 3)]
 
 
+def test_the_embed_walkers_lookups_return_exactly_their_nodes(store):
+    """other_model_nodes (index ranges, not a scan), unembedded (by id) and newest, by set equality."""
+    from memtree.store.vectors import newest, other_model_nodes, unembedded
+
+    paths, w, node = store
+    ids = {}
+    for name in ("same", "other_dim", "other_model", "stale_other"):
+        ids[name] = node(f"the {name} note, with a vector")
+    ids["bare"] = node("a live note without a vector")
+    ids["pending"] = node("a pending note without a vector", status="pending")
+    ids["file_root"] = node("", kind="file")
+    for name, model, dim in (("same", "m", 2), ("other_dim", "m", 3), ("other_model", "n", 2), ("stale_other", "a", 2)):
+        nid, digest = ids[name]
+        put(w, model, dim, [{"node_id": nid, "content_hash": digest, "vector": [1.0] + [0.0] * (dim - 1)}])
+    w.call(protocol.SetStatus(ids=[ids["stale_other"][0]], status="stale", reason="test"))
+    db = read_db(paths)
+    try:
+        got = {r[0] for r in other_model_nodes(db, "m", 2, 10)}
+        assert got == {ids[k][0] for k in ("other_dim", "other_model", "stale_other")}
+        asked = [i for i, _ in ids.values()] + ["no-such-id"]
+        assert {r[0] for r in unembedded(db, "m", asked)} == {ids["bare"][0], ids["other_model"][0]}
+        assert unembedded(db, "m", []) == []
+        last = rows(paths, "SELECT created_at, id FROM nodes WHERE id = ?", (ids["bare"][0],))[0]
+        assert newest(db) == tuple(last)  # the pending note and the file root came after it, and are not chunks
+    finally:
+        db.close()
+
+
 def test_supersede_keeps_the_newer_with_edge_and_scored_audit_and_refuses_nonsense(store):
     paths, w, node = store
     old, _ = node("older near-duplicate output text", kind="tool_output")  # a note is superseded only word for word

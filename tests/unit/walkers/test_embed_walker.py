@@ -5,6 +5,7 @@ Ollama over real HTTP, and an idle walker that says why."""
 from __future__ import annotations
 
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -67,6 +68,43 @@ def test_live_nodes_get_vectors_with_model_and_dim_and_pending_ones_do_not(syste
 
     stored = [r[0] for r in rows(paths, "SELECT json_extract(detail, '$.stored') FROM audit WHERE action = 'embed'")]
     assert sum(stored) == len(live) + 1 and max(stored) <= PUT_SLICE < len(live), stored
+
+
+def _last_beat(sink, name: str, wait_s: float = 1.0):
+    """The newest heartbeat of ``name`` that arrives within ``wait_s`` (beats come every 200 ms)."""
+    last, end = None, time.monotonic() + wait_s
+    while time.monotonic() < end:
+        while sink.sock.poll(50):
+            body = protocol.decode(sink.sock.recv()).body
+            if body.name == name:
+                last = body
+    return last
+
+
+def test_a_chunk_gone_live_behind_the_walk_comes_by_its_event_with_no_walk_from_the_start(system, tmp_path):
+    """The walk keeps its place at the newest chunk: a walk from the start reads every live
+    chunk (~0.9 s at 1M nodes) and is not repeated for each capture. A chunk the filter
+    judges late, created before the walk's place, is embedded from its NodesChanged event."""
+    sink = HeartbeatSink(make_paths(tmp_path))
+    try:
+        paths, w = system(sink=sink)
+        sink.wait_state("walker.embed")
+        late = add(w, "def judged_late(): the filter took its time over this capture", status="pending")
+        early = {add(w, f"def walked_{i}(): a capture the walk passes {i}") for i in range(40)}
+        wait_until(lambda: early <= set(vectors(paths)), timeout=COLD_START_S, what="the walk's vectors")
+        assert late not in vectors(paths)  # control: pending, so not embedded yet
+        w.call(protocol.SetStatus(ids=[late], status="live", reason="test"))
+        wait_until(lambda: late in vectors(paths), timeout=COLD_START_S, what="the late chunk's vector")
+        more = set()
+        for i in range(5):  # one capture at a time, each a sweep of its own
+            more.add(add(w, f"def one_more_{i}(): a capture after the walk {i}"))
+            wait_until(lambda: more <= set(vectors(paths)), timeout=COLD_START_S, what="a new capture's vector")
+        beat = _last_beat(sink, "walker.embed")
+        assert set(vectors(paths)) == early | {late} | more
+        assert beat.info["walks"] == 1, beat.info  # the start-up walk only
+        assert beat.backlog == 0  # drained: known without a count
+    finally:
+        sink.close()
 
 
 def test_query_embedding_is_served_on_the_embed_socket(system):

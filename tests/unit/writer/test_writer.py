@@ -321,22 +321,23 @@ def test_a_writer_that_cannot_grow_its_files_refuses_then_recovers_by_itself(wri
 def test_the_wal_stays_bounded_while_the_writer_checkpoints_it_after_answering(writer):
     """SQLite's autocheckpoint is off on the writer's connection (it ran inside the
     COMMIT a caller waits on); the writer checkpoints after replying instead. The
-    WAL must not grow with what is written: 18 MB goes in, the WAL stays within
-    twice WAL_CHECKPOINT_PAGES (4 MB each; a commit's FTS merges add to it)."""
-    from memtree.actors.writer import WAL_CHECKPOINT_PAGES
+    WAL must not grow with what is written: 36 MB goes in back to back (each
+    thread pass leaves the frames committed meanwhile), the WAL stays within
+    WAL_INLINE_PAGES and one more commit's worth (an FTS merge adds ~500 pages)."""
+    from memtree.actors.writer import WAL_CHECKPOINT_PAGES, WAL_INLINE_PAGES
 
     paths, proc, caller = writer
     ids = []
-    for i in range(200):
+    for i in range(400):
         body = "".join(f"line {k} of note {i}: alpha beta gamma delta {k * i}\n" for k in range(1600))[:90_000]
         ids.append(caller.call(protocol.AddNode(kind="note", content=body))["id"])
-    assert len(set(ids)) == 200
-    assert rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'note'") == [(200,)]
-    assert rows(paths, "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'gamma'") == [(200,)]
-    written = 200 * 90_000
+    assert len(set(ids)) == 400
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'note'") == [(400,)]
+    assert rows(paths, "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'gamma'") == [(400,)]
+    written = 400 * 90_000
     wal = os.path.getsize(paths.db + "-wal")
     page = rows(paths, "PRAGMA page_size")[0][0]
-    assert 0 < wal < 2 * WAL_CHECKPOINT_PAGES * page < written, (wal, written)
+    assert 0 < wal < (WAL_INLINE_PAGES + WAL_CHECKPOINT_PAGES) * page < written / 3, (wal, written)
     assert proc.poll() is None
 
 
@@ -382,6 +383,28 @@ def test_the_wal_is_copied_into_the_database_by_a_thread_beside_the_one_that_ans
         main_only.close()
     assert 0 < in_main <= 80
     assert proc.poll() is None
+
+
+def test_at_a_drains_pace_the_wal_starts_over_with_no_frame_copied_by_the_answering_thread(writer):
+    """Commits with pauses between them, as an embedding drain's: the thread's
+    pass takes in every frame, and the next write starts the WAL over. The
+    thread that answers copies none itself (two fsyncs a capture would wait
+    for), and the WAL file never grows to WAL_INLINE_PAGES."""
+    import time
+
+    from memtree.actors.writer import WAL_CHECKPOINT_PAGES, WAL_INLINE_PAGES
+
+    paths, proc, caller = writer
+    page = rows(paths, "PRAGMA page_size")[0][0]
+    body = "".join(f"line {k}: iota kappa lambda mu {k}\n" for k in range(2500))[:80_000]
+    for i in range(160):  # ~20 frames each: 3 x WAL_CHECKPOINT_PAGES in all
+        caller.call(protocol.AddNode(kind="note", content=f"note {i}\n{body}"))
+        time.sleep(0.06)
+    got = caller.call(protocol.Ping())
+    wal = os.path.getsize(paths.db + "-wal")
+    assert got["checkpoint_passes"] >= 2 and got["checkpoints"] == 0, got
+    assert WAL_CHECKPOINT_PAGES * page <= wal < WAL_INLINE_PAGES * page, wal  # it grew to a pass, and restarted
+    assert rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'note'") == [(160,)]
 
 
 def test_acked_writes_survive_a_kill_before_the_writer_checkpoints(tmp_path):
