@@ -81,6 +81,8 @@ PINNED: dict[str, set] = {
     "memtree/store/vectors.py::embedded_since": {_L},
     "memtree/store/vectors.py::knn": {CALLER},
     "memtree/store/vectors.py::live_vectors": {_L},
+    "memtree/store/vectors.py::newest": {_L},
+    "memtree/store/vectors.py::unembedded": {_L},
     "memtree/store/vectors.py::other_model_nodes": {_I},
     "memtree/store/vector_index.py::_load": set(),
     "memtree/store/vector_index.py::_sync": set(),
