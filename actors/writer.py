@@ -64,8 +64,10 @@ BATCH_FILL_S = 0.002
 # answered, so an ordinary capture's ack never waits on its chunking.
 HEAVY_FRAME_BYTES = 16 * 1024
 # Calls that run in a batch of their own the same way, whatever their size: an
-# FTS5 merge step writes up to its page bound (tens of ms on a large store).
-HEAVY_TYPES = (protocol.MergeFts,)
+# FTS5 merge step writes up to its page bound (tens of ms on a large store); an
+# embedding drain's PutVectors (~0.2 ms) is background work a capture taken
+# in with it does not wait for.
+HEAVY_TYPES = (protocol.MergeFts, protocol.PutVectors)
 
 
 class IngestDone:
@@ -146,6 +148,7 @@ INGEST_SOCKET_TYPES = (protocol.Ingest, protocol.Ping)
 # writes are plain INSERT/UPDATE/DELETE, which db.total_changes() counts.
 UNGUARDED = (protocol.AddNode, protocol.Ingest, protocol.SetStatus, protocol.AddEdges, protocol.PutToolOutput)
 _NOBLOCK, _SNDMORE, _RCVMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.RCVMORE)
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
 # The counters a Ping answers with (eval/bench_writer and the tests read them).
@@ -183,6 +186,8 @@ class Writer(Actor):
 
     # -- lifecycle ------------------------------------------------------------------
     def on_start(self) -> None:
+        if not store_db.tune_process():  # a connection opened before: SQLite's defaults stay
+            log.info("SQLite's process settings not applied (a connection was open)")
         self.db = store_db.open_write(self.paths.db)
         self.db.set_wal_hook(self._wal_grew)  # replaces SQLite's autocheckpoint: see WAL_CHECKPOINT_PAGES
         self.checkpointer = Checkpointer(self.paths.db)
@@ -333,7 +338,9 @@ class Writer(Actor):
         """Drain both ROUTERs without blocking, one request from each in turn, decoding as we go."""
         batch: list[Request] = []
         limit = self.config.writer.batchMax if limit is None else limit
-        ready = [self.write_sock, self.ingest_sock]
+        # An empty socket is passed over on its EVENTS (~1 us); a recv that raises
+        # zmq.Again costs ~3 us, and a batch's fill asks both sockets again and again.
+        ready = [s for s in (self.write_sock, self.ingest_sock) if s.getsockopt(_EVENTS) & _POLLIN]
         while ready and len(batch) < limit:
             for sock in tuple(ready):
                 if len(batch) >= limit:

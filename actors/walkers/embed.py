@@ -62,8 +62,9 @@ FRESH_MAX = 4096  # ids gone live, kept until embedded; past this, a walk from S
 BACKLOG_COUNT_S = 5.0
 COUNT_SHARE = 0.02
 # Vectors per PutVectors call: a batch goes to the writer in slices this big. A
-# PutVectors is a transaction of its own there (a big frame), and a hook capture
-# arriving meanwhile waits for it; 32 vectors took ~1.9 ms, 8 ~0.5 ms (100k store).
+# PutVectors is a transaction of its own there (writer.HEAVY_TYPES), and a hook
+# capture arriving meanwhile waits for it; 32 vectors took ~1.9 ms, 8 ~0.5 ms
+# (100k store) as JSON lists of floats, 8 ~0.16 ms as base64 (store/vectors.to_wire).
 PUT_SLICE = 8
 
 
@@ -320,13 +321,17 @@ class EmbedWalker(Walker):
         for _, digest, content in rows:
             if digest not in known:
                 todo.setdefault(digest, content)
-        fresh = dict(zip(todo, (v.tolist() for v in self.embed(list(todo.values()))))) if todo else {}
+        fresh = dict(zip(todo, self.embed(list(todo.values())))) if todo else {}
         items = []
         for node_id, digest, _ in rows:
             vec = fresh.get(digest)
-            if vec is None:
-                vec = vectors.from_blob(known[digest])
-            items.append({"node_id": node_id, "content_hash": digest, "vector": vec})
+            items.append(
+                {
+                    "node_id": node_id,
+                    "content_hash": digest,
+                    "vector": vectors.to_wire(known[digest] if vec is None else vec),
+                }
+            )
         stored = 0
         for at in range(0, len(items), PUT_SLICE):
             try:

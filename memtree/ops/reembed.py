@@ -65,7 +65,7 @@ def reembed(paths, config, batch: int, out=sys.stderr) -> int:
                     model=provider.name,
                     dim=provider.dim,
                     items=[
-                        {"node_id": nid, "content_hash": digest, "vector": vec.tolist()}
+                        {"node_id": nid, "content_hash": digest, "vector": vectors.to_wire(vec)}
                         for (nid, digest, _), vec in zip(rows, vecs)
                     ],
                 )

@@ -8,12 +8,35 @@ import apsw
 import sqlite_vec
 
 BUSY_TIMEOUT_MS = 5000
+# A statement inside a transaction keeps the prior image of each page it changes
+# (its statement journal: a failing statement is undone alone). Past SQLite's
+# 64 KiB default that journal moves to a temp file for the rest of the
+# transaction; a node insert changes nine b-trees, now and then more than
+# 64 KiB of pages, and from then on every insert of the batch wrote its pages
+# there (~7 pwrites a note). Twice the default keeps them in memory. A bigger
+# statement still spills, so memory stays bounded. Past 128 KiB SQLite 3.54's
+# spill itself fails (SQLITE_FULL: tests/unit/store/test_db_tune.py).
+STMT_JOURNAL_SPILL_BYTES = 128 * 1024
 
 
 def _load_vec(conn: apsw.Connection) -> None:
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
+
+
+def tune_process() -> bool:
+    """Process-wide SQLite settings for the writer (STMT_JOURNAL_SPILL_BYTES).
+    SQLite takes them only while it is shut down: done before the process's
+    first connection, else not at all (False)."""
+    if apsw.connections():
+        return False
+    apsw.shutdown()
+    try:
+        apsw.config(apsw.SQLITE_CONFIG_STMTJRNL_SPILL, STMT_JOURNAL_SPILL_BYTES)
+    finally:
+        apsw.initialize()
+    return True
 
 
 def open_write(path: str) -> apsw.Connection:

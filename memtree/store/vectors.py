@@ -11,6 +11,8 @@ Reads only; the writer stores.
 from __future__ import annotations
 
 import array
+import base64
+import binascii
 import json
 
 from memtree.errors import MemtreeError
@@ -37,6 +39,31 @@ def to_blob(vector) -> bytes:
 
 def from_blob(blob: bytes) -> list[float]:
     return array.array("f", blob).tolist()
+
+
+def to_wire(vector) -> str:
+    """A vector as PutVectors carries it: base64 of its float32 blob. A JSON
+    list of 384 floats cost the writer ~17 us a vector to parse and convert,
+    ~40 % of a PutVectors, while a capture waited for it."""
+    return base64.b64encode(to_blob(vector)).decode("ascii")
+
+
+def from_wire(value, dim: int) -> bytes | None:
+    """The float32 blob of a PutVectors item's ``vector``: base64 of its bytes
+    (``to_wire``) or a list of numbers. None unless it is ``dim`` float32s."""
+    if isinstance(value, str):
+        try:
+            blob = binascii.a2b_base64(value, strict_mode=True)
+        except (binascii.Error, ValueError):
+            return None
+    elif isinstance(value, list):
+        try:  # array("f") refuses what is not a number, in C (a check per element cost 16 us a vector)
+            blob = array.array("f", value).tobytes()
+        except TypeError:
+            return None
+    else:
+        return None
+    return blob if len(blob) == 4 * dim else None
 
 
 def other_model_count(db, model: str, dim: int) -> int:

@@ -4,10 +4,13 @@ its transaction, with audit rows like every other mutation (store/mutations.py).
 
 from __future__ import annotations
 
+import math
+
 from memtree.errors import BadRequest
+from memtree.runtime import optional
 from memtree.store.live import ANY_STATUS, INDEXED, status_clause
-from memtree.store.vector_index import code_of, fine_of
-from memtree.store.vectors import to_blob
+from memtree.store.vector_index import code_of, codes_of
+from memtree.store.vectors import from_wire
 from memtree.store.write.mutations import Tx, _require, node_row
 from memtree.text.sameness import same_text
 
@@ -27,20 +30,24 @@ def put_vectors(tx: Tx, rec) -> dict:
     """Store vectors with their model and dimension. A node that is no longer
     indexed (dropped, forgotten, ...) or whose content changed since it was
     embedded is skipped, so a vector never outlives or mismatches its content.
-    One vector per node: a vector of another model is replaced."""
+    One vector per node: a vector of another model is replaced. Every item is
+    checked before any is stored."""
     if not rec.model or rec.dim <= 0:
         raise BadRequest("PutVectors needs a model name and a positive dimension")
-    stored, skipped = [], []
+    ids, blobs = [], []
     for item in rec.items:
         if not isinstance(item, dict) or not isinstance(item.get("node_id"), str):
             raise BadRequest("each vector item needs a node_id")
-        vec = item.get("vector")
-        try:  # array("f") refuses what is not a float32 number, in C (a check per element here cost 16 us a vector)
-            blob = to_blob(vec) if isinstance(vec, list) else None
-        except TypeError:
-            blob = None
-        if blob is None or len(blob) != 4 * rec.dim:
-            raise BadRequest(f"vector of {item['node_id']} must be {rec.dim} numbers")
+        blob = from_wire(item.get("vector"), rec.dim)
+        if blob is None:
+            raise BadRequest(
+                f"vector of {item['node_id']} must be {rec.dim} numbers (a list, or base64 of their float32 bytes)"
+            )
+        ids.append(item["node_id"])
+        blobs.append(blob)
+    codes = _codes(ids, blobs, rec.dim)
+    stored, skipped = [], []
+    for item, blob, (code, fine) in zip(rec.items, blobs, codes):
         row = node_row(tx.db, item["node_id"])
         if row is None or row[1] not in INDEXED or row[2] != item.get("content_hash"):
             skipped.append(item["node_id"])
@@ -51,7 +58,7 @@ def put_vectors(tx: Tx, rec) -> dict:
             "ON CONFLICT(node_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
             "embedding = excluded.embedding, embedded_at = excluded.embedded_at, code = excluded.code, "
             "fine = excluded.fine",
-            (item["node_id"], rec.model, rec.dim, blob, tx.now, code_of(blob), fine_of(blob)),
+            (item["node_id"], rec.model, rec.dim, blob, tx.now, code, fine),
         )
         stored.append(item["node_id"])
     trim_vec_log(tx.db)
@@ -60,6 +67,25 @@ def put_vectors(tx: Tx, rec) -> dict:
             "embed", None, reason=rec.model, detail={"dim": rec.dim, "stored": len(stored), "skipped": len(skipped)}
         )
     return {"stored": len(stored), "skipped": skipped}
+
+
+def _codes(ids: list[str], blobs: list[bytes], dim: int) -> list[tuple[bytes, bytes | None]]:
+    """Each vector's sign bits and 4-bit code (store/vector_index.py), all at
+    once; BadRequest for a vector that holds a NaN or an infinity."""
+    if not blobs:
+        return []
+    if optional.missing("numpy") is not None:
+        for node_id, blob in zip(ids, blobs):
+            if not all(map(math.isfinite, memoryview(blob).cast("f"))):
+                raise BadRequest(f"vector of {node_id} must be finite numbers")
+        return [(code_of(blob), None) for blob in blobs]
+    import numpy as np
+
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        raise BadRequest(f"vector of {ids[int(np.argmin(finite))]} must be finite numbers")
+    return list(zip(*codes_of(matrix)))
 
 
 def trim_vec_log(db, keep: int = VEC_LOG_KEEP) -> int:

@@ -125,6 +125,93 @@ def test_put_vectors_skips_nodes_not_indexed_or_with_other_content_and_checks_sh
     assert rows(paths, "SELECT node_id, model, dim FROM nodes_vec") == [(live, "m2", 3)]
 
 
+def test_put_vectors_takes_base64_float32_and_refuses_what_is_not_dim_finite_numbers(store):
+    """The embed walker sends base64 of the float32 bytes (store/vectors.to_wire);
+    both forms store the same bytes and codes. A vector of the wrong length, bad
+    base64, a NaN or an infinity is refused, and then nothing of the call is stored."""
+    import base64
+    import struct
+
+    from memtree.store import vector_index
+    from memtree.store.vectors import to_wire
+
+    paths, w, node = store
+    a, h_a = node("a note sent as a list")
+    b, h_b = node("a note sent as base64")
+    vec = [0.25, -1.5, 3.0]
+    f32 = struct.pack("<3f", *vec)
+    assert to_wire(vec) == base64.b64encode(f32).decode()
+    bad_vectors = (
+        base64.b64encode(struct.pack("<2f", 1.0, 2.0)).decode(),  # two numbers, not three
+        base64.b64encode(f32).decode()[:-1],  # not base64 any more
+        base64.b64encode(struct.pack("<3f", 1.0, float("nan"), 0.0)).decode(),
+        base64.b64encode(struct.pack("<3f", float("inf"), 0.0, 0.0)).decode(),
+        [1e39, 0.0, 0.0],  # past float32: an infinity
+        {"b64": to_wire(vec)},
+    )
+    for bad in bad_vectors:
+        items = [
+            {"node_id": a, "content_hash": h_a, "vector": vec},  # a good one first: refused with the call
+            {"node_id": b, "content_hash": h_b, "vector": bad},
+        ]
+        with pytest.raises(BadRequest, match=f"vector of {b} must be"):
+            put(w, "m", 3, items)
+    assert rows(paths, "SELECT count(*) FROM nodes_vec") == [(0,)]
+    # Positive control: the list and the base64 of the same numbers store the same bytes and codes.
+    res = put(
+        w,
+        "m",
+        3,
+        [
+            {"node_id": a, "content_hash": h_a, "vector": vec},
+            {"node_id": b, "content_hash": h_b, "vector": to_wire(vec)},
+        ],
+    )
+    assert res == {"stored": 2, "skipped": []}
+    want = (f32, vector_index.code_of(vec), vector_index.fine_of(vec))
+    assert rows(paths, "SELECT node_id, embedding, code, fine FROM nodes_vec ORDER BY node_id") == sorted(
+        [(a, *want), (b, *want)]
+    )
+
+
+def test_codes_of_many_vectors_are_the_one_vector_formulas():
+    """vector_index.codes_of (PutVectors computes a call's codes at once) against
+    the sign bits and 4-bit codes written out plainly for one vector at a time:
+    random vectors of odd and even dimension, a zero vector, one with a NaN or
+    an infinity (a query vector may hold one) and one of huge values."""
+    import numpy as np
+
+    from memtree.store import vector_index
+    from memtree.store.vector_index import FINE_LEVELS
+
+    def sign_bits(v):
+        out = bytearray((len(v) + 63) // 64 * 8)
+        for i, x in enumerate(v):
+            if x > 0:
+                out[i >> 3] |= 128 >> (i & 7)
+        return bytes(out)
+
+    def four_bits(v):
+        top = float(np.abs(v).max())
+        scale = top / FINE_LEVELS if top > 0 and np.isfinite(top) else 1.0
+        q = np.clip(np.rint(np.nan_to_num(v) / np.float32(scale)), -FINE_LEVELS, FINE_LEVELS).astype(int) + 8
+        q = list(q) + [8] * (len(q) % 2)
+        return np.float32(scale).tobytes() + bytes(q[i] << 4 | q[i + 1] for i in range(0, len(q), 2))
+
+    rng = np.random.default_rng(11)
+    for dim in (3, 64, 255, 384):
+        m = rng.standard_normal((40, dim)).astype(np.float32)
+        m[1] = 0.0
+        m[2, dim // 2] = np.nan
+        m[3, 0] = np.inf
+        m[4] *= np.float32(1e30)
+        codes, fines = vector_index.codes_of(m)
+        assert codes == [sign_bits(v) for v in m]
+        assert fines == [four_bits(v) for v in m]
+        assert [vector_index.code_of(v) for v in m] == codes
+        assert [vector_index.fine_of(v.tobytes()) for v in m] == fines
+
+
 def test_the_embed_walkers_lookups_return_exactly_their_nodes(store):
     """other_model_nodes (index ranges, not a scan), unembedded (by id) and newest, by set equality."""
     from memtree.store.vectors import newest, other_model_nodes, unembedded
