@@ -9,7 +9,8 @@ bench_core's), the writer's CPU per note and its mean batch (requests per
 transaction). Right after each phase, so both see the same machine load, the
 rows that phase stored (its ``nodes`` and ``audit`` rows, read back from the
 writer's database) are inserted with raw apsw ``executemany`` into a fresh
-store of the same schema (every index and FTS trigger): once in transactions
+store of the same schema (every index and FTS trigger), with the writer
+process's SQLite settings (store/db.py tune_process): once in transactions
 of the writer's mean batch, once more so with each transaction's FTS rows
 indexed in one statement at its end as the writer does (store/write/fts.py),
 once in one transaction. The ratios compare the
@@ -217,7 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     from memtree.eval.bench_hook import _payload
     from memtree.eval.recall_eval import eval_config
     from memtree.eval.stats import fmt_ms, summary
+    from memtree.store.db import tune_process
 
+    # Raw apsw runs with the writer process's SQLite settings (store/db.py), so the
+    # ratio compares the writer with the same SQLite, not with SQLite's defaults.
+    if not tune_process():
+        raise SystemExit("bench_writer: a SQLite connection was open before the raw runs could be set up")
     workdir = tempfile.mkdtemp(prefix="memtree-bench-writer-")
     subjects: list[Subject] = []
     try:
