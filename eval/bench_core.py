@@ -142,18 +142,19 @@ def _writer_phase(endpoint: str, db_path: str, rows: int, clients: int) -> dict:
     return {"rate": rate, "batch": (req1 - req0 - 1) / max(1, batch1 - batch0 - 1), "nodes": nodes, "audit": audit}
 
 
-def add_notes(endpoint: str, rows: int, clients: int, text) -> float:
-    """Add ``rows`` live notes (``text(i)``) through the real writer from
-    ``clients`` threads, one DEALER each; returns notes/s."""
+def _note_threads(endpoint: str, indexes: range, clients: int, text, start=None) -> None:
+    """``clients`` threads with one DEALER each adding the notes ``text(i)`` of
+    ``indexes`` between them, each call waiting for its ack; after ``start``
+    (a barrier) when given."""
     from memtree import protocol
     from memtree.runtime.client import Caller
 
     errors: list[BaseException] = []
 
     def worker(k: int) -> None:
-        caller = Caller(endpoint, src=f"bench{k}", timeout_ms=60000)
+        caller = Caller(endpoint, src=f"bench{os.getpid()}-{k}", timeout_ms=60000)
         try:
-            for i in range(k, rows, clients):
+            for i in indexes[k::clients]:
                 caller.call(protocol.AddNode(kind="note", status="live", content=text(i)))
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
@@ -161,14 +162,52 @@ def add_notes(endpoint: str, rows: int, clients: int, text) -> float:
             caller.close()
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
-    t0 = time.perf_counter()
+    if start is not None:
+        start.wait(120)
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    took = time.perf_counter() - t0
     if errors:
         raise errors[0]
+
+
+def add_notes(endpoint: str, rows: int, clients: int, text, procs: int = 1) -> float:
+    """Add ``rows`` live notes (``text(i)``) through the real writer from
+    ``clients`` threads, one DEALER each, spread over ``procs`` client
+    processes (as hooks, walkers and the front are: threads of one process
+    share its GIL, which bounds how fast they ask); returns notes/s, timed
+    from when every process is ready. ``text`` is a module-level function when
+    ``procs`` > 1 (it is sent to the processes)."""
+    if procs <= 1:
+        t0 = time.perf_counter()
+        _note_threads(endpoint, range(rows), clients, text)
+        return rows / (time.perf_counter() - t0)
+    import multiprocessing
+
+    mp = multiprocessing.get_context("spawn")  # never a fork of a process holding ZeroMQ sockets
+    start = mp.Barrier(procs + 1)
+    per = [max(1, clients // procs + (k < clients % procs)) for k in range(procs)]
+    workers = [
+        mp.Process(target=_note_threads, args=(endpoint, range(k, rows, procs), per[k], text, start), daemon=True)
+        for k in range(procs)
+    ]
+    for w in workers:
+        w.start()
+    try:
+        start.wait(120)
+        t0 = time.perf_counter()
+        for w in workers:
+            w.join(600)
+        took = time.perf_counter() - t0
+    finally:
+        for w in workers:
+            if w.is_alive():
+                w.kill()
+                w.join(10)
+    failed = [w.exitcode for w in workers if w.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"client processes failed (exit codes {failed}); see their traceback above")
     return rows / took
 
 

@@ -1,11 +1,13 @@
 """Writer throughput beside raw apsw inserting the same rows (issue 17 point 3).
 
     .venv/bin/python -m memtree.eval.bench_writer [--rows 4000] [--clients 1,8,32]
-        [--against /work/main/.venv/bin/python] [--acks 200] [--rounds 3]
+        [--client-procs 4] [--against /work/main/.venv/bin/python] [--acks 200] [--rounds 3]
 
 For each client count: notes/s through the real writer process (clients are
 threads with one DEALER each, every call waiting for its ack, as
-bench_core's), the writer's CPU per note and its mean batch (requests per
+bench_core's, spread over ``--client-procs`` processes as the writer's real
+clients are: 32 threads of one process share its GIL and asked at ~12k
+notes/s at most here, 4 processes at ~14k), the writer's CPU per note and its mean batch (requests per
 transaction). Right after each phase, so both see the same machine load, the
 rows that phase stored (its ``nodes`` and ``audit`` rows, read back from the
 writer's database) are inserted with raw apsw ``executemany`` into a fresh
@@ -138,7 +140,7 @@ class Subject:
         self.marks = stored_rows(self.paths.db, (0, 0))[2]
         self.ingest = self.paths.endpoint(protocol.SOCK_INGEST)
 
-    def throughput(self, rows: int, clients: int) -> dict:
+    def throughput(self, rows: int, clients: int, procs: int = 1) -> dict:
         """notes/s, CPU a note, mean batch (None when the writer does not count
         its batches: an older one) and the rows it stored."""
         from memtree import protocol
@@ -146,7 +148,7 @@ class Subject:
 
         req0, batch0 = writer_stats(self.caller)
         cpu0 = _cpu_s(self.proc.pid)
-        rate = add_notes(self.paths.endpoint(protocol.SOCK_WRITE), rows, clients, _row)
+        rate = add_notes(self.paths.endpoint(protocol.SOCK_WRITE), rows, clients, _row, procs)
         cpu = _cpu_s(self.proc.pid) - cpu0
         req1, batch1 = writer_stats(self.caller)
         mean_batch = (req1 - req0 - 1) / max(1, batch1 - batch0 - 1)  # less the Ping that read the stats
@@ -210,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=4000, help="notes per phase")
     ap.add_argument("--clients", default="1,8,32", help="client counts, comma-separated")
+    ap.add_argument(
+        "--client-procs",
+        type=int,
+        default=4,
+        help="processes the clients are spread over (1: threads of this one, whose GIL bounds their pace)",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="rounds of each phase (medians printed)")
     ap.add_argument("--acks", type=int, default=200, help="ingest acks per writer and series (0: none)")
     ap.add_argument("--against", help="interpreter of another checkout whose writer is measured beside this one")
@@ -232,13 +240,14 @@ def main(argv: list[str] | None = None) -> int:
             subjects.append(Subject(workdir, "against", args.against, eval_config()))
         print(
             f"writer throughput beside raw apsw of the same rows; {args.rows} notes a phase; cores: {os.cpu_count()};"
+            f" clients: threads of {args.client_procs} process(es);"
             f" writers: {', '.join(f'{s.label} ({s.proc.args[0]})' for s in subjects)}"
         )
         for clients in (int(c) for c in args.clients.split(",")):
             runs: dict[str, list[dict]] = {s.label: [] for s in subjects}
             for r in range(args.rounds):  # alternating order: neither writer always runs first
                 for s in subjects if r % 2 == 0 else subjects[::-1]:
-                    runs[s.label].append(s.throughput(args.rows, clients))
+                    runs[s.label].append(s.throughput(args.rows, clients, min(args.client_procs, clients)))
                 known = next(runs[s.label][-1]["batch"] for s in subjects if runs[s.label][-1]["batch"])
                 for s in subjects:  # raw apsw, right after: a writer that counts no batches gets the other's size
                     f = runs[s.label][-1]
