@@ -102,6 +102,28 @@ def wait_until(
         time.sleep(interval)
 
 
+def _threads_stopped(pid: int) -> bool:
+    """Every thread of ``pid`` in the stopped state (/proc: T)."""
+    states = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+    return bool(states) and all(s in ("T", "t") for s in states)
+
+
+def sigstop(pid: int) -> None:
+    """SIGSTOP ``pid`` and wait until every thread of it has stopped. kill()
+    returns once the signal is queued: the group stop begins when one thread
+    of the process is scheduled to take it (a niced main thread may wait for
+    a core), and until then its other threads run on (an embed walker's
+    query thread answered a query after kill() returned)."""
+    os.kill(pid, signal.SIGSTOP)
+    wait_until(lambda: _threads_stopped(pid), timeout=deadline(10), interval=0.001, what=f"pid {pid} stopped")
+
+
 def test_config(overrides: dict | None = None) -> Config:
     """Defaults with fast cadences for tests, plus ``overrides`` (sections merge)."""
     fast = {

@@ -11,7 +11,7 @@ import signal
 import pytest
 
 from memtree.recall.embeddings import LOCAL_MODEL
-from tests.support import COLD_START_S, reap, wait_until
+from tests.support import COLD_START_S, reap, sigstop, wait_until
 from tests.support.actor_procs import start_actor
 from tests.support.front_harness import Front, ids_in
 
@@ -50,7 +50,7 @@ def test_stopped_embed_walker_degrades_hybrid_keeps_ingest_and_drains_after_sigc
     running = f.ok("recall", {"query": QUERY})
     assert "(hybrid)" in running and "degraded" not in running and first in ids_in(running)
 
-    os.kill(f.walker.pid, signal.SIGSTOP)
+    sigstop(f.walker.pid)
     try:
         stopped = f.ok("recall", {"query": QUERY})
         assert "(keyword)" in stopped and "hybrid degraded to keyword" in stopped and first in ids_in(stopped)

@@ -14,7 +14,7 @@ from memtree import protocol
 from memtree.errors import NotFound, Refused
 from memtree.paths import socket_path
 from memtree.runtime.client import Caller
-from tests.support import deadline, deadline_ms, make_paths, reap, wait_until
+from tests.support import deadline, deadline_ms, make_paths, reap, sigstop, wait_until
 from tests.support import test_config as make_config
 from tests.support.actor_procs import raw_call, rows, start_writer
 
@@ -184,7 +184,7 @@ def _burst(proc, endpoint: str, frames: list[bytes]) -> dict:
     sock.connect(endpoint)
     replies = {}
     try:
-        os.kill(proc.pid, signal.SIGSTOP)
+        sigstop(proc.pid)
         try:
             for frame in frames:
                 sock.send(frame)
