@@ -7,8 +7,8 @@ For each client count: notes/s through the real writer process (clients are
 threads with one DEALER each, every call waiting for its ack, as
 bench_core's, spread over ``--client-procs`` processes as the writer's real
 clients are: 32 threads of one process share its GIL and asked at ~12k
-notes/s at most here, 4 processes at ~14k), the writer's CPU per note and its mean batch (requests per
-transaction). Right after each phase, so both see the same machine load, the
+notes/s at most here, 4 processes at ~14k), the writer's CPU per note and
+its mean batch (requests per transaction). Right after each phase, so both see the same machine load, the
 rows that phase stored (its ``nodes`` and ``audit`` rows, read back from the
 writer's database) are inserted with raw apsw ``executemany`` into a fresh
 store of the same schema (every index and FTS trigger), with the writer

@@ -58,7 +58,7 @@ def from_wire(value, dim: int) -> bytes | None:
             return None
     elif isinstance(value, list):
         try:  # array("f") refuses what is not a number, in C (a check per element cost 16 us a vector)
-            blob = array.array("f", value).tobytes()
+            blob = to_blob(value)
         except TypeError:
             return None
     else:

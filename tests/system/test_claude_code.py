@@ -131,21 +131,11 @@ def _session(claude_bin, tmp_path, proj, env, allowed, search_tool) -> tuple[dic
     return result, shown
 
 
-def _transcript(env: dict, sid: str) -> str:
-    """The session's transcript (JSONL) under the CLI's config dir."""
-    return next(
-        os.path.join(d, f)
-        for d, _s, fs in os.walk(os.path.join(env["CLAUDE_CONFIG_DIR"], "projects"))
-        for f in fs
-        if f == f"{sid}.jsonl"
-    )
-
-
 def _checked_again(store_dir: str, env: dict, sid: str) -> dict:
     """The Stop hook's comparison run again on the whole transcript. The hook
     reads it while Claude Code may still be writing its last lines (in CI it
     once counted 2 of the 3 calls); once the CLI exited, every line is there."""
-    return heartbeat.record_check(store_dir, sid, heartbeat.transcript_ids(_transcript(env, sid)))
+    return heartbeat.record_check(store_dir, sid, heartbeat.transcript_ids(cli.transcript_path(env, sid)))
 
 
 def _assert_captured_found_and_no_gap(store_dir, result, shown, search_tool, env):

@@ -73,12 +73,7 @@ def test_file_changed_and_post_compact_on_the_real_cli(claude_bin, tmp_path):
         )
         [(reason, at)] = rows(store, "SELECT reason, at FROM audit WHERE action = 'status' AND to_status = 'stale'")
         assert status == "stale" and "(FileChanged: mtime " in reason
-        transcript = next(
-            os.path.join(d, f)
-            for d, _s, fs in os.walk(os.path.join(env["CLAUDE_CONFIG_DIR"], "projects"))
-            for f in fs
-            if f == f"{second['session_id']}.jsonl"
-        )
+        transcript = cli.transcript_path(env, second["session_id"])
         with open(transcript) as f:
             edited_ms = next(
                 int(line.split('"stdout":"')[1].split("\\n")[0])

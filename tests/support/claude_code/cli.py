@@ -217,6 +217,16 @@ def run_session(
     return json.loads(out)
 
 
+def transcript_path(env: dict, session_id: str) -> str:
+    """The session's transcript (JSONL) under the CLI's config dir (``base_env``)."""
+    return next(
+        os.path.join(d, f)
+        for d, _s, fs in os.walk(os.path.join(env["CLAUDE_CONFIG_DIR"], "projects"))
+        for f in fs
+        if f == f"{session_id}.jsonl"
+    )
+
+
 def tool_results(requests: list[dict]) -> dict[str, str]:
     """tool name -> the text of its tool_result in the last main-loop request."""
     msgs = None
