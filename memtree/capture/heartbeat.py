@@ -75,23 +75,28 @@ def _encode_slot(slot: dict) -> bytes:
     return b"".join(parts)
 
 
-def _pick(data: bytes, key: bytes) -> tuple[int, bool]:
-    """(slot index, found): the session's slot, else an empty one, else the least recently used."""
-    empty, oldest, oldest_ms = -1, 0, None
+def _pick(data: bytes, key: bytes) -> tuple[int, bool, int]:
+    """(slot index, found, newest last_ms of the other slots): the session's
+    slot, else an empty one, else the least recently used."""
+    found, empty, oldest, oldest_ms, newest_ms = -1, -1, 0, None, 0
     last_at = SID_BYTES + 4 * len(COUNTERS)
     for i in range(SLOTS):
         base = len(MAGIC) + i * SLOT_BYTES
         sid = data[base : base + SID_BYTES]
-        if sid == key:
-            return i, True
         if sid[:1] == b"\0":
             if empty < 0:
                 empty = i
             continue
+        if sid == key:
+            found = i
+            continue
         ms = int.from_bytes(data[base + last_at : base + last_at + 8], "little")
         if oldest_ms is None or ms < oldest_ms:
             oldest, oldest_ms = i, ms
-    return (empty if empty >= 0 else oldest), False
+        newest_ms = max(newest_ms, ms)
+    if found >= 0:
+        return found, True, newest_ms
+    return (empty if empty >= 0 else oldest), False, newest_ms
 
 
 def _probes(tool_use_id: str) -> list[int]:
@@ -133,7 +138,7 @@ def _update(store_dir: str, session_id: str, change, add_id: str | None = None, 
             data = MAGIC + b"\0" * (HEADER_BYTES - len(MAGIC))  # new, old or damaged: start over
             os.pwrite(fd, data + b"\0" * (FILE_BYTES - HEADER_BYTES), 0)
         key = _sid_key(session_id)
-        i, found = _pick(data, key)
+        i, found, newest_ms = _pick(data, key)
         base = len(MAGIC) + i * SLOT_BYTES
         slot = _decode_slot(data[base : base + SLOT_BYTES] if found else bytes(SLOT_BYTES))
         slot["session"] = session_id
@@ -141,6 +146,10 @@ def _update(store_dir: str, session_id: str, change, add_id: str | None = None, 
         if check is not None:
             check(bloom)
         change(slot)
+        if slot["last_ms"] <= newest_ms:
+            # Runs in one millisecond (or after a clock stepped back) would tie, and the least
+            # recently used slot would be a guess: the slot just used is stamped strictly newest.
+            slot["last_ms"] = newest_ms + 1
         if add_id:
             bits = bytearray(bloom)
             for p in _probes(add_id):

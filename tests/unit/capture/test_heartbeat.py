@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from memtree.capture import heartbeat
 from memtree.ops.install import hook_argv
 from tests.support import deadline
@@ -55,10 +57,26 @@ def test_the_state_file_stays_fixed_size_and_keeps_the_most_recent_sessions(tmp_
         heartbeat.count(store, f"session-{i:03d}", "stored")
     assert os.path.getsize(heartbeat.path_for(store)) == heartbeat.FILE_BYTES
     kept = {s["session"] for s in heartbeat.read_all(store)}
-    assert len(kept) == heartbeat.SLOTS
-    # least recently used slots were reused; ties in the ms clock may keep a few older ones
-    newest = {f"session-{i:03d}" for i in range(36 + 8, heartbeat.SLOTS + 36)}
-    assert newest <= kept and "session-000" not in kept
+    assert kept == {f"session-{i:03d}" for i in range(36, heartbeat.SLOTS + 36)}  # the least recently used went
+
+
+@pytest.mark.parametrize("clock", ["frozen", "stepped back"])
+def test_the_least_recently_used_slot_goes_when_runs_share_a_millisecond(tmp_path, monkeypatch, clock):
+    """Hooks of parallel calls run in the same millisecond, and a clock can step
+    back: which slot is least recently used must not depend on the clock."""
+    store = str(tmp_path / "store")
+    now = [1_000_000]
+    monkeypatch.setattr(heartbeat, "_now_ms", lambda: now[0])
+    for i in range(heartbeat.SLOTS):
+        heartbeat.count(store, f"s{i}", "stored")
+    if clock == "stepped back":
+        now[0] -= 60_000
+    heartbeat.count(store, "s0", "stored")  # used again: now the most recent
+    for i in range(heartbeat.SLOTS, heartbeat.SLOTS + 3):
+        heartbeat.count(store, f"s{i}", "stored")
+    kept = [s["session"] for s in heartbeat.read_all(store)]
+    assert set(kept) == {"s0", *(f"s{i}" for i in range(4, heartbeat.SLOTS + 3))}  # s1, s2, s3 went
+    assert kept[:4] == [f"s{heartbeat.SLOTS + 2}", f"s{heartbeat.SLOTS + 1}", f"s{heartbeat.SLOTS}", "s0"]
 
 
 def test_each_outcome_is_counted_for_its_own_session(tmp_path):
