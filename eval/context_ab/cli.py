@@ -132,6 +132,7 @@ def run(
     os.makedirs(out_dir, exist_ok=True)
     home = os.path.join(out_dir, "home")
     os.makedirs(os.path.join(home, ".claude"), exist_ok=True)
+    os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
     script_path, log_path = os.path.join(out_dir, "script.json"), os.path.join(out_dir, "api_log.jsonl")
     with open(script_path, "w") as f:
         json.dump(script, f)
@@ -144,6 +145,7 @@ def run(
             {
                 "HOME": home,
                 "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+                "CLAUDE_CODE_TMPDIR": os.path.join(home, "tmp"),  # its temp dirs not left in /tmp
                 "ANTHROPIC_BASE_URL": url,
                 "ANTHROPIC_API_KEY": "sk-ant-dummy",
                 "DISABLE_TELEMETRY": "1",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -113,8 +114,17 @@ def _first_capture_ms(store_dir: str, session: str) -> int:
         db.close()
 
 
+def _system_tmp_dirs() -> set[str]:
+    """The CLI's per-project temp dirs in the system's temp dir (claude-<uid>/...)."""
+    try:
+        return set(os.listdir(os.path.join(tempfile.gettempdir(), f"claude-{os.getuid()}")))
+    except FileNotFoundError:
+        return set()
+
+
 def _session(claude_bin, tmp_path, proj, env, allowed, search_tool) -> tuple[dict, dict[str, str]]:
     api = cli.FakeApi(_script(search_tool), str(tmp_path / "out"), proj)
+    before = _system_tmp_dirs()
     try:
         result = cli.run_session(
             claude_bin,
@@ -128,6 +138,9 @@ def _session(claude_bin, tmp_path, proj, env, allowed, search_tool) -> tuple[dic
         api.close()
         left = cli.reap_leftovers(str(tmp_path))
     assert left == [], f"processes left behind: {left}"
+    # The CLI's temp files went under the test's HOME (CLAUDE_CODE_TMPDIR), none into /tmp.
+    assert os.listdir(env["CLAUDE_CODE_TMPDIR"]) == [f"claude-{os.getuid()}"]
+    assert _system_tmp_dirs() - before == set()
     return result, shown
 
 

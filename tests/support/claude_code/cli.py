@@ -117,6 +117,8 @@ def base_env(home: str, extra: dict | None = None) -> dict:
         {
             "HOME": home,
             "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+            # Its per-project temp dirs (claude-<uid>/...) under HOME, not left behind in /tmp.
+            "CLAUDE_CODE_TMPDIR": os.path.join(home, "tmp"),
             "DISABLE_TELEMETRY": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1",
@@ -132,6 +134,7 @@ def base_env(home: str, extra: dict | None = None) -> dict:
         }
     )
     env.update(extra or {})
+    os.makedirs(env["CLAUDE_CODE_TMPDIR"], exist_ok=True)
     return env
 
 
