@@ -1,9 +1,10 @@
 """Writer: the only process that writes SQLite. Group commit, reply after commit.
 
 When a socket is readable it drains what is queued on the write and ingest
-ROUTERs (up to writer.batchMax), runs every request in one transaction (a
-failing request rolls back alone: see UNGUARDED), takes in what arrived
-meanwhile (BATCH_FILL_S), commits, and only then replies and publishes
+ROUTERs (up to writer.batchMax, or half as many requests as peers are
+asking: PEER_WINDOW_S), runs every request in one transaction (a failing
+request rolls back alone: see UNGUARDED), takes in what arrived meanwhile
+(BATCH_FILL_S), commits, and only then replies and publishes
 ``NodesChanged`` events. Big frames (whole-file Reads) get a transaction
 each after the small ones are answered, and small ones that come meanwhile
 are answered between two (HEAVY_FRAME_BYTES). A request that hits a bug gets
@@ -59,6 +60,18 @@ WAL_WAIT_S = 2.0
 # of replies) for more requests, the first ones' acks later by at most this
 # plus one request.
 BATCH_FILL_S = 0.002
+# Pipelined group commit. Each peer (a hook's connection, a walker, the front)
+# waits for its reply before it asks again, so a batch that took every waiting
+# request leaves the writer idle while all of them turn their replies around.
+# Once SPLIT_PEERS or more peers asked within PEER_WINDOW_S, a batch takes half
+# as many requests as there are such peers: one half's transaction runs while
+# the other half's peers prepare their next call. bench_writer (clients that
+# each wait for their reply), against taking every waiting request: 8 clients
+# 7,664 -> 8,513 notes/s, 32 clients 10,984 -> 12,057, 64 clients 12,145 ->
+# 13,001, the hook's ack unchanged. Fewer peers, or one that sends many calls
+# without waiting, batch as before.
+PEER_WINDOW_S = 0.1
+SPLIT_PEERS = 4
 # A request frame this big (a whole-file Read: hundreds of chunks to plan and
 # insert) runs in a batch of its own once the small ones are committed and
 # answered, so an ordinary capture's ack never waits on its chunking.
@@ -182,6 +195,9 @@ class Writer(Actor):
         self._deferring = False  # the open transaction indexes its new rows at _commit (store/write/fts.py)
         self._wal_pages = 0  # pages in the WAL after the last commit (the WAL hook)
         self._spool_ids_unchecked = True  # at the first drain: drop ids of draining files no longer there
+        self._peers: dict[tuple[bool, bytes], float] = {}  # (on the ingest socket, identity) -> its last request
+        self._peers_pruned = 0.0
+        self._batch_max = self.config.writer.batchMax  # this batch's bound (_batch_cap)
         self.storage = Writability(self.paths.db)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -308,7 +324,8 @@ class Writer(Actor):
 
     # -- group commit -----------------------------------------------------------------
     def _on_readable(self, _sock) -> None:
-        batch = self._collect()
+        self._batch_max = self._batch_cap()
+        batch = self._collect(self._batch_max)
         if not batch and not self._unrecorded_malformed:
             return
         if self.storage.check_file() is not None or not self.storage.may_try():
@@ -334,10 +351,22 @@ class Writer(Actor):
         self._refuse(self._heavy)
         self._heavy = []
 
+    def _batch_cap(self) -> int:
+        """How many requests the next batch takes: writer.batchMax, or half as
+        many as the peers that asked within PEER_WINDOW_S (see SPLIT_PEERS)."""
+        now = time.monotonic()
+        if now - self._peers_pruned >= PEER_WINDOW_S / 2:
+            horizon = now - PEER_WINDOW_S
+            self._peers = {peer: at for peer, at in self._peers.items() if at >= horizon}
+            self._peers_pruned = now
+        most, peers = self.config.writer.batchMax, len(self._peers)
+        return most if peers < SPLIT_PEERS else min(most, (peers + 1) // 2)
+
     def _collect(self, limit: int | None = None) -> list[Request]:
         """Drain both ROUTERs without blocking, one request from each in turn, decoding as we go."""
         batch: list[Request] = []
         limit = self.config.writer.batchMax if limit is None else limit
+        now = time.monotonic()
         # An empty socket is passed over on its EVENTS (~1 us); a recv that raises
         # zmq.Again costs ~3 us, and a batch's fill asks both sockets again and again.
         ready = [s for s in (self.write_sock, self.ingest_sock) if s.getsockopt(_EVENTS) & _POLLIN]
@@ -357,6 +386,7 @@ class Writer(Actor):
                 req = self._decode(sock, parts)
                 if req is not None:
                     batch.append(req)
+                    self._peers[(sock is self.ingest_sock, parts[0])] = now
         return batch
 
     def _decode(self, sock, parts: list[bytes]) -> Request | None:
@@ -417,7 +447,7 @@ class Writer(Actor):
     def _run_requests(self, batch: list[Request], changed: dict, fill_until: float, unguarded: bool) -> None:
         """Run ``batch`` (and what arrives until ``fill_until``, added to it);
         with ``unguarded``, the UNGUARDED types without a SAVEPOINT each."""
-        done, limit = 0, self.config.writer.batchMax
+        done, limit = 0, self._batch_max
         while done < len(batch):
             for req in batch[done:]:
                 body = req.env.body
