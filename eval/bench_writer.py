@@ -15,7 +15,10 @@ store of the same schema (every index and FTS trigger), with the writer
 process's SQLite settings (store/db.py tune_process): once in transactions
 of the writer's mean batch, once more so with each transaction's FTS rows
 indexed in one statement at its end as the writer does (store/write/fts.py),
-once in one transaction. The ratios compare the
+once in transactions of one request from every client (the batch the writer
+made before it split batches between its peers: actors/writer.py
+SPLIT_PEERS; a bigger transaction costs raw less a row), once in one
+transaction. The ratios compare the
 writer with both, by rate (wall clock) and by CPU per row (raw's CPU a row
 over the writer process's CPU a note; on a shared box the rate of a
 request/reply loop also pays for every wake-up the scheduler delays).
@@ -194,6 +197,7 @@ def _print_tput(label: str, clients: int, runs: list[dict]) -> None:
     same, same_cpu = med(r["same"][0] for r in runs), med(r["same"][1] for r in runs)
     one, one_cpu = med(r["one"][0] for r in runs), med(r["one"][1] for r in runs)
     dfr, dfr_cpu = med(r["deferred"][0] for r in runs), med(r["deferred"][1] for r in runs)
+    full, full_cpu = med(r["full"][0] for r in runs), med(r["full"][1] for r in runs)
     print(
         f"  [{label}] {clients:>3} client(s), median of {len(runs)}: writer {rate:7.0f} notes/s, mean batch {batch:5.1f},"
         f" writer CPU {cpu * 1e6:5.0f} us/note; raw apsw, the same {runs[0]['nodes']} nodes + {runs[0]['audit']}"
@@ -202,6 +206,8 @@ def _print_tput(label: str, clients: int, runs: list[dict]) -> None:
         f"  -> writer = {rate / same:6.1%} of its rate, {same_cpu / cpu:6.1%} of its CPU efficiency\n"
         f"        the same, FTS deferred:  {dfr:7.0f} rows/s, CPU {dfr_cpu * 1e6:5.0f} us/row"
         f"  -> writer = {rate / dfr:6.1%} of its rate, {dfr_cpu / cpu:6.1%} of its CPU efficiency\n"
+        f"        {clients:>5} nodes (every client once): {full:7.0f} rows/s, CPU {full_cpu * 1e6:5.0f} us/row"
+        f"  -> writer = {rate / full:6.1%} of its rate, {full_cpu / cpu:6.1%} of its CPU efficiency\n"
         f"        one transaction:         {one:7.0f} rows/s, CPU {one_cpu * 1e6:5.0f} us/row"
         f"  -> writer = {rate / one:6.1%} of its rate, {one_cpu / cpu:6.1%} of its CPU efficiency",
         flush=True,
@@ -257,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                         raw_insert(workdir, nodes, audit, n) for n in (round(f["batch"]), len(nodes))
                     )
                     f["deferred"] = raw_insert(workdir, nodes, audit, round(f["batch"]), deferred=True)
+                    f["full"] = raw_insert(workdir, nodes, audit, clients)
             for s in subjects:
                 _print_tput(s.label, clients, runs[s.label])
         if args.acks:
