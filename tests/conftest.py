@@ -27,6 +27,11 @@ def pytest_configure(config):
 
     _RUNTIME_BASE = tempfile.mkdtemp(prefix="mt-tests-", dir="/tmp")
     os.environ["XDG_RUNTIME_DIR"] = _RUNTIME_BASE
+    # A shell starts a background job (`make test &` in a script) with SIGINT ignored, and
+    # every child would inherit that: a Ctrl-C test (memtree reembed) saw its process finish.
+    # Children of a handled SIGINT start with the default, as from a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_unconfigure(config):
