@@ -197,7 +197,6 @@ class Writer(Actor):
         self._spool_ids_unchecked = True  # at the first drain: drop ids of draining files no longer there
         self._peers: dict[tuple[bool, bytes], float] = {}  # (on the ingest socket, identity) -> its last request
         self._peers_pruned = 0.0
-        self._batch_max = self.config.writer.batchMax  # this batch's bound (_batch_cap)
         self.storage = Writability(self.paths.db)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -324,8 +323,8 @@ class Writer(Actor):
 
     # -- group commit -----------------------------------------------------------------
     def _on_readable(self, _sock) -> None:
-        self._batch_max = self._batch_cap()
-        batch = self._collect(self._batch_max)
+        cap = self._batch_cap()
+        batch = self._collect(cap)
         if not batch and not self._unrecorded_malformed:
             return
         if self.storage.check_file() is not None or not self.storage.may_try():
@@ -335,7 +334,7 @@ class Writer(Actor):
         light = [r for r in batch if not r.heavy]
         self._heavy = [r for r in batch if r.heavy]  # the light batches' fills add to it
         taken = len(batch)
-        while not (light or self._unrecorded_malformed) or self._guarded(partial(self._run_batch, light, True), light):
+        while not (light or self._unrecorded_malformed) or self._guarded(partial(self._run_batch, light, cap), light):
             if not self._heavy:
                 return
             # One heavy request a transaction, and what came meanwhile answered before
@@ -411,7 +410,9 @@ class Writer(Actor):
             return None
         return Request(sock, route, env, len(parts[-1]) > HEAVY_FRAME_BYTES or isinstance(env.body, HEAVY_TYPES))
 
-    def _run_batch(self, batch: list[Request], fill: bool = False) -> None:
+    def _run_batch(self, batch: list[Request], fill_to: int = 0) -> None:
+        """Run ``batch`` in one transaction, grown with what arrives meanwhile
+        up to ``fill_to`` requests (0: not grown), and answer it."""
         db = self.db
         changed: dict[str, dict[str, str]] = {}
         counted = {k: self.stats[k] for k in ("requests", "errors", "internal")}
@@ -419,13 +420,13 @@ class Writer(Actor):
         self._begin(many)
         try:
             try:
-                self._run_requests(batch, changed, time.monotonic() + BATCH_FILL_S if fill else 0.0, True)
+                self._run_requests(batch, changed, True, time.monotonic() + BATCH_FILL_S, fill_to)
             except _Replay:
                 db.execute("ROLLBACK")
                 self.stats.update(counted)  # counted again by the replay
                 changed.clear()
                 self._begin(many)
-                self._run_requests(batch, changed, 0.0, False)
+                self._run_requests(batch, changed, False)
             if self._unrecorded_malformed:
                 mutations.bump_counter(db, "frames_malformed", self._unrecorded_malformed)
             self._commit()
@@ -444,10 +445,13 @@ class Writer(Actor):
             self._truncate_wal()
         self._checkpoint_if_due()
 
-    def _run_requests(self, batch: list[Request], changed: dict, fill_until: float, unguarded: bool) -> None:
-        """Run ``batch`` (and what arrives until ``fill_until``, added to it);
-        with ``unguarded``, the UNGUARDED types without a SAVEPOINT each."""
-        done, limit = 0, self._batch_max
+    def _run_requests(
+        self, batch: list[Request], changed: dict, unguarded: bool, fill_until: float = 0.0, fill_to: int = 0
+    ) -> None:
+        """Run ``batch`` (and what arrives until ``fill_until``, added to it up
+        to ``fill_to`` requests); with ``unguarded``, the UNGUARDED types
+        without a SAVEPOINT each."""
+        done, limit = 0, fill_to
         while done < len(batch):
             for req in batch[done:]:
                 body = req.env.body

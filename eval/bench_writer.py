@@ -194,24 +194,23 @@ def _print_tput(label: str, clients: int, runs: list[dict]) -> None:
     """Medians over the rounds (each round's raw figures are for that round's rows)."""
     med = statistics.median
     rate, cpu, batch = (med(r[k] for r in runs) for k in ("rate", "cpu", "batch"))
-    same, same_cpu = med(r["same"][0] for r in runs), med(r["same"][1] for r in runs)
-    one, one_cpu = med(r["one"][0] for r in runs), med(r["one"][1] for r in runs)
-    dfr, dfr_cpu = med(r["deferred"][0] for r in runs), med(r["deferred"][1] for r in runs)
-    full, full_cpu = med(r["full"][0] for r in runs), med(r["full"][1] for r in runs)
-    print(
+    lines = [
         f"  [{label}] {clients:>3} client(s), median of {len(runs)}: writer {rate:7.0f} notes/s, mean batch {batch:5.1f},"
         f" writer CPU {cpu * 1e6:5.0f} us/note; raw apsw, the same {runs[0]['nodes']} nodes + {runs[0]['audit']}"
-        f" audit rows:\n"
-        f"        {round(batch):>5} nodes a transaction: {same:7.0f} rows/s, CPU {same_cpu * 1e6:5.0f} us/row"
-        f"  -> writer = {rate / same:6.1%} of its rate, {same_cpu / cpu:6.1%} of its CPU efficiency\n"
-        f"        the same, FTS deferred:  {dfr:7.0f} rows/s, CPU {dfr_cpu * 1e6:5.0f} us/row"
-        f"  -> writer = {rate / dfr:6.1%} of its rate, {dfr_cpu / cpu:6.1%} of its CPU efficiency\n"
-        f"        {clients:>5} nodes (every client once): {full:7.0f} rows/s, CPU {full_cpu * 1e6:5.0f} us/row"
-        f"  -> writer = {rate / full:6.1%} of its rate, {full_cpu / cpu:6.1%} of its CPU efficiency\n"
-        f"        one transaction:         {one:7.0f} rows/s, CPU {one_cpu * 1e6:5.0f} us/row"
-        f"  -> writer = {rate / one:6.1%} of its rate, {one_cpu / cpu:6.1%} of its CPU efficiency",
-        flush=True,
-    )
+        " audit rows:"
+    ]
+    for key, text in (
+        ("same", f"{round(batch):>5} nodes a transaction:"),
+        ("deferred", "the same, FTS deferred: "),
+        ("full", f"{clients:>5} nodes (every client once):"),
+        ("one", "one transaction:        "),
+    ):
+        raw, raw_cpu = med(r[key][0] for r in runs), med(r[key][1] for r in runs)
+        lines.append(
+            f"        {text} {raw:7.0f} rows/s, CPU {raw_cpu * 1e6:5.0f} us/row"
+            f"  -> writer = {rate / raw:6.1%} of its rate, {raw_cpu / cpu:6.1%} of its CPU efficiency"
+        )
+    print("\n".join(lines), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,11 +258,10 @@ def main(argv: list[str] | None = None) -> int:
                     f = runs[s.label][-1]
                     f["batch"] = f["batch"] or known
                     nodes, audit = f.pop("rows")
-                    f["same"], f["one"] = (
-                        raw_insert(workdir, nodes, audit, n) for n in (round(f["batch"]), len(nodes))
+                    f["same"], f["full"], f["one"] = (
+                        raw_insert(workdir, nodes, audit, n) for n in (round(f["batch"]), clients, len(nodes))
                     )
                     f["deferred"] = raw_insert(workdir, nodes, audit, round(f["batch"]), deferred=True)
-                    f["full"] = raw_insert(workdir, nodes, audit, clients)
             for s in subjects:
                 _print_tput(s.label, clients, runs[s.label])
         if args.acks:

@@ -101,6 +101,24 @@ def _kill_group(proc: subprocess.Popen) -> None:
 SCRIPTED_API = (sys.executable, "-P", "-m", "memtree.eval.context_ab.scripted_api")
 
 
+def isolated_env(home: str) -> dict:
+    """What every harness here gives the CLI (and tests/support/claude_code):
+    its HOME and config dir, its temp dirs under HOME (created; not left in
+    /tmp/claude-<uid>), no telemetry, updater or other outbound traffic, and
+    the MCP servers awaited before the first request."""
+    os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+    return {
+        "HOME": home,
+        "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+        "CLAUDE_CODE_TMPDIR": os.path.join(home, "tmp"),
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "MCP_CONNECTION_NONBLOCKING": "0",
+    }
+
+
 def start_api(script_path: str, log_path: str, proj: str, program=SCRIPTED_API) -> tuple[subprocess.Popen, str]:
     """The stand-in Anthropic API (``program``: the scripted one by default) on a free port,
     answering from ``script_path`` and logging each request to ``log_path``: (process, its URL)."""
@@ -132,7 +150,6 @@ def run(
     os.makedirs(out_dir, exist_ok=True)
     home = os.path.join(out_dir, "home")
     os.makedirs(os.path.join(home, ".claude"), exist_ok=True)
-    os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
     script_path, log_path = os.path.join(out_dir, "script.json"), os.path.join(out_dir, "api_log.jsonl")
     with open(script_path, "w") as f:
         json.dump(script, f)
@@ -143,16 +160,9 @@ def run(
         full_env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "CLAUDE_PROJECT_DIR")}
         full_env.update(
             {
-                "HOME": home,
-                "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
-                "CLAUDE_CODE_TMPDIR": os.path.join(home, "tmp"),  # its temp dirs not left in /tmp
+                **isolated_env(home),
                 "ANTHROPIC_BASE_URL": url,
                 "ANTHROPIC_API_KEY": "sk-ant-dummy",
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_ERROR_REPORTING": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "MCP_CONNECTION_NONBLOCKING": "0",
                 "MCP_CONNECT_TIMEOUT_MS": "15000",
             }
         )

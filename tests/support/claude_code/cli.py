@@ -17,7 +17,7 @@ import time
 
 import psutil
 
-from memtree.eval.context_ab.cli import session_argv, start_api
+from memtree.eval.context_ab.cli import isolated_env, session_argv, start_api
 from memtree.runtime.group import start_group
 from tests.support import deadline, deadline_ms
 
@@ -115,18 +115,10 @@ def base_env(home: str, extra: dict | None = None) -> dict:
     }
     env.update(
         {
-            "HOME": home,
-            "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
-            # Its per-project temp dirs (claude-<uid>/...) under HOME, not left behind in /tmp.
-            "CLAUDE_CODE_TMPDIR": os.path.join(home, "tmp"),
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            **isolated_env(home),
             # -p waits this long for MCP servers before the first request (the plugin's
             # first run installs memtree's environment meanwhile).
             # MCP_TIMEOUT is how long a starting server may take (default 30 s).
-            "MCP_CONNECTION_NONBLOCKING": "0",
             "MCP_CONNECT_TIMEOUT_MS": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
             "MCP_TIMEOUT": str(deadline_ms(RUN_TIMEOUT_S * 1000)),
             # pip inside the plugin's first run reuses the developer's wheel cache.
@@ -134,7 +126,6 @@ def base_env(home: str, extra: dict | None = None) -> dict:
         }
     )
     env.update(extra or {})
-    os.makedirs(env["CLAUDE_CODE_TMPDIR"], exist_ok=True)
     return env
 
 
