@@ -205,10 +205,10 @@ def _burst(proc, endpoint: str, frames: list[bytes]) -> dict:
     return replies
 
 
-def _notes_while_stopped(proc, caller, socks: list, tag: str) -> tuple[int, float]:
+def _notes_while_stopped(proc, caller, socks: list, tag: str, each: int) -> tuple[int, float]:
     """Each DEALER of ``socks`` (a peer) asks a Ping and waits for it, then
-    sends one note while the writer is stopped; returns (the batches the notes
-    took, seconds from the first Ping to SIGCONT)."""
+    sends ``each`` notes while the writer is stopped; returns (the batches the
+    notes took, seconds from the first Ping to SIGCONT)."""
     t0 = time.monotonic()
     for sock in socks:
         sock.send(protocol.encode_call(protocol.Ping(), src="t")[1])
@@ -217,20 +217,27 @@ def _notes_while_stopped(proc, caller, socks: list, tag: str) -> tuple[int, floa
     sigstop(proc.pid)
     try:
         for i, sock in enumerate(socks):
-            sock.send(protocol.encode_call(protocol.AddNode(kind="note", content=f"{tag} {i}"), src="t")[1])
+            for j in range(each):
+                add = protocol.AddNode(kind="note", content=f"{tag} {i}.{j}")
+                sock.send(protocol.encode_call(add, src="t")[1])
     finally:
         took = time.monotonic() - t0
         os.kill(proc.pid, signal.SIGCONT)
     for sock in socks:
-        assert sock.poll(deadline_ms(10000)) and protocol.decode(sock.recv()).body["ok"]
+        for _ in range(each):
+            assert sock.poll(deadline_ms(10000)) and protocol.decode(sock.recv()).body["ok"]
     after = caller.call(protocol.Ping())
     return after["batches"] - before["batches"] - 1, took  # less the first Ping's own batch
 
 
 def test_a_batch_takes_half_as_many_requests_as_peers_are_asking(writer):
     """Pipelined group commit (actors/writer.py SPLIT_PEERS): with 8 peers and
-    the test's caller asking, 8 notes queued at once are committed in two
-    transactions (5 and 3); with the caller and one other peer, in one."""
+    the test's caller asking, a batch takes at most 5 requests, so 16 notes
+    queued at once take at least 4 transactions (one, as a rule, without the
+    split). Frames that reach the writer in waves after SIGCONT can only add
+    transactions, so the bound holds whatever the timing. Its positive
+    control, a burst from one peer sharing batches, is
+    test_bad_requests_sharing_a_batch_fail_alone_and_the_others_are_stored."""
     paths, proc, caller = writer
     ctx = zmq.Context.instance()
     socks = [ctx.socket(zmq.DEALER) for _ in range(8)]
@@ -238,24 +245,16 @@ def test_a_batch_takes_half_as_many_requests_as_peers_are_asking(writer):
         for sock in socks:
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(paths.endpoint(protocol.SOCK_WRITE))
-        # Positive control first, while only two peers have asked: one batch.
-        burst = {f"one peer {i}": None for i in range(8)}
-        frames = [protocol.encode_call(protocol.AddNode(kind="note", content=c), src="t")[1] for c in burst]
-        before = caller.call(protocol.Ping())
-        replies = _burst(proc, paths.endpoint(protocol.SOCK_WRITE), frames)
-        assert all(r["ok"] for r in replies.values())
-        assert caller.call(protocol.Ping())["batches"] - before["batches"] - 1 == 1
-        # Eight peers (and the caller) asked within the window: two batches. Each round
-        # takes well under PEER_WINDOW_S; one that did not (a stalled machine) is run again.
+        # Each round takes well under PEER_WINDOW_S; one that did not (a stalled machine) is run again.
         for attempt in range(5):
-            batches, took = _notes_while_stopped(proc, caller, socks, f"round {attempt}")
+            batches, took = _notes_while_stopped(proc, caller, socks, f"round {attempt}", 2)
             if took < writer_mod.PEER_WINDOW_S * 0.8:
                 break
         else:
             pytest.fail(f"no round took less than {writer_mod.PEER_WINDOW_S * 0.8:.2f}s")
-        assert batches == 2
+        assert batches >= 4
         notes = rows(paths, "SELECT count(*) FROM nodes WHERE kind='note' AND content LIKE 'round %'")
-        assert notes == [(8 * (attempt + 1),)]
+        assert notes == [(16 * (attempt + 1),)]
     finally:
         for sock in socks:
             sock.close(linger=0)
