@@ -336,11 +336,16 @@ def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
         conn.close()
 
 
+# In every probe's text: a run on a kept store (--keep) stores new text too, not
+# the dedupe path's answer to the last run's probes.
+PROBE_RUN = os.urandom(4).hex()
+
+
 def probe_payload(i: int, project: str) -> dict:
     """A small Bash capture as the hook sends it (new text each time, so it is stored)."""
     sid = "bench-probe"
     listing = "\n".join(
-        f"-rw-r--r-- 1 dev dev {1000 + 37 * k + i} Dec  2 10:{k:02d} probe_{i}_{k}.py" for k in range(12)
+        f"-rw-r--r-- 1 dev dev {1000 + 37 * k + i} Dec  2 10:{k:02d} probe_{PROBE_RUN}_{i}_{k}.py" for k in range(12)
     )
     return {
         "session_id": sid,

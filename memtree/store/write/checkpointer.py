@@ -21,6 +21,7 @@ import threading
 
 import apsw
 
+from memtree.runtime import priority
 from memtree.store.write.writable import STORAGE_ERRORS, describe
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,8 @@ class Checkpointer:
         self._thread.join(timeout_s)
 
     def _run(self) -> None:
+        # Woken after a commit, it must not take the core from the writer it was woken by.
+        priority.background_thread()
         try:
             # Opened here, used only here. It never writes a row, so it never
             # autocheckpoints; a PASSIVE checkpoint never calls the busy handler.

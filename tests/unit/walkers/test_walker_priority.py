@@ -1,7 +1,8 @@
 """Walkers run at background priority (walkers.lowPriority); the writer and the front do not.
 
-Read from the kernel (psutil: /proc/<pid>/stat and ioprio_get), not from
-what the actors say about themselves, and beside what `ctl status` shows.
+Read from the kernel (psutil: /proc/<pid>/stat and ioprio_get; the
+scheduling policy of every thread), not from what the actors say about
+themselves, and beside what `ctl status` shows.
 """
 
 import json
@@ -25,6 +26,11 @@ def _thread_nices(pid: int) -> list[int]:
     return [psutil.Process(t.id).nice() for t in psutil.Process(pid).threads()]
 
 
+def _batch_threads(pid: int) -> set[int]:
+    """The threads of ``pid`` in the batch scheduling class (never preempt on waking)."""
+    return {t.id for t in psutil.Process(pid).threads() if os.sched_getscheduler(t.id) == os.SCHED_BATCH}
+
+
 def test_walkers_run_niced_with_low_io_priority_the_writer_does_not_and_ctl_status_shows_it(system_factory):
     s = system_factory
     s.write_config()
@@ -36,8 +42,15 @@ def test_walkers_run_niced_with_low_io_priority_the_writer_does_not_and_ctl_stat
     kernel = {n: _kernel_priority(a["pid"]) for n, a in actors.items()}
     assert {n for n, k in kernel.items() if k == low} == walkers, kernel
     assert kernel["writer"][0] == BASE and kernel["writer"][1] != psutil.IOPRIO_CLASS_BE, kernel
+    # Waking, a walker never takes the core from the writer: its threads are of the batch class.
+    batch = {n: _batch_threads(actors[n]["pid"]) for n in actors}
+    assert {n for n in walkers if actors[n]["pid"] in batch[n]} == walkers, batch
+    # The writer's main thread is not; its WAL checkpoint thread (one) is.
+    writer = actors["writer"]["pid"]
+    assert len(batch["writer"]) == 1 and writer not in batch["writer"], batch["writer"]
     # The embed walker answers queries on a thread that kept the normal priority.
     assert BASE in _thread_nices(actors["walker.embed"]["pid"]), _thread_nices(actors["walker.embed"]["pid"])
+    assert len(batch["walker.embed"]) < len(psutil.Process(actors["walker.embed"]["pid"]).threads())
 
     done = s.ctl("status", "--json")
     assert done.returncode == 0, done.stderr
@@ -58,5 +71,6 @@ def test_with_low_priority_off_every_walker_keeps_the_normal_priority(system_fac
     assert "walker.embed" in walkers
     kernel = {n: _kernel_priority(actors[n]["pid"]) for n in walkers}
     assert {n for n, k in kernel.items() if k[0] == BASE and k[1] != psutil.IOPRIO_CLASS_BE} == walkers, kernel
+    assert {n for n in walkers if _batch_threads(actors[n]["pid"])} == set(), "a walker thread in the batch class"
     shown = {a["name"]: a["priority"] for a in s.status() if a["name"] in walkers}
     assert shown == {n: f"{BASE}/-" for n in walkers}, shown
