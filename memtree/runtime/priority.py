@@ -9,8 +9,9 @@ checkpoint thread, ``background_thread``). Each such preemption of the
 writer could cost it a whole scheduler tick: the next thread picked was
 often the embed walker's idle-class child, owed CPU time by then, which ran
 until the tick (4-5 ms) while the writer waited with a capture's ack. Re-draining
-200k chunks of a 1M-node store (eval/bench_scale, perf sched): the writer's
-waits over 0.5 ms came to 129-71 ms a minute, against 209-144 before.
+200k chunks of a 1M-node store twice each way (eval/bench_scale, perf sched):
+the writer's waits over 0.5 ms came to 71 and 129 ms a minute, against 144
+and 209 before.
 
 Linux keeps all three per thread: ``lower_this_thread()`` lowers the
 calling thread and the threads it starts afterwards, so a walker that must
