@@ -215,13 +215,15 @@ def _prose_words(query: str) -> list[str]:
     return (kept + joined)[:MAX_TERMS]
 
 
+def _definition_phrases(query: str) -> list[str]:
+    """The ``def``/``class`` phrases naming a queried symbol, quoted for a MATCH."""
+    names, _ = ranking.queried_symbols(query)
+    return [f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class") if re.fullmatch(r"[A-Za-z0-9_]+", n_)]
+
+
 def _symbol_phrases(query: str) -> str | None:
     """The MATCH of ``def``/``class`` phrases naming a queried symbol (None: no symbol)."""
-    names, _ = ranking.queried_symbols(query)
-    phrases = " OR ".join(
-        f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class") if re.fullmatch(r"[A-Za-z0-9_]+", n_)
-    )
-    return phrases or None
+    return " OR ".join(_definition_phrases(query)) or None
 
 
 def _keyword_matches(query: str, memo: dict | None = None) -> tuple[str | None, str | None]:
@@ -262,32 +264,40 @@ def doc_counts(conn, words: list[str], memo: dict | None = None) -> tuple[dict[s
     return {w: memo[w.lower()] for w in words}, memo[""]
 
 
-def _bm25_match(conn, query: str, n_cands: int, memo: dict | None = None) -> list[tuple[str, int | None]]:
+def _bm25_match(
+    conn, query: str, n_cands: int, memo: dict | None = None
+) -> list[tuple[str | None, int | None, list | None]]:
     """The prose MATCH split in two: its rarest words within the budget, then
     the rest (the fill, absent when nothing was cut); each with the lowest
-    rowid to look above (None: the whole index) that keeps it in the budget.
-    Words in no row are left out of both (a MATCH of None: not one word is in
-    the index)."""
+    rowid to look above (None: the whole index) that keeps it in the budget,
+    and, for a MATCH holding a phrase, its words' counts for store/bm25.py
+    (FTS5's bm25() would walk the phrase over the whole index again for its
+    IDF; None: FTS5 counts). Words in no row are left out of both (a MATCH of
+    None: not one word is in the index)."""
     words = _prose_words(query)
     fts_query(" ".join(words))  # the full match's error for a query with no searchable word
     memo = {} if memo is None else memo
     counts, n = doc_counts(conn, words, memo)
     budget = BM25_BUDGET * n_cands
+    # A word in no row matches nothing (and is no rarest word: taking the kept
+    # place, it left every real word to the fill's newest rows).
+    found = sorted((i for i in range(len(words)) if counts[words[i]]), key=lambda i: counts[words[i]])
     kept: set[int] = set()
     reach = 0
-    for i in sorted(range(len(words)), key=lambda i: counts[words[i]]):
+    for i in found:
         if kept and reach + counts[words[i]] > budget:
             break
         kept.add(i)
         reach += counts[words[i]]
     out = []
-    for part in ([i for i in range(len(words)) if i in kept], [i for i in range(len(words)) if i not in kept]):
+    for part in (sorted(kept), sorted(set(found) - kept)):
         if part:
-            reach = sum(counts[words[i]] for i in part)
+            present = [words[i] for i in part]
+            reach = sum(counts[w] for w in present)
             above = n - budget * n // reach if reach > budget else None
-            present = _in_index([words[i] for i in part], memo)
-            out.append((fts_query(" ".join(present)) if present else None, above))
-    return out
+            hits = [counts[w] for w in present] if any(reads.is_phrase(w) for w in present) else None
+            out.append((fts_query(" ".join(present)), above, hits))
+    return out or [(None, None, None)]
 
 
 def keyword_candidates(
@@ -311,11 +321,12 @@ def prose_candidates(
     """BM25 candidates of the query's rarest words within the budget
     (``_bm25_match``; stopwords out), filled up to ``n`` by its other words
     (ranked after them) when those are too few."""
-    (prose, above), *fill = _bm25_match(conn, query, n, memo)
-    rows = reads.search_fts(conn, prose, filters, n, snippets=False, above_rowid=above) if prose else []
+    (prose, above, hits), *fill = _bm25_match(conn, query, n, memo)
+    rows = reads.search_fts(conn, prose, filters, n, snippets=False, above_rowid=above, hits=hits) if prose else []
     if fill and fill[0][0] and len(rows) < n:
         have = {r[0]["id"] for r in rows}
-        more = reads.search_fts(conn, fill[0][0], filters, n, snippets=False, above_rowid=fill[0][1])
+        more_match, more_above, more_hits = fill[0]
+        more = reads.search_fts(conn, more_match, filters, n, snippets=False, above_rowid=more_above, hits=more_hits)
         more = [r for r in more if r[0]["id"] not in have][: n - len(rows)]
         low = min((r[1] for r in rows), default=0.0)
         top = max((r[1] for r in more), default=0.0)
@@ -329,9 +340,13 @@ def defining_candidates(conn, query: str, filters: dict) -> list[tuple[dict, flo
     """The chunks with a ``def``/``class`` line naming a queried symbol (BM25's
     best 20). A phrase over common tokens ("def at", "def get in") walks their
     doclists: on a large store it can cost more than the rest of the keyword
-    arm, so a search with a thread_db runs it on a thread of its own."""
-    phrases = _symbol_phrases(query)
-    return reads.search_fts(conn, phrases, filters, 20, snippets=False) if phrases else []
+    arm, so a search with a thread_db runs it on a thread of its own, and it
+    is walked once: ranked by store/bm25.py as if every phrase were as rare
+    (a definition's phrase is; FTS5's bm25() would walk each again to count)."""
+    phrases = _definition_phrases(query)
+    if not phrases:
+        return []
+    return reads.search_fts(conn, " OR ".join(phrases), filters, 20, snippets=False, hits=[1] * len(phrases))
 
 
 def with_snippets(conn, hits: list[ranking.Candidate], query: str, filters: dict, memo: dict | None = None) -> None:

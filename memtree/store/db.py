@@ -7,6 +7,8 @@ import os
 import apsw
 import sqlite_vec
 
+from memtree.store import bm25
+
 BUSY_TIMEOUT_MS = 5000
 # A statement inside a transaction keeps the prior image of each page it changes
 # (its statement journal: a failing statement is undone alone). Past SQLite's
@@ -20,9 +22,11 @@ STMT_JOURNAL_SPILL_BYTES = 128 * 1024
 
 
 def _load_vec(conn: apsw.Connection) -> None:
+    """sqlite-vec, and the BM25 a search ranks with when it knows the counts (store/bm25.py)."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
+    bm25.register(conn)
 
 
 def tune_process() -> bool:

@@ -7,10 +7,12 @@ naming them. Rows come back as plain dicts (``Node``) keyed by column name.
 from __future__ import annotations
 
 import json
+import re
 
 import orjson
 
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
+from memtree.store import bm25
 from memtree.store.live import ANY_STATUS, LIVE, status_clause
 
 COLS = (
@@ -188,7 +190,13 @@ FTS_OVERFETCH_MIN = 20
 
 
 def search_fts(
-    conn, match: str, filters: dict, limit: int, snippets: bool = True, above_rowid: int | None = None
+    conn,
+    match: str,
+    filters: dict,
+    limit: int,
+    snippets: bool = True,
+    above_rowid: int | None = None,
+    hits: list[float] | None = None,
 ) -> list[tuple[Node, float, str]]:
     """(node, score, snippet), best first. Filters sit inside the SQL, never
     after a top-k, so hidden matches cannot starve a live one. Three reads in
@@ -201,11 +209,14 @@ def search_fts(
     ``nodes``, over-fetched; when at least ``limit`` of those pass the
     filters they are the answer (every match outside them ranks lower), else
     (a filter that hides most matches) the filtered scan decides.
-    ``above_rowid``: only rows indexed after it (a bound on a match every row holds)."""
+    ``above_rowid``: only rows indexed after it (a bound on a match every row holds).
+    ``hits``: how many rows hold each phrase of ``match``, in its order, when
+    the caller counted them: ranked by store/bm25.py with these, not by FTS5's
+    ``bm25()``, which counts each phrase over the whole index again."""
     where, params = _filters_sql(filters)
     conn.execute("SAVEPOINT search_fts")  # one snapshot: the ranking, the rows and the snippets agree
     try:
-        top = _top_rowids(conn, match, filters, limit, above_rowid)
+        top = _top_rowids(conn, match, filters, limit, above_rowid, hits)
         if not top:
             return []
         rows = conn.execute(
@@ -226,13 +237,19 @@ def search_fts(
 
 # By rowid from the id list: CROSS JOIN keeps the planner from scanning the
 # status index instead (``rowid IN (json_each)`` did: 16 ms for 100 rows at 100k, 0.7 ms so).
-def _top_rowids(conn, match: str, filters: dict, limit: int, above_rowid: int | None = None) -> list[tuple[int, float]]:
+def _top_rowids(
+    conn, match: str, filters: dict, limit: int, above_rowid: int | None = None, hits: list[float] | None = None
+) -> list[tuple[int, float]]:
     where, params = _filters_sql(filters)
     want = max(limit * FTS_OVERFETCH, limit + FTS_OVERFETCH_MIN)
     above = "" if above_rowid is None else f" AND nodes_fts.rowid > {int(above_rowid)}"
+    if hits is None:
+        score, given = "bm25(nodes_fts)", []
+    else:
+        score, given = f"{bm25.NAME}(nodes_fts{', ?' * len(hits)})", [float(h) for h in hits]
     ranked = conn.execute(
-        f"SELECT rowid, bm25(nodes_fts) AS score FROM nodes_fts WHERE nodes_fts MATCH ?{above} ORDER BY score LIMIT ?",
-        [match, want],
+        f"SELECT rowid, {score} AS score FROM nodes_fts WHERE nodes_fts MATCH ?{above} ORDER BY score LIMIT ?",
+        [*given, match, want],
     ).fetchall()
     if not ranked:
         return []
@@ -247,9 +264,9 @@ def _top_rowids(conn, match: str, filters: dict, limit: int, above_rowid: int | 
     if len(kept) >= limit or len(ranked) < want:
         return kept[:limit]
     return conn.execute(
-        f"SELECT nodes_fts.rowid, bm25(nodes_fts) AS score FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
+        f"SELECT nodes_fts.rowid, {score} AS score FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
         f"WHERE nodes_fts MATCH ?{above} AND {where} ORDER BY score LIMIT ?",
-        [match, *params, limit],
+        [*given, match, *params, limit],
     ).fetchall()
 
 
@@ -302,16 +319,27 @@ def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
 # DF_WINDOW indexed rows and scaled to the index; one seen there fewer than
 # DF_EXACT_BELOW times is counted over the whole index (a rare word's doclist is
 # short, and its IDF is the one that decides). Counting a word held by most
-# rows ("self", "file") over the whole index grew with the store.
+# rows ("self", "file") over the whole index grew with the store. A phrase
+# (``is_phrase``) is never counted over the whole index: its doclist is its
+# tokens', intersected with their positions ("get_in": "get" and "in", 24 ms at
+# a million rows for its 199), and the search's MATCH walks it once anyway.
 DF_WINDOW = 20_000
 DF_EXACT_BELOW = 64
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def is_phrase(word: str) -> bool:
+    """Whether FTS5's tokenizer splits ``word`` into several tokens ("get_in",
+    "1-3,5", "url's"): a MATCH of it is a phrase, walked over each token's doclist."""
+    return len(_TOKEN.findall(word)) > 1
 
 
 def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:
     """How many indexed nodes contain each word (exact in an index of up to
     DF_WINDOW rows and for rare words, else estimated from the newest
-    DF_WINDOW), and about how many nodes are indexed: the IDF behind search's
-    query-term coverage and its common-word cut. Counts only."""
+    DF_WINDOW; a phrase estimated so whatever its count, and never below 1),
+    and about how many nodes are indexed: the IDF behind search's query-term
+    coverage and its common-word cut. Counts only."""
     n = max(conn.execute("SELECT coalesce(max(id), 0) FROM nodes_fts_docsize").fetchone()[0], 1)
     lo = n - DF_WINDOW
     in_window = (
@@ -324,8 +352,8 @@ def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:
             seen = conn.execute(
                 "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ? AND rowid > ?", (match, lo)
             ).fetchone()[0]
-            if seen >= DF_EXACT_BELOW:
-                counts[w] = min(n, round(seen * n / in_window))
+            if seen >= DF_EXACT_BELOW or is_phrase(w):
+                counts[w] = max(1, min(n, round(seen * n / in_window)))
                 continue
         counts[w] = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]
     return counts, n

@@ -10,7 +10,7 @@ import pytest
 from memtree import protocol
 from memtree.recall import search
 from memtree.runtime.client import Caller
-from memtree.store import reads
+from memtree.store import bm25, reads
 from tests.support import deadline_ms, make_paths, reap
 from tests.support import test_config as make_config
 from tests.support.actor_procs import read_db, start_writer
@@ -28,6 +28,9 @@ def store(tmp_path_factory):
         return w.call(protocol.AddNode(kind="note", content=content, status="live"))["id"]
 
     ids = {
+        # snake_case: FTS5 splits get_in, so its MATCH is the phrase "get in" (oldest rows: out of a small window)
+        "get_in": {add("def get_in(keys, coll):\n    return reduce(get, keys, coll)"), add("x = get_in(path, cfg)")},
+        "get_and_in": {add("get the value in the map, or in its parent")},
         "filler": {add(f"common filler note number {i}") for i in range(FILLERS)},
         "gizmo": {add(f"common gizmo note {i}") for i in range(3)},
         # the only notes holding "widget" are hidden: never returned by a default (live) search
@@ -116,5 +119,84 @@ def test_document_counts_are_exact_for_rare_words_and_estimated_from_the_newest_
         assert est["gizmo"] == 3 and est["widget"] == 4  # rare in the window: counted over the whole index
         assert abs(est["common"] - (FILLERS + 7)) <= 0.1 * (FILLERS + 7)
         assert est["filler"] < est["common"]
+    finally:
+        conn.close()
+
+
+def test_a_word_in_no_row_never_takes_the_rarest_words_place(store):
+    """The rarest word is always in the MATCH; a word no row holds (the joined
+    pair "fillercommon") is no rarest word: before, it took that place and
+    every real word was left to the fill's newest rows."""
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        memo: dict = {}
+        parts = search._bm25_match(conn, "filler common", 1, memo)
+        assert memo["fillercommon"] == 0 and memo["filler"] == FILLERS > search.BM25_BUDGET
+        assert [p[0] for p in parts] == ['"filler"', '"common"']
+        assert parts[0][1] is not None  # over the budget alone: bounded to the newest rows
+        # Positive control: a budget the rarest word fits in looks at the whole index.
+        assert search._bm25_match(conn, "filler common", 4)[0][:2] == ('"filler"', None)
+    finally:
+        conn.close()
+
+
+def test_memtree_bm25_with_the_counts_ranks_as_fts5_bm25(store):
+    """store/bm25.py given exact counts gives FTS5's bm25() scores, row for
+    row: single words, an OR of words, a phrase, a phrase beside a word."""
+    paths, _ids_ = store
+    conn = read_db(paths)
+    try:
+        for words in (["gizmo"], ["gizmo", "widget"], ["get_in"], ["get_in", "common"], ["get", "in", "note"]):
+            match = search.fts_query(" ".join(words))
+            counts = [
+                conn.execute(
+                    "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (search.fts_query(w),)
+                ).fetchone()[0]
+                for w in words
+            ]
+            theirs = dict(
+                conn.execute("SELECT rowid, bm25(nodes_fts) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,))
+            )
+            ours = dict(
+                conn.execute(
+                    f"SELECT rowid, {bm25.NAME}(nodes_fts{', ?' * len(counts)}) FROM nodes_fts WHERE nodes_fts MATCH ?",
+                    (*counts, match),
+                )
+            )
+            assert theirs and ours.keys() == theirs.keys()
+            assert all(abs(ours[r] - theirs[r]) < 1e-9 for r in theirs), words
+        # Positive control: other counts give other scores.
+        other = conn.execute(
+            f"SELECT {bm25.NAME}(nodes_fts, 100) FROM nodes_fts WHERE nodes_fts MATCH 'gizmo'"
+        ).fetchone()
+        mine = conn.execute("SELECT bm25(nodes_fts) FROM nodes_fts WHERE nodes_fts MATCH 'gizmo'").fetchone()
+        assert abs(other[0] - mine[0]) > 1e-3
+    finally:
+        conn.close()
+
+
+def test_a_phrase_is_estimated_from_the_newest_rows_not_walked(store, monkeypatch):
+    """A word the tokenizer splits (get_in: the phrase "get in") is never
+    counted over the whole index once it is bigger than the window: its
+    doclist is its common tokens'. Seen nowhere in the window, it counts 1, so
+    it stays in the MATCH, which finds its rows; the search ranks them with
+    the counts (store/bm25.py), not with FTS5's bm25()."""
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        assert reads.is_phrase("get_in") and reads.is_phrase("1-3,5") and not reads.is_phrase("gizmo")
+        exact, _ = reads.doc_counts(conn, ["get_in", "gizmo"])
+        assert exact == {"get_in": 2, "gizmo": 3}  # an index inside the window: exact
+        monkeypatch.setattr(reads, "DF_WINDOW", 40)
+        monkeypatch.setattr(reads, "DF_EXACT_BELOW", 8)
+        est, _ = reads.doc_counts(conn, ["get_in", "gizmo"])
+        assert est == {"get_in": 1, "gizmo": 3}  # the rare word still exact (positive control)
+        memo: dict = {}
+        (match, above, hits), *_ = search._bm25_match(conn, "get_in", 10, memo)
+        assert (match, above, hits) == ('"get_in"', None, [1])
+        got = search.keyword_candidates(conn, "get_in", {}, n=10, memo=memo)
+        assert _ids(got) == ids["get_in"]  # not "get the value in the map"
+        assert search._bm25_match(conn, "gizmo", 10)[0][2] is None  # no phrase: FTS5's bm25()
     finally:
         conn.close()
