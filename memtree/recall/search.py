@@ -252,6 +252,17 @@ def _in_index(words: list[str], memo: dict | None) -> list[str]:
 # rows holding about the budget's worth of its matches.
 BM25_BUDGET = 50
 
+# Who ranks a MATCH holding a phrase. FTS5's bm25() walks each phrase over the
+# whole index for its IDF: its tokens' doclists, about 0.03 us an entry (24 ms
+# for "get in" at 1M: "get" and "in" hold 654k rows). store/bm25.py, given the
+# counts, skips that walk and scores each row the MATCH finds in Python, about
+# 1 us plus 0.3 for each of the MATCH's k words. So the counts go to
+# store/bm25.py when the phrases' tokens hold more rows than the rows scored
+# times PHRASE_WALK_PER_ROW (1 us over 0.03) times (1 + 0.3 k); else FTS5
+# ranks ("ordering-preserving": two rare tokens, beside a word of 2,866 rows,
+# cost less walked than scored in Python).
+PHRASE_WALK_PER_ROW = 33
+
 
 def doc_counts(conn, words: list[str], memo: dict | None = None) -> tuple[dict[str, int], int]:
     """reads.doc_counts, each word counted once per search (``memo``: FTS5's
@@ -295,9 +306,20 @@ def _bm25_match(
             present = [words[i] for i in part]
             reach = sum(counts[w] for w in present)
             above = n - budget * n // reach if reach > budget else None
-            hits = [counts[w] for w in present] if any(reads.is_phrase(w) for w in present) else None
+            scored = reach if above is None else budget
+            hits = [counts[w] for w in present] if _walk_costs_more(conn, present, scored, memo) else None
             out.append((fts_query(" ".join(present)), above, hits))
     return out or [(None, None, None)]
+
+
+def _walk_costs_more(conn, words: list[str], scored: int, memo: dict) -> bool:
+    """Whether FTS5's IDF walk of the phrases among ``words`` would cost more
+    than scoring the ``scored`` rows in Python (PHRASE_WALK_PER_ROW)."""
+    parts = [t for w in words if reads.is_phrase(w) for t in reads.tokens(w)]
+    if not parts:
+        return False
+    walk = sum(doc_counts(conn, parts, memo)[0].values())
+    return walk > PHRASE_WALK_PER_ROW * (1 + 0.3 * len(words)) * scored
 
 
 def keyword_candidates(

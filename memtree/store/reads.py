@@ -325,13 +325,18 @@ def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
 # a million rows for its 199), and the search's MATCH walks it once anyway.
 DF_WINDOW = 20_000
 DF_EXACT_BELOW = 64
-_TOKEN = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(r"[^\W_]+")  # a run FTS5's unicode61 tokenizer keeps as one token
+
+
+def tokens(word: str) -> list[str]:
+    """The tokens FTS5's tokenizer makes of ``word`` (before stemming)."""
+    return _TOKEN.findall(word)
 
 
 def is_phrase(word: str) -> bool:
     """Whether FTS5's tokenizer splits ``word`` into several tokens ("get_in",
     "1-3,5", "url's"): a MATCH of it is a phrase, walked over each token's doclist."""
-    return len(_TOKEN.findall(word)) > 1
+    return len(tokens(word)) > 1
 
 
 def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:

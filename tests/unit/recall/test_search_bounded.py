@@ -31,7 +31,9 @@ def store(tmp_path_factory):
         # snake_case: FTS5 splits get_in, so its MATCH is the phrase "get in" (oldest rows: out of a small window)
         "get_in": {add("def get_in(keys, coll):\n    return reduce(get, keys, coll)"), add("x = get_in(path, cfg)")},
         "get_and_in": {add("get the value in the map, or in its parent")},
-        "filler": {add(f"common filler note number {i}") for i in range(FILLERS)},
+        "rare_phrase": {add("an ordering-preserving set")},
+        # the fillers make "get" and "in" common: the phrase "get in" walks long doclists
+        "filler": {add(f"common filler note number {i}: get it in") for i in range(FILLERS)},
         "gizmo": {add(f"common gizmo note {i}") for i in range(3)},
         # the only notes holding "widget" are hidden: never returned by a default (live) search
         "widget_stale": {add(f"common widget note {i}") for i in range(4)},
@@ -181,7 +183,8 @@ def test_a_phrase_is_estimated_from_the_newest_rows_not_walked(store, monkeypatc
     counted over the whole index once it is bigger than the window: its
     doclist is its common tokens'. Seen nowhere in the window, it counts 1, so
     it stays in the MATCH, which finds its rows; the search ranks them with
-    the counts (store/bm25.py), not with FTS5's bm25()."""
+    the counts (store/bm25.py), not with FTS5's bm25(), when its tokens'
+    doclists are longer than the rows scored by PHRASE_WALK_PER_ROW."""
     paths, ids = store
     conn = read_db(paths)
     try:
@@ -198,5 +201,8 @@ def test_a_phrase_is_estimated_from_the_newest_rows_not_walked(store, monkeypatc
         got = search.keyword_candidates(conn, "get_in", {}, n=10, memo=memo)
         assert _ids(got) == ids["get_in"]  # not "get the value in the map"
         assert search._bm25_match(conn, "gizmo", 10)[0][2] is None  # no phrase: FTS5's bm25()
+        # A phrase of rare tokens costs FTS5 little to walk: its bm25() ranks (positive control).
+        assert search._bm25_match(conn, "ordering-preserving", 10)[0] == ('"ordering-preserving"', None, None)
+        assert _ids(search.keyword_candidates(conn, "ordering-preserving", {}, n=10)) == ids["rare_phrase"]
     finally:
         conn.close()
