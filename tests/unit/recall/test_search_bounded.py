@@ -168,6 +168,14 @@ def test_memtree_bm25_with_the_counts_ranks_as_fts5_bm25(store):
             )
             assert theirs and ours.keys() == theirs.keys()
             assert all(abs(ours[r] - theirs[r]) < 1e-9 for r in theirs), words
+        # An estimated count above the rows (a pruned store's highest rowid scales it) scores as a
+        # phrase in every row, as FTS5 would: an IDF of 1e-6, not a math domain error.
+        rows = conn.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0]
+        assert bm25.idf(rows, 10 * rows) == bm25.idf(rows, rows) == 1e-6 < bm25.idf(rows, 1)
+        over = conn.execute(
+            f"SELECT {bm25.NAME}(nodes_fts, ?) FROM nodes_fts WHERE nodes_fts MATCH 'gizmo'", (10 * rows,)
+        ).fetchall()
+        assert len(over) == 3 and all(-1e-5 < s <= 0 for (s,) in over)
         # Positive control: other counts give other scores.
         other = conn.execute(
             f"SELECT {bm25.NAME}(nodes_fts, 100) FROM nodes_fts WHERE nodes_fts MATCH 'gizmo'"
