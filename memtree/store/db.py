@@ -21,8 +21,9 @@ BUSY_TIMEOUT_MS = 5000
 STMT_JOURNAL_SPILL_BYTES = 128 * 1024
 
 
-def _load_vec(conn: apsw.Connection) -> None:
-    """sqlite-vec, and the BM25 a search ranks with when it knows the counts (store/bm25.py)."""
+def _extend(conn: apsw.Connection) -> None:
+    """What every connection carries: sqlite-vec, and the BM25 a search ranks
+    with when it knows the counts (store/bm25.py)."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
@@ -56,7 +57,7 @@ def open_write(path: str) -> apsw.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: forgotten text leaves the file
-    _load_vec(conn)
+    _extend(conn)
     migrate(conn)
     for suffix in ("-wal", "-shm"):
         if os.path.exists(path + suffix):
@@ -83,7 +84,7 @@ def open_read(path: str, cache_kib: int | None = None) -> apsw.Connection:
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     if cache_kib is not None:
         conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
-    _load_vec(conn)
+    _extend(conn)
     return conn
 
 
