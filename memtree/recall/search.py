@@ -264,7 +264,7 @@ BM25_BUDGET = 50
 PHRASE_WALK_PER_ROW = 33
 
 
-def doc_counts(conn, words: list[str], memo: dict | None = None) -> tuple[dict[str, int], int]:
+def doc_counts(conn, words: list[str], memo: dict | None = None) -> tuple[dict[str, int], reads.Indexed]:
     """reads.doc_counts, each word counted once per search (``memo``: FTS5's
     tokenizer folds case, so lowercase is the key)."""
     memo = {} if memo is None else memo
@@ -288,7 +288,7 @@ def _bm25_match(
     words = _prose_words(query)
     fts_query(" ".join(words))  # the full match's error for a query with no searchable word
     memo = {} if memo is None else memo
-    counts, n = doc_counts(conn, words, memo)
+    counts, ix = doc_counts(conn, words, memo)
     budget = BM25_BUDGET * n_cands
     # A word in no row matches nothing (and is no rarest word: taking the kept
     # place, it left every real word to the fill's newest rows).
@@ -305,7 +305,7 @@ def _bm25_match(
         if part:
             present = [words[i] for i in part]
             reach = sum(counts[w] for w in present)
-            above = n - budget * n // reach if reach > budget else None
+            above = reads.rowid_under_newest(conn, ix, budget * ix.rows // reach) if reach > budget else None
             scored = reach if above is None else budget
             hits = [counts[w] for w in present] if _walk_costs_more(conn, present, scored, memo) else None
             out.append((fts_query(" ".join(present)), above, hits))
@@ -400,8 +400,8 @@ def _idf(conn, query: str, memo: dict | None = None) -> dict[str, float]:
         for part in [w.lower(), *ranking.split_identifier(w)]:
             for t in ranking.terms(part)[:1]:  # none for a stopword
                 surface.setdefault(t, part)
-    counts, n = doc_counts(conn, list(dict.fromkeys(surface.values()))[:MAX_TERMS], memo)
-    by_word = ranking.idf_from_counts(counts, n)
+    counts, ix = doc_counts(conn, list(dict.fromkeys(surface.values()))[:MAX_TERMS], memo)
+    by_word = ranking.idf_from_counts(counts, ix.rows)
     return {t: by_word.get(w, 0.0) for t, w in surface.items()}
 
 

@@ -25,9 +25,9 @@ B = 0.75
 
 def idf(rows: int, hits: float) -> float:
     """FTS5's IDF of a phrase in ``hits`` of ``rows`` rows (never below 1e-6).
-    An estimated count can exceed the rows (search.doc_counts scales by the
-    highest rowid, and a pruned store has far fewer rows): 1e-6 then, as for
-    a phrase in every row, not a math domain error."""
+    An estimated count (search.doc_counts) can reach the rows, or pass them
+    when a write lands between the count and the MATCH: 1e-6 then, as FTS5
+    gives a phrase in every row, not a math domain error."""
     ratio = (rows - hits + 0.5) / (hits + 0.5)
     return math.log(ratio) if ratio > 1.0 else 1e-6
 

@@ -1,11 +1,13 @@
-"""The FTS5 index's segment structure, read from its structure record (row 10
-of ``nodes_fts_data``) without touching a doclist: how many segments a query
-must look in, and FTS5's write counter (it grows with every segment a write
-flushes, not with merges), which tells the pruner whether anything was
-written since the index last settled (memtree.store.write.fts)."""
+"""The FTS5 index's own records, read without touching a doclist: its segment
+structure (row 10 of ``nodes_fts_data``): how many segments a query must look
+in, and FTS5's write counter (it grows with every segment a write flushes, not
+with merges), which tells the pruner whether anything was written since the
+index last settled (memtree.store.write.fts); and its averages record (row 1):
+how many rows it indexes, which a pruned store's highest rowid overstates."""
 
 from __future__ import annotations
 
+AVERAGES_ROWID = 1
 STRUCTURE_ROWID = 10
 _V2 = b"\xff\x00\x00\x01"  # FTS5 structure records written with per-segment origin fields
 
@@ -53,3 +55,11 @@ def structure(db) -> Structure | None:
     """The index's structure now (None: an empty index that never had a write)."""
     row = db.execute("SELECT block FROM nodes_fts_data WHERE id = ?", (STRUCTURE_ROWID,)).fetchone()
     return parse(row[0]) if row and row[0] else None
+
+
+def row_count(db) -> int:
+    """How many rows the index holds: the first varint of its averages record
+    (fts5_index.c, fts5DataWrite of FTS5_AVERAGES_ROWID; 0 before any write),
+    what FTS5's own bm25() divides by, read in one lookup, not counted."""
+    row = db.execute("SELECT block FROM nodes_fts_data WHERE id = ?", (AVERAGES_ROWID,)).fetchone()
+    return _varint(row[0], 0)[0] if row and row[0] else 0

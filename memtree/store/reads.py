@@ -12,7 +12,7 @@ import re
 import orjson
 
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
-from memtree.store import bm25
+from memtree.store import bm25, fts_index
 from memtree.store.live import ANY_STATUS, LIVE, status_clause
 
 COLS = (
@@ -339,29 +339,64 @@ def is_phrase(word: str) -> bool:
     return len(tokens(word)) > 1
 
 
-def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], int]:
+class Indexed:
+    """What doc_counts read of the index: its rows (FTS5's own count: a pruned
+    store's highest rowid far overstates it), its lowest rowid, and the rowid
+    under its newest DF_WINDOW rows (``window``; lowest - 1 when the window
+    holds every row)."""
+
+    __slots__ = ("rows", "low", "window")
+
+    def __init__(self, rows: int, low: int, window: int):
+        self.rows, self.low, self.window = rows, low, window
+
+
+def _indexed(conn) -> Indexed:
+    rows = fts_index.row_count(conn)
+    low = conn.execute("SELECT coalesce(min(id), 1) FROM nodes_fts_docsize").fetchone()[0]
+    window = low - 1
+    if rows > DF_WINDOW:
+        got = conn.execute(
+            "SELECT id FROM nodes_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?", (DF_WINDOW,)
+        ).fetchone()
+        window = got[0] if got else window
+    return Indexed(rows, low, window)
+
+
+def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], Indexed]:
     """How many indexed nodes contain each word (exact in an index of up to
     DF_WINDOW rows and for rare words, else estimated from the newest
     DF_WINDOW; a phrase estimated so whatever its count, and never below 1),
-    and about how many nodes are indexed: the IDF behind search's query-term
+    and the index they were counted in: the IDF behind search's query-term
     coverage and its common-word cut. Counts only."""
-    n = max(conn.execute("SELECT coalesce(max(id), 0) FROM nodes_fts_docsize").fetchone()[0], 1)
-    lo = n - DF_WINDOW
-    in_window = (
-        conn.execute("SELECT count(*) FROM nodes_fts_docsize WHERE id > ?", (lo,)).fetchone()[0] if lo > 0 else 0
-    )
+    ix = _indexed(conn)
+    windowed = ix.window >= ix.low
     counts = {}
     for w in words:
         match = '"' + w.replace('"', '""') + '"'
-        if in_window:
+        if windowed:
             seen = conn.execute(
-                "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ? AND rowid > ?", (match, lo)
+                "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ? AND rowid > ?", (match, ix.window)
             ).fetchone()[0]
             if seen >= DF_EXACT_BELOW or is_phrase(w):
-                counts[w] = max(1, min(n, round(seen * n / in_window)))
+                counts[w] = max(1, min(ix.rows, round(seen * ix.rows / DF_WINDOW)))
                 continue
         counts[w] = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]
-    return counts, n
+    return counts, ix
+
+
+def rowid_under_newest(conn, ix: Indexed, k: int) -> int:
+    """A rowid with about the ``k`` newest indexed rows above it: stepped to
+    in the index within the window (a pruned store's rowids are sparse: a span
+    of them says little about its rows), and below the window, where a step
+    per row would cost as much as counting, at the density of the rows there."""
+    if k >= ix.rows:
+        return ix.low - 1
+    if k <= DF_WINDOW:
+        got = conn.execute("SELECT id FROM nodes_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?", (k,)).fetchone()
+        return got[0] if got else ix.low - 1
+    below = ix.rows - DF_WINDOW  # rows at or under ix.window
+    return ix.window - (k - DF_WINDOW) * (ix.window - ix.low + 1) // below
 
 
 def chunk_ids_by_start(conn, file_id: str) -> dict[int, str]:

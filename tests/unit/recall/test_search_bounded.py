@@ -113,8 +113,9 @@ def test_document_counts_are_exact_for_rare_words_and_estimated_from_the_newest_
     paths, ids = store
     conn = read_db(paths)
     try:
-        exact, n = reads.doc_counts(conn, ["common", "gizmo", "widget"])
-        assert exact == {"common": FILLERS + 7, "gizmo": 3, "widget": 4} and n >= FILLERS + 7
+        exact, ix = reads.doc_counts(conn, ["common", "gizmo", "widget"])
+        assert exact == {"common": FILLERS + 7, "gizmo": 3, "widget": 4}
+        assert ix.rows == conn.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0] >= FILLERS + 11
         monkeypatch.setattr(reads, "DF_WINDOW", 40)
         monkeypatch.setattr(reads, "DF_EXACT_BELOW", 8)
         est, _ = reads.doc_counts(conn, ["common", "gizmo", "widget", "filler"])
@@ -212,5 +213,56 @@ def test_a_phrase_is_estimated_from_the_newest_rows_not_walked(store, monkeypatc
         # A phrase of rare tokens costs FTS5 little to walk: its bm25() ranks (positive control).
         assert search._bm25_match(conn, "ordering-preserving", 10)[0] == ('"ordering-preserving"', None, None)
         assert _ids(search.keyword_candidates(conn, "ordering-preserving", {}, n=10)) == ids["rare_phrase"]
+    finally:
+        conn.close()
+
+
+PRUNED, KEPT = 300, 60  # old notes dropped out of the index (as pruning does), then newer ones kept
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory):
+    """A long-lived store's shape: most of its rows pruned, so its rowids run
+    far past the rows its index holds."""
+    paths = make_paths(tmp_path_factory.mktemp("pruned"))
+    proc = start_writer(paths, make_config())
+    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    try:
+        add = lambda text: w.call(protocol.AddNode(kind="note", content=text, status="live"))["id"]  # noqa: E731
+        old = [add(f"sprocket wheel note {i}") for i in range(PRUNED)]
+        kept = {add(f"sprocket axle note {i}") for i in range(KEPT)}
+        assert sorted(w.call(protocol.SetStatus(ids=old, status="dropped", reason="test"))["changed"]) == sorted(old)
+        yield paths, kept
+    finally:
+        w.close()
+        reap(proc)
+
+
+def test_a_pruned_store_is_counted_by_its_rows_not_its_highest_rowid(pruned, monkeypatch):
+    """Estimates scale the window's counts by the rows FTS5 holds (its
+    averages record), and the newest rows' bound is a rowid with that many
+    rows above it: scaled by the highest rowid, as before, a pruned store's
+    every word was as common as its whole rowid range (here 6x)."""
+    paths, kept = pruned
+    conn = read_db(paths)
+    try:
+        exact, ix = reads.doc_counts(conn, ["sprocket", "axle", "wheel"])
+        assert exact == {"sprocket": KEPT, "axle": KEPT, "wheel": 0}  # positive control: inside the window, exact
+        assert ix.rows == KEPT < PRUNED < conn.execute("SELECT max(id) FROM nodes_fts_docsize").fetchone()[0]
+        monkeypatch.setattr(reads, "DF_WINDOW", 20)
+        monkeypatch.setattr(reads, "DF_EXACT_BELOW", 4)
+        est, ix = reads.doc_counts(conn, ["sprocket", "axle"])
+        assert est == {"sprocket": KEPT, "axle": KEPT}  # 20 of the newest 20, of 60 rows (not of PRUNED + KEPT)
+
+        def above(rowid: int) -> int:
+            return conn.execute("SELECT count(*) FROM nodes_fts_docsize WHERE id > ?", (rowid,)).fetchone()[0]
+
+        assert [above(reads.rowid_under_newest(conn, ix, k)) for k in (0, 1, 7, 20)] == [0, 1, 7, 20]  # stepped
+        assert abs(above(reads.rowid_under_newest(conn, ix, 40)) - 40) <= 2  # extrapolated below the window
+        assert above(reads.rowid_under_newest(conn, ix, KEPT)) == KEPT
+        # The search's bound on a word over its budget holds about the budget's rows: 50 of the 60.
+        (match, bound, _), *_ = search._bm25_match(conn, "sprocket", 1)
+        assert match == '"sprocket"' and abs(above(bound) - search.BM25_BUDGET) <= 2
+        assert _ids(search.keyword_candidates(conn, "sprocket", {}, n=1)) <= kept
     finally:
         conn.close()
