@@ -611,6 +611,7 @@ class Writer(Actor):
     def _commit(self) -> None:
         if self._deferring:
             fts.index_deferred(self.db)
+        fts.index_queued_definitions(self.db)
         self.db.execute("COMMIT")
 
     def _in_tx(self, work) -> None:

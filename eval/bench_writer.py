@@ -97,6 +97,7 @@ def raw_insert(workdir: str, nodes: list, audit: list, per_tx: int, deferred: bo
             db.executemany(ins_audit, audit[a:b])
             if deferred:
                 fts.index_deferred(db)
+            fts.index_queued_definitions(db)  # the schema's own work before a commit, as the writer's
     took, cpu = time.perf_counter() - t0, time.thread_time() - c0
     db.close()
     for suffix in ("", "-wal", "-shm"):

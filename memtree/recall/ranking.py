@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from memtree.store import uris
+from memtree.text import definitions
 
 # A bare identifier, dotted name, or one with an underscore or a capital:
 # "Job", "get_in", "Job.run", "_private". A lowercase single word ("session")
@@ -270,10 +271,6 @@ def queried_symbols(query: str) -> tuple[set[str], float]:
     return names | {n.rsplit(".", 1)[-1] for n in names if "." in n}, EMBEDDED_BOOST
 
 
-def _def_line(name: str) -> re.Pattern:
-    return re.compile(r"^\s*(?:async\s+def|def|class)\s+" + re.escape(name) + r"\b", re.MULTILINE)
-
-
 def _symbols(c: Candidate) -> list:
     """Every definition a chunk holds: small ones are stored joined (``symbols``)."""
     joined = c.meta.get("symbols")
@@ -288,7 +285,7 @@ def defines(c: Candidate, names: set[str]) -> bool:
         if c.node.get("kind") == "file_chunk":
             return False  # ast already named this chunk's symbols
     content = c.node.get("content") or ""
-    return any(_def_line(n).search(content) for n in names)
+    return any(definitions.defines(content, n) for n in names)
 
 
 def _qualified(c: Candidate, query: str, symbol_query: bool) -> float:
@@ -302,7 +299,7 @@ def _qualified(c: Candidate, query: str, symbol_query: bool) -> float:
     if sym is None:
         content = c.node.get("content") or ""
         owner = q.rsplit(".", 1)[0].rsplit(".", 1)[-1]
-        return 1.0 if _def_line(owner).search(content) else OTHER_CLASS_SHARE
+        return 1.0 if definitions.defines(content, owner) else OTHER_CLASS_SHARE
     same = any(isinstance(s, str) and (s == q or s.endswith("." + q) or q.endswith("." + s)) for s in _symbols(c))
     return 1.0 if same else OTHER_CLASS_SHARE
 

@@ -215,10 +215,15 @@ def _prose_words(query: str) -> list[str]:
     return (kept + joined)[:MAX_TERMS]
 
 
+def _defined_names(query: str) -> list[str]:
+    """The queried symbols' names a definition can hold (``Job.run``: ``run``)."""
+    names, _ = ranking.queried_symbols(query)
+    return [n_ for n_ in sorted(names) if re.fullmatch(r"[A-Za-z0-9_]+", n_)]
+
+
 def _definition_phrases(query: str) -> list[str]:
     """The ``def``/``class`` phrases naming a queried symbol, quoted for a MATCH."""
-    names, _ = ranking.queried_symbols(query)
-    return [f'"{kw} {n_}"' for n_ in sorted(names) for kw in ("def", "class") if re.fullmatch(r"[A-Za-z0-9_]+", n_)]
+    return [f'"{kw} {n_}"' for n_ in _defined_names(query) for kw in ("def", "class")]
 
 
 def _symbol_phrases(query: str) -> str | None:
@@ -359,16 +364,10 @@ def prose_candidates(
 
 
 def defining_candidates(conn, query: str, filters: dict) -> list[tuple[dict, float, str]]:
-    """The chunks with a ``def``/``class`` line naming a queried symbol (BM25's
-    best 20). A phrase over common tokens ("def at", "def get in") walks their
-    doclists: on a large store it can cost more than the rest of the keyword
-    arm, so a search with a thread_db runs it on a thread of its own, and it
-    is walked once: ranked by store/bm25.py as if every phrase were as rare
-    (a definition's phrase is; FTS5's bm25() would walk each again to count)."""
-    phrases = _definition_phrases(query)
-    if not phrases:
-        return []
-    return reads.search_fts(conn, " OR ".join(phrases), filters, 20, snippets=False, hits=[1] * len(phrases))
+    """The chunks with a ``def``/``class`` of a queried symbol (the best 20,
+    by BM25 of its phrases): looked up in the store's index of definitions."""
+    names = _defined_names(query)
+    return reads.defining(conn, names, filters, 20) if names else []
 
 
 def with_snippets(conn, hits: list[ranking.Candidate], query: str, filters: dict, memo: dict | None = None) -> None:
@@ -457,18 +456,13 @@ def above_floor(hits: list[ranking.Candidate], model: str | None) -> list[rankin
     return hits[:1] + kept
 
 
-# Threads for the keyword arm of hybrid searches and for the lookup of a queried
-# symbol's definitions, a read connection each (``thread_db``): a few, so
-# concurrent searches do not queue behind one.
+# Threads for the keyword arm of hybrid searches, a read connection each
+# (``thread_db``): a few, so concurrent searches do not queue behind one.
 _ARMS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memtree-keyword-arm")
 
 
 def _prose_arm(thread_db, query: str, filters: dict, memo: dict):
     return prose_candidates(thread_db(), query, filters, memo=memo)
-
-
-def _defining_arm(thread_db, query: str, filters: dict):
-    return defining_candidates(thread_db(), query, filters)
 
 
 def _usable(emb: dict) -> bool:
@@ -508,8 +502,8 @@ def run(
     ``snippets=False`` leaves the keyword hits' FTS snippets to the caller
     (``with_snippets``), which may need only a few of them; ``thread_db``:
     the read connection of the calling thread (a function), given when SQL
-    may run on pool threads: the lookup of a queried symbol's definitions,
-    and the keyword arm of a hybrid search beside the semantic one."""
+    may run on pool threads: the keyword arm of a hybrid search beside the
+    semantic one."""
     filters = filters or {}
     fts_query(query)  # validates the query for every mode
     requested, degraded = mode, None
@@ -524,13 +518,10 @@ def run(
             raise BadRequest(f"semantic search unavailable: {why}; use mode 'keyword'")
         mode, degraded = "keyword", f"hybrid degraded to keyword: {why}"
     memo: dict = {}  # document frequencies, counted once for the MATCH and the IDF
-    # With thread_db, the SQL runs side by side (SQLite and numpy release the
-    # GIL), each on its own connection: the lookup of a queried symbol's
-    # definitions on a pool thread; in hybrid, the prose BM25 on another while
-    # this one runs the semantic arm.
-    def_job = prose_job = None
-    if thread_db and mode != "semantic" and _symbol_phrases(query):
-        def_job = _ARMS.submit(_defining_arm, thread_db, query, filters)
+    # With thread_db, in hybrid, the prose BM25 runs on a pool thread while this
+    # one runs the semantic arm (SQLite and numpy release the GIL), each on its
+    # own connection.
+    prose_job = None
     if thread_db and mode == "hybrid":
         prose_job = _ARMS.submit(_prose_arm, thread_db, query, filters, memo)
     sem_rows = []
@@ -546,8 +537,7 @@ def run(
     kw_rows = []
     if mode != "semantic":
         prose = prose_job.result() if prose_job is not None else prose_candidates(conn, query, filters, memo=memo)
-        defining = def_job.result() if def_job is not None else defining_candidates(conn, query, filters)
-        kw_rows = with_defining(prose, defining)
+        kw_rows = with_defining(prose, defining_candidates(conn, query, filters))
     if mode == "hybrid":
         cands = fuse(kw_rows, sem_rows, SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
     elif mode == "semantic":

@@ -32,6 +32,13 @@ def idf(rows: int, hits: float) -> float:
     return math.log(ratio) if ratio > 1.0 else 1e-6
 
 
+def score(freqs: list[int], weights: list[float], size: int, avgdl: float) -> float:
+    """A row's BM25 (positive: higher ranks first) from each phrase's
+    frequency in it and weight (IDF), its size in tokens and the average size."""
+    norm = K1 * (1.0 - B + B * size / avgdl) if avgdl else K1
+    return sum(w * f * (K1 + 1.0) / (f + norm) for f, w in zip(freqs, weights) if f)
+
+
 def _score(api: apsw.FTS5ExtensionApi, *hits: float) -> float:
     """The row's BM25 (negated, as FTS5's: lower ranks first)."""
     stats = api.aux_data  # per statement: the averages and the IDFs
@@ -39,15 +46,8 @@ def _score(api: apsw.FTS5ExtensionApi, *hits: float) -> float:
         rows = max(api.row_count, 1)
         stats = api.aux_data = (api.column_total_size(-1) / rows, [idf(rows, h) for h in hits])
     avgdl, weights = stats
-    norm = K1 * (1.0 - B + B * api.column_size(-1) / avgdl)
-    score = 0.0
-    for i, w in enumerate(weights):
-        freq = 0
-        for offsets in api.phrase_locations(i):
-            freq += len(offsets)
-        if freq:
-            score += w * freq * (K1 + 1.0) / (freq + norm)
-    return -score
+    freqs = [sum(len(offsets) for offsets in api.phrase_locations(i)) for i in range(len(weights))]
+    return -score(freqs, weights, api.column_size(-1), avgdl)
 
 
 def register(conn: apsw.Connection) -> None:

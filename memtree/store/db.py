@@ -8,6 +8,7 @@ import apsw
 import sqlite_vec
 
 from memtree.store import bm25
+from memtree.text import definitions
 
 BUSY_TIMEOUT_MS = 5000
 # A statement inside a transaction keeps the prior image of each page it changes
@@ -22,12 +23,14 @@ STMT_JOURNAL_SPILL_BYTES = 128 * 1024
 
 
 def _extend(conn: apsw.Connection) -> None:
-    """What every connection carries: sqlite-vec, and the BM25 a search ranks
-    with when it knows the counts (store/bm25.py)."""
+    """What every connection carries: sqlite-vec, the BM25 a search ranks
+    with when it knows the counts (store/bm25.py), and the names a row
+    defines, which the index of definitions' triggers call (text/definitions.py)."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
     bm25.register(conn)
+    definitions.register(conn)
 
 
 def tune_process() -> bool:

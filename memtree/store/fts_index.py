@@ -7,6 +7,8 @@ how many rows it indexes, which a pruned store's highest rowid overstates."""
 
 from __future__ import annotations
 
+import json
+
 AVERAGES_ROWID = 1
 STRUCTURE_ROWID = 10
 _V2 = b"\xff\x00\x00\x01"  # FTS5 structure records written with per-segment origin fields
@@ -57,9 +59,33 @@ def structure(db) -> Structure | None:
     return parse(row[0]) if row and row[0] else None
 
 
-def row_count(db) -> int:
-    """How many rows the index holds: the first varint of its averages record
-    (fts5_index.c, fts5DataWrite of FTS5_AVERAGES_ROWID; 0 before any write),
-    what FTS5's own bm25() divides by, read in one lookup, not counted."""
+def _varints(b: bytes) -> list[int]:
+    out, i = [], 0
+    while i < len(b):
+        v, i = _varint(b, i)
+        out.append(v)
+    return out
+
+
+def averages(db) -> tuple[int, int]:
+    """How many rows the index holds and their tokens in all (every column):
+    its averages record (fts5_index.c, FTS5_AVERAGES_ROWID: the row count,
+    then each column's token total; absent before any write), what FTS5's own
+    bm25() reads, in one lookup, not counted."""
     row = db.execute("SELECT block FROM nodes_fts_data WHERE id = ?", (AVERAGES_ROWID,)).fetchone()
-    return _varint(row[0], 0)[0] if row and row[0] else 0
+    values = _varints(row[0]) if row and row[0] else [0]
+    return values[0], sum(values[1:])
+
+
+def row_count(db) -> int:
+    """How many rows the index holds (``averages``)."""
+    return averages(db)[0]
+
+
+def doc_sizes(db, rowids: list[int]) -> dict[int, int]:
+    """Each indexed row's size in tokens, every column (its docsize record)."""
+    rows = db.execute(
+        "SELECT d.id, d.sz FROM json_each(?) AS j CROSS JOIN nodes_fts_docsize d ON d.id = j.value",
+        (json.dumps(rowids),),
+    )
+    return {r: sum(_varints(sz)) for r, sz in rows}

@@ -29,7 +29,7 @@ def check(db_path: str) -> tuple[list[str], str]:
         # The writer keeps the vectors of stale and superseded nodes on purpose (dedupe
         # compares against them, recall can name them); only a vector whose node is
         # gone or out of every index is damage.
-        for sql, problem in (
+        checks = [
             (
                 f"SELECT count(*) FROM nodes n WHERE {indexed} AND n.rowid NOT IN (SELECT d.id FROM nodes_fts_docsize d)",
                 "{} searchable nodes missing from the FTS index",
@@ -42,7 +42,16 @@ def check(db_path: str) -> tuple[list[str], str]:
                 f"SELECT count(*) FROM nodes_vec v WHERE v.node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})",
                 "{} vectors belong to purged or forgotten nodes",
             ),
-        ):
+        ]
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'defined'").fetchone():  # m009 on
+            checks.append(
+                (
+                    "SELECT count(DISTINCT d.node_rowid) FROM defined d"
+                    f" WHERE d.node_rowid NOT IN (SELECT n.rowid FROM nodes n WHERE {indexed})",
+                    "{} nodes out of the FTS index keep their definitions indexed",
+                )
+            )
+        for sql, problem in checks:
             found = db.execute(sql, iparams).fetchone()[0]
             if found:
                 problems.append(problem.format(found))

@@ -235,6 +235,52 @@ def search_fts(
         conn.execute("RELEASE search_fts")
 
 
+# A name defined in more rows than this (``__init__``, ``run``) is looked at in
+# its newest this many that pass the filters: each costs a row lookup and a
+# docsize lookup to rank, and its definitions are no answer to anything anyway.
+DEFINING_SCAN = 1000
+
+
+def defining(conn, names: list[str], filters: dict, limit: int) -> list[tuple[Node, float, None]]:
+    """(node, score, None) of the rows defining any of ``names`` (case folded:
+    the index of definitions, schema m009) that pass the filters, best first
+    by FTS5's BM25 of the phrases ``def name`` and ``class name`` as equally
+    rare ones, as their MATCH ranked before the index (a few rows, looked up:
+    that MATCH walked the doclists of "def" and "class" whatever the name)."""
+    where, params = _filters_sql(filters)
+    found: dict[int, list[int]] = {}
+    conn.execute("SAVEPOINT defining")  # one snapshot: the names, the sizes and the rows agree
+    try:
+        folded = list(dict.fromkeys(n.lower() for n in names))
+        for i, name in enumerate(folded):
+            rows = conn.execute(
+                "SELECT d.node_rowid, d.n FROM defined d CROSS JOIN nodes n ON n.rowid = d.node_rowid"
+                f" WHERE d.name = ? AND {where} ORDER BY d.node_rowid DESC LIMIT ?",
+                [name, *params, DEFINING_SCAN],
+            )
+            for rowid, count in rows:
+                found.setdefault(rowid, [0] * len(folded))[i] = count
+        if not found:
+            return []
+        n_rows, tokens = fts_index.averages(conn)
+        weights = [bm25.idf(n_rows, 1)] * len(folded)
+        sizes = fts_index.doc_sizes(conn, list(found))
+        ranked = sorted(
+            ((bm25.score(freqs, weights, sizes.get(r, 0), tokens / max(n_rows, 1)), r) for r, freqs in found.items()),
+            key=lambda p: (-p[0], p[1]),
+        )[:limit]
+        nodes = {
+            r[0]: _node(r[1:])
+            for r in conn.execute(
+                f"SELECT n.rowid, {_SELECT} FROM json_each(?) AS j CROSS JOIN nodes n ON n.rowid = j.value",
+                (json.dumps([r for _, r in ranked]),),
+            )
+        }
+        return [(nodes[r], score, None) for score, r in ranked if r in nodes]
+    finally:
+        conn.execute("RELEASE defining")
+
+
 # By rowid from the id list: CROSS JOIN keeps the planner from scanning the
 # status index instead (``rowid IN (json_each)`` did: 16 ms for 100 rows at 100k, 0.7 ms so).
 def _top_rowids(

@@ -264,6 +264,50 @@ def m008_fine_codes(db) -> None:
     """)
 
 
+@migration
+def m009_definitions(db) -> None:
+    # The names each indexed row defines (memtree.text.definitions), so a search
+    # for a symbol looks its definitions up: the FTS phrases "def name" OR "class
+    # name" walked the doclists of "def" and "class" (half a million rows each
+    # at a million) for every symbol queried. Its rows are the FTS index's, by
+    # m007's conditions. The names are read by a Python function, which a
+    # trigger cannot count on (any SQLite can write the file), so the triggers
+    # only queue a row (``defined_todo``) and drop its names; the writer reads
+    # the queue's before each COMMIT, and its deferred rows' at their own
+    # indexing (memtree.store.write.fts). A row's names are dropped on delete
+    # unconditionally: a row that had none deletes nothing.
+    from memtree.store import defined
+    from memtree.text import definitions
+
+    definitions.register(db)  # store/db.py gives it to every connection; this one may be bare
+    idx = sql_list(INDEXED)
+    kept = "NOT EXISTS (SELECT 1 FROM fts_defer WHERE mark < {}.rowid)"
+    db.execute(f"""
+    CREATE TABLE defined(
+        name TEXT NOT NULL,
+        node_rowid INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (name, node_rowid)
+    ) WITHOUT ROWID;
+    CREATE INDEX defined_node ON defined(node_rowid);
+    CREATE TABLE defined_todo(node_rowid INTEGER PRIMARY KEY);
+    CREATE TRIGGER defined_ins AFTER INSERT ON nodes WHEN new.status IN {idx} AND {kept.format("new")} BEGIN
+        INSERT OR IGNORE INTO defined_todo(node_rowid) VALUES (new.rowid);
+    END;
+    CREATE TRIGGER defined_del AFTER DELETE ON nodes BEGIN
+        DELETE FROM defined WHERE node_rowid = old.rowid;
+    END;
+    CREATE TRIGGER defined_upd AFTER UPDATE OF content, status ON nodes
+    WHEN (old.status IN {idx} OR new.status IN {idx}) AND ((old.status IN {idx}) IS NOT (new.status IN {idx})
+        OR new.content IS NOT old.content) AND {kept.format("new")} BEGIN
+        DELETE FROM defined WHERE node_rowid = old.rowid;
+        INSERT OR IGNORE INTO defined_todo(node_rowid) SELECT new.rowid WHERE new.status IN {idx};
+    END;
+    """)
+    where, params = status_clause("n", INDEXED)
+    defined.add_names(db, where, params)
+
+
 def migrate(db) -> list[str]:
     """Apply pending migrations; return the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -1,15 +1,20 @@
 """The writer's side of the FTS index: the rows of a batch indexed in one
-statement, and incremental merges a bounded step at a time.
+statement, the index of definitions kept beside it, and incremental merges a
+bounded step at a time.
 
 Deferred indexing: between ``defer`` (after BEGIN) and ``index_deferred``
 (before COMMIT) the FTS triggers leave alone every row inserted after the
 mark (schema m007), and ``index_deferred`` indexes those still in an indexed
-status, as they are at the end. FTS5 flushes its pending terms at each
-statement savepoint, and every trigger-firing insert opens one: a batch of
-n rows wrote n one-row segments; now it writes one. A rebuild of the whole index inside
-the transaction calls ``settle`` first (the deferred rows would be indexed
-twice); a merge or an optimize need not: a deferred row is not in the index
-yet, so nothing of it is left behind.
+status, as they are at the end, and the names they define. FTS5 flushes its
+pending terms at each statement savepoint, and every trigger-firing insert
+opens one: a batch of n rows wrote n one-row segments; now it writes one. A
+rebuild of the whole index inside the transaction calls ``settle`` first (the
+deferred rows would be indexed twice); a merge or an optimize need not: a
+deferred row is not in the index yet, so nothing of it is left behind.
+
+Definitions (schema m009): the names each indexed row defines, read by
+Python (memtree.text.definitions), so the triggers only queue a row;
+``index_queued_definitions`` reads the queue's before every COMMIT.
 
 Merges (``MergeFts``, sent by the pruner after its housekeeping when FTS5
 flushed segments since the index last settled: memtree.store.fts_index).
@@ -26,8 +31,10 @@ LSM tree; never the whole index, as 'optimize' does).
 
 from __future__ import annotations
 
+import json
+
 from memtree.errors import BadRequest
-from memtree.store import fts_index
+from memtree.store import defined, fts_index
 from memtree.store.live import ANY_STATUS, INDEXED, status_clause
 
 USERMERGE = 2  # segments on one level that the 'merge' command folds (FTS5's default: 4, as automerge)
@@ -52,6 +59,16 @@ def index_deferred(db) -> None:
         f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE n.rowid > ? AND {where}",
         [min(marks), *params],
     )
+    defined.add_names(db, f"n.rowid > ? AND {where}", [min(marks), *params])
+
+
+def index_queued_definitions(db) -> None:
+    """The names of the rows the triggers queued (schema m009) that are
+    still indexed, into the index of definitions: before every COMMIT."""
+    rowids = [r[0] for r in db.execute("DELETE FROM defined_todo RETURNING node_rowid")]
+    if rowids:
+        where, params = status_clause("n", INDEXED)
+        defined.add_names(db, f"n.rowid IN (SELECT value FROM json_each(?)) AND {where}", [json.dumps(rowids), *params])
 
 
 def settle(db) -> None:

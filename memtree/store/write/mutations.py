@@ -20,7 +20,7 @@ import orjson
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.gate import REDACTION_VERSION, redact_text, redact_value
 from memtree.ids import now_ms, ulid
-from memtree.store import uris
+from memtree.store import defined, uris
 from memtree.store.kinds import EDGE_KINDS, NODE_KINDS, ROOT_KINDS
 from memtree.store.live import ANY_STATUS, INDEXED, STATUSES, status_clause
 from memtree.store.write import forgetting, fts
@@ -469,8 +469,8 @@ def reclaim(tx: Tx, pages: int) -> dict:
 
 
 def rebuild_indexes(tx: Tx, reason: str) -> dict:
-    """Derived indexes from nodes: the FTS index holds exactly the indexed
-    statuses, and no vector outlives its node's indexed life. (The embed walker
+    """Derived indexes from nodes: the FTS index and the index of definitions
+    hold exactly the indexed statuses, and no vector outlives its node's indexed life. (The embed walker
     re-embeds live nodes that have none.)"""
     indexed, iparams = status_clause("n", INDEXED)
     fts.settle(tx.db)
@@ -480,6 +480,9 @@ def rebuild_indexes(tx: Tx, reason: str) -> dict:
         f" SELECT n.rowid, n.content, n.source_uri FROM nodes n WHERE {indexed}",
         iparams,
     )
+    tx.db.execute("DELETE FROM defined")
+    tx.db.execute("DELETE FROM defined_todo")
+    defined.add_names(tx.db, indexed, iparams)
     fts_rows = tx.db.execute(f"SELECT count(*) FROM nodes n WHERE {indexed}", iparams).fetchone()[0]
     # Vectors of stale and superseded nodes are kept on purpose (store/integrity.py).
     tx.db.execute(f"DELETE FROM nodes_vec WHERE node_id NOT IN (SELECT n.id FROM nodes n WHERE {indexed})", iparams)

@@ -215,10 +215,10 @@ def test_keyword_sql_on_pool_threads_and_connections_answers_as_it_does_inline(s
                     (c.node["id"], c.score, c.coverage) for c in inline.hits
                 ]
                 compared[mode] += bool(inline.hits)
-                # One job for the prose arm (hybrid), one for the definitions of a queried symbol.
-                assert len(asked) == (mode == "hybrid") + bool(search._symbol_phrases(query)), (mode, query)
+                # One job for the prose arm (hybrid); a queried symbol's definitions are looked up inline.
+                assert len(asked) == (mode == "hybrid"), (mode, query)
         assert compared["hybrid"] == 4 and compared["keyword"] >= 2, compared  # control: hits to compare
-        assert search._symbol_phrases("to_celsius")  # control: one query names a symbol
+        assert search._defined_names("to_celsius") == ["to_celsius"]  # control: one query names a symbol
         # The jobs asked for a connection from other threads, never this one.
         assert asked_from and threading.get_ident() not in asked_from
     finally:

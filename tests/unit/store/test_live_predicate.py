@@ -25,6 +25,7 @@ READ = re.compile(r"\bSELECT\b[\s\S]*?\b(?:FROM|JOIN)\s+(?:nodes|nodes_fts|edges
 ALLOW: dict[str, str] = {
     "memtree/store/reads.py::_snippet": "the snippet of one rowid its caller (search_fts, snippets) read under the predicate",
     "memtree/store/reads.py::doc_counts": "document frequencies for IDF weights: counts only, no node or content",
+    "memtree/store/defined.py::add_names": "the rows its callers select, under the predicate they pass",
     "memtree/store/vector_index.py::_load": "the first-pass cache holds every status as data (filtered per query"
     " as the SQL filters; vectors.knn reranks under the live predicate)",
     "memtree/store/vector_index.py::_sync": "the same cache's changes since its position, every status as data",
@@ -49,6 +50,7 @@ PINNED: dict[str, set] = {
     "memtree/store/reads.py::doc_counts": set(),
     "memtree/store/reads.py::_snippet": set(),
     "memtree/store/reads.py::file_chunks": {CALLER},
+    "memtree/store/reads.py::defining": {CALLER},
     "memtree/store/reads.py::edges_of": {CALLER},
     "memtree/store/reads.py::get_node": {CALLER},
     "memtree/store/reads.py::get_nodes": {CALLER},
@@ -105,6 +107,7 @@ PINNED: dict[str, set] = {
     "memtree/store/schema.py::m007_fts_deferred": {_I},
     "memtree/store/write/fts.py::defer": {ANY},
     "memtree/store/write/fts.py::index_deferred": {_I},
+    "memtree/store/defined.py::add_names": set(),
     "memtree/store/write/mutations.py::rebuild_indexes": {_I},
     "memtree/store/write/rescan.py::reredact": {_NF},
     "memtree/store/write/vectors.py::_text": {ANY},
