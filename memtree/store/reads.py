@@ -361,15 +361,20 @@ def ancestors(conn, node_id: str, max_depth: int = 64) -> list[Node]:
     return [_node(r) for r in rows]
 
 
-# Document frequencies in bounded time: a word is counted among the newest
-# DF_WINDOW indexed rows and scaled to the index; one seen there fewer than
-# DF_EXACT_BELOW times is counted over the whole index (a rare word's doclist is
-# short, and its IDF is the one that decides). Counting a word held by most
-# rows ("self", "file") over the whole index grew with the store. A phrase
+# Document frequencies in bounded time: a word is counted in a sample of
+# about DF_WINDOW indexed rows, DF_SPANS runs of rows spread evenly over the
+# index from its newest to its oldest, and scaled to the index; one seen
+# there fewer than DF_EXACT_BELOW times is counted over the whole index (a rare
+# word's doclist is short, and its IDF is the one that decides). Counting a
+# word held by most rows ("self", "file") over the whole index grew with the
+# store; counting it in the newest rows alone took their vocabulary for the
+# store's (the last session's captures: "list" 14k rows of a million, not
+# 136k, and its MATCH, thought bounded, scored ten times the rows). A phrase
 # (``is_phrase``) is never counted over the whole index: its doclist is its
-# tokens', intersected with their positions ("get_in": "get" and "in", 24 ms at
-# a million rows for its 199), and the search's MATCH walks it once anyway.
+# tokens', intersected with their positions ("get_in": "get" and "in", 24 ms
+# at a million rows for its 199), and the search's MATCH walks it once anyway.
 DF_WINDOW = 20_000
+DF_SPANS = 4
 DF_EXACT_BELOW = 64
 _TOKEN = re.compile(r"[^\W_]+")  # a run FTS5's unicode61 tokenizer keeps as one token
 
@@ -387,45 +392,53 @@ def is_phrase(word: str) -> bool:
 
 class Indexed:
     """What doc_counts read of the index: its rows (FTS5's own count: a pruned
-    store's highest rowid far overstates it), its lowest rowid, and the rowid
-    under its newest DF_WINDOW rows (``window``; lowest - 1 when the window
-    holds every row)."""
+    store's highest rowid far overstates it), its lowest and highest rowid,
+    the rowid spans ``(after, upto]`` sampled (none: every row counted) and
+    the rows in them."""
 
-    __slots__ = ("rows", "low", "window")
+    __slots__ = ("rows", "low", "high", "spans", "sampled")
 
-    def __init__(self, rows: int, low: int, window: int):
-        self.rows, self.low, self.window = rows, low, window
+    def __init__(self, rows: int, low: int, high: int, spans: list[tuple[int, int]], sampled: int):
+        self.rows, self.low, self.high, self.spans, self.sampled = rows, low, high, spans, sampled
 
 
 def _indexed(conn) -> Indexed:
     rows = fts_index.row_count(conn)
-    low = conn.execute("SELECT coalesce(min(id), 1) FROM nodes_fts_docsize").fetchone()[0]
-    window = low - 1
-    if rows > DF_WINDOW:
-        got = conn.execute(
-            "SELECT id FROM nodes_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?", (DF_WINDOW,)
-        ).fetchone()
-        window = got[0] if got else window
-    return Indexed(rows, low, window)
+    # Two subqueries: SQLite reads min() or max() off the b-tree only when it is a query's one aggregate.
+    low, high = conn.execute(
+        "SELECT coalesce((SELECT min(id) FROM nodes_fts_docsize), 1), coalesce((SELECT max(id) FROM nodes_fts_docsize), 0)"
+    ).fetchone()
+    if rows <= DF_WINDOW:
+        return Indexed(rows, low, high, [], rows)
+    # Each span holds about DF_WINDOW / DF_SPANS rows at the index's mean density,
+    # counted exactly (a pruned store's rowids are sparse, and not evenly so).
+    width = high - low + 1
+    span = max(1, width * DF_WINDOW // (DF_SPANS * rows))
+    spans = [(upto - span, upto) for upto in (high - i * width // DF_SPANS for i in range(DF_SPANS))]
+    sampled = sum(
+        conn.execute("SELECT count(*) FROM nodes_fts_docsize WHERE id > ? AND id <= ?", s).fetchone()[0] for s in spans
+    )
+    return Indexed(rows, low, high, spans if sampled else [], sampled)
 
 
 def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], Indexed]:
     """How many indexed nodes contain each word (exact in an index of up to
-    DF_WINDOW rows and for rare words, else estimated from the newest
-    DF_WINDOW; a phrase estimated so whatever its count, and never below 1),
-    and the index they were counted in: the IDF behind search's query-term
-    coverage and its common-word cut. Counts only."""
+    DF_WINDOW rows and for rare words, else estimated from a sample spread
+    over the index; a phrase estimated so whatever its count, and never
+    below 1), and the index they were counted in: the IDF behind search's
+    query-term coverage and its common-word cut. Counts only."""
     ix = _indexed(conn)
-    windowed = ix.window >= ix.low
+    in_spans = " + ".join(
+        ["(SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?1 AND rowid > ? AND rowid <= ?)"] * len(ix.spans)
+    )
+    bounds = [b for s in ix.spans for b in s]
     counts = {}
     for w in words:
         match = '"' + w.replace('"', '""') + '"'
-        if windowed:
-            seen = conn.execute(
-                "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ? AND rowid > ?", (match, ix.window)
-            ).fetchone()[0]
+        if ix.spans:
+            seen = conn.execute(f"SELECT {in_spans}", [match, *bounds]).fetchone()[0]
             if seen >= DF_EXACT_BELOW or is_phrase(w):
-                counts[w] = max(1, min(ix.rows, round(seen * ix.rows / DF_WINDOW)))
+                counts[w] = max(1, min(ix.rows, round(seen * ix.rows / ix.sampled)))
                 continue
         counts[w] = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]
     return counts, ix
@@ -433,16 +446,17 @@ def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], Indexed]:
 
 def rowid_under_newest(conn, ix: Indexed, k: int) -> int:
     """A rowid with about the ``k`` newest indexed rows above it: stepped to
-    in the index within the window (a pruned store's rowids are sparse: a span
-    of them says little about its rows), and below the window, where a step
-    per row would cost as much as counting, at the density of the rows there."""
+    in the index up to DF_WINDOW rows (a pruned store's rowids are sparse: a
+    span of them says little about its rows), and past that, where a step
+    per row would cost as much as counting, at the density of the rows below."""
     if k >= ix.rows:
         return ix.low - 1
-    if k <= DF_WINDOW:
-        got = conn.execute("SELECT id FROM nodes_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?", (k,)).fetchone()
-        return got[0] if got else ix.low - 1
-    below = ix.rows - DF_WINDOW  # rows at or under ix.window
-    return ix.window - (k - DF_WINDOW) * (ix.window - ix.low + 1) // below
+    step = min(k, DF_WINDOW)
+    got = conn.execute("SELECT id FROM nodes_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?", (step,)).fetchone()
+    if got is None:
+        return ix.low - 1
+    below = ix.rows - step  # rows at or under got[0]
+    return got[0] - (k - step) * (got[0] - ix.low + 1) // below
 
 
 def chunk_ids_by_start(conn, file_id: str) -> dict[int, str]:

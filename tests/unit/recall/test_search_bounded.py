@@ -266,3 +266,52 @@ def test_a_pruned_store_is_counted_by_its_rows_not_its_highest_rowid(pruned, mon
         assert _ids(search.keyword_candidates(conn, "sprocket", {}, n=1)) <= kept
     finally:
         conn.close()
+
+
+OLDER, NEWER = 300, 100  # rows of an earlier era, then the latest session's, unlike them
+
+
+@pytest.fixture(scope="module")
+def skewed(tmp_path_factory):
+    """A store whose newest rows are unlike the rest: the older notes all hold
+    "widget", the newest only one in ten."""
+    paths = make_paths(tmp_path_factory.mktemp("skewed"))
+    proc = start_writer(paths, make_config())
+    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    try:
+        for i in range(OLDER):
+            w.call(protocol.AddNode(kind="note", content=f"widget gear note {i}", status="live"))
+        for i in range(NEWER):
+            text = f"widget session note {i}" if i % 10 == 0 else f"session note {i}"
+            w.call(protocol.AddNode(kind="note", content=text, status="live"))
+        yield paths
+    finally:
+        w.close()
+        reap(proc)
+
+
+def test_estimates_sample_the_whole_index_not_its_newest_rows(skewed, monkeypatch):
+    """Counted in the newest rows alone, "widget" (310 of 400 rows) came out
+    at 40: the latest session's vocabulary taken for the store's, and every
+    bounded MATCH of it scored far more rows than its budget. Spread over
+    the index, the sample sees every era."""
+    conn = read_db(skewed)
+    try:
+        exact, ix = reads.doc_counts(conn, ["widget", "session", "gear"])
+        assert exact == {"widget": OLDER + NEWER // 10, "session": NEWER, "gear": OLDER} and ix.spans == []
+        monkeypatch.setattr(reads, "DF_WINDOW", 40)
+        monkeypatch.setattr(reads, "DF_EXACT_BELOW", 2)
+        est, ix = reads.doc_counts(conn, ["widget", "session", "gear"])
+        assert len(ix.spans) == reads.DF_SPANS and ix.spans[0][1] == ix.high
+        assert ix.sampled == sum(
+            conn.execute("SELECT count(*) FROM nodes_fts_docsize WHERE id > ? AND id <= ?", s).fetchone()[0]
+            for s in ix.spans
+        )
+        for word, truth in exact.items():
+            assert abs(est[word] - truth) <= 0.25 * truth, (word, est[word], truth)
+        # The newest rows alone (one span at the top): the skew this replaced (positive control).
+        monkeypatch.setattr(reads, "DF_SPANS", 1)
+        newest, _ = reads.doc_counts(conn, ["widget"])
+        assert newest["widget"] < 0.5 * exact["widget"]
+    finally:
+        conn.close()
