@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import zmq
@@ -11,7 +12,7 @@ from memtree.actors.base import ActorContext
 from memtree.errors import MemtreeError
 from memtree.runtime.client import Caller
 from memtree.store import db as store_db
-from tests.support import COLD_START_S, PYTHON, close_bound, deadline_ms, spawn, wait_until
+from tests.support import COLD_START_S, PYTHON, close_bound, deadline_ms, reap, spawn, wait_until
 
 
 def start_actor(paths, config, module: str, name: str, hb_endpoint: str | None = None, extra_env: dict | None = None):
@@ -35,6 +36,18 @@ def start_writer(paths, config, hb_endpoint: str | None = None):
     finally:
         caller.close()
     return proc
+
+
+@contextlib.contextmanager
+def running_writer(paths, config):
+    """A writer process on ``paths`` and a client of it, closed and reaped after."""
+    proc = start_writer(paths, config)
+    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    try:
+        yield caller
+    finally:
+        caller.close()
+        reap(proc)
 
 
 def _ping(caller: Caller, proc) -> bool:

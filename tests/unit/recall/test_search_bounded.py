@@ -9,11 +9,10 @@ import pytest
 
 from memtree import protocol
 from memtree.recall import search
-from memtree.runtime.client import Caller
 from memtree.store import bm25, reads
-from tests.support import deadline_ms, make_paths, reap
+from tests.support import make_paths
 from tests.support import test_config as make_config
-from tests.support.actor_procs import read_db, start_writer
+from tests.support.actor_procs import read_db, running_writer
 
 FILLERS = 160  # notes holding only the common word: over the budget of 3 candidates (150 rows)
 
@@ -21,9 +20,11 @@ FILLERS = 160  # notes holding only the common word: over the budget of 3 candid
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     paths = make_paths(tmp_path_factory.mktemp("bounded"))
-    proc = start_writer(paths, make_config())
-    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    with running_writer(paths, make_config()) as w:
+        yield paths, _bounded_rows(w)
 
+
+def _bounded_rows(w) -> dict[str, set[str]]:
     def add(content):
         return w.call(protocol.AddNode(kind="note", content=content, status="live"))["id"]
 
@@ -40,9 +41,7 @@ def store(tmp_path_factory):
     }
     stale = sorted(ids["widget_stale"])
     assert sorted(w.call(protocol.SetStatus(ids=stale, status="stale", reason="test"))["changed"]) == stale
-    yield paths, ids
-    w.close()
-    reap(proc)
+    return ids
 
 
 def _ids(rows) -> set[str]:
@@ -225,17 +224,12 @@ def pruned(tmp_path_factory):
     """A long-lived store's shape: most of its rows pruned, so its rowids run
     far past the rows its index holds."""
     paths = make_paths(tmp_path_factory.mktemp("pruned"))
-    proc = start_writer(paths, make_config())
-    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
-    try:
+    with running_writer(paths, make_config()) as w:
         add = lambda text: w.call(protocol.AddNode(kind="note", content=text, status="live"))["id"]  # noqa: E731
         old = [add(f"sprocket wheel note {i}") for i in range(PRUNED)]
         kept = {add(f"sprocket axle note {i}") for i in range(KEPT)}
         assert sorted(w.call(protocol.SetStatus(ids=old, status="dropped", reason="test"))["changed"]) == sorted(old)
         yield paths, kept
-    finally:
-        w.close()
-        reap(proc)
 
 
 def test_a_pruned_store_is_counted_by_its_rows_not_its_highest_rowid(pruned, monkeypatch):
@@ -276,18 +270,13 @@ def skewed(tmp_path_factory):
     """A store whose newest rows are unlike the rest: the older notes all hold
     "widget", the newest only one in ten."""
     paths = make_paths(tmp_path_factory.mktemp("skewed"))
-    proc = start_writer(paths, make_config())
-    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
-    try:
+    with running_writer(paths, make_config()) as w:
         for i in range(OLDER):
             w.call(protocol.AddNode(kind="note", content=f"widget gear note {i}", status="live"))
         for i in range(NEWER):
             text = f"widget session note {i}" if i % 10 == 0 else f"session note {i}"
             w.call(protocol.AddNode(kind="note", content=text, status="live"))
         yield paths
-    finally:
-        w.close()
-        reap(proc)
 
 
 def test_estimates_sample_the_whole_index_not_its_newest_rows(skewed, monkeypatch):

@@ -13,49 +13,16 @@ import pytest
 
 from memtree import protocol
 from memtree.recall import search
-from memtree.runtime.client import Caller
-from memtree.store import db as store_db
 from memtree.store import integrity, reads
 from memtree.store.live import INDEXED
 from memtree.store.schema import MIGRATIONS, migrate
-from memtree.store.write import fts, mutations
+from memtree.store.write import mutations
 from memtree.store.write.mutations import Tx
 from memtree.text import definitions
-from tests.support import deadline_ms, make_paths, reap
+from tests.support import make_paths
 from tests.support import test_config as make_config
-from tests.support.actor_procs import read_db, start_writer
-
-
-@pytest.fixture()
-def path(tmp_path):
-    return str(tmp_path / "store.db")
-
-
-@pytest.fixture()
-def db(path):
-    conn = store_db.open_write(path)
-    yield conn
-    conn.close()
-
-
-def insert(db, name: str, content: str, status: str = "live") -> None:
-    db.execute(
-        "INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
-        " VALUES (?, 'note', ?, ?, ?, 1, 1)",
-        (name, content, f"hash-{name}", status),
-    )
-
-
-def commit(db, work, deferred: bool = False) -> None:
-    """One transaction as the writer runs it (actors/writer.py _begin/_commit)."""
-    db.execute("BEGIN IMMEDIATE")
-    if deferred:
-        fts.defer(db)
-    work()
-    if deferred:
-        fts.index_deferred(db)
-    fts.index_queued_definitions(db)
-    db.execute("COMMIT")
+from tests.support.actor_procs import read_db, running_writer
+from tests.support.store_rows import insert, writer_tx
 
 
 def indexed(db) -> set[tuple[str, str, int]]:
@@ -84,7 +51,7 @@ def test_every_way_a_row_changes_leaves_the_index_exact(db, path):
         insert(db, "hidden", "def gamma(): pass", status="dropped")  # not indexed: no names
         insert(db, "prose", "nothing defined here")
 
-    commit(db, first)
+    writer_tx(db, first, deferred=False)
     assert indexed(db) == {("plain", "alpha", 1), ("plain", "beta", 1)}  # positive control, by hand
     assert indexed(db) == expected(db)
 
@@ -95,7 +62,7 @@ def test_every_way_a_row_changes_leaves_the_index_exact(db, path):
         db.execute("UPDATE nodes SET content = 'class Eta: pass' WHERE id = 'batch-rewritten'")
         db.execute("UPDATE nodes SET status = 'dropped' WHERE id = 'batch-dropped'")
 
-    commit(db, batch, deferred=True)
+    writer_tx(db, batch)
     assert {r for r in indexed(db) if r[0].startswith("batch")} == {
         ("batch-kept", "delta", 2),
         ("batch-rewritten", "eta", 1),
@@ -108,7 +75,7 @@ def test_every_way_a_row_changes_leaves_the_index_exact(db, path):
         db.execute("UPDATE nodes SET status = 'stale' WHERE id = 'batch-kept'")  # still indexed: delta stays
         db.execute("DELETE FROM nodes WHERE id = 'batch-rewritten'")  # eta gone
 
-    commit(db, changes)
+    writer_tx(db, changes, deferred=False)
     assert indexed(db) == {("plain", "theta", 1), ("hidden", "gamma", 1), ("batch-kept", "delta", 2)}
     assert indexed(db) == expected(db)
 
@@ -121,14 +88,14 @@ def test_every_way_a_row_changes_leaves_the_index_exact(db, path):
         bare.execute("UPDATE nodes SET content = 'def kappa(): pass' WHERE id = 'plain'")
     bare.close()
     assert ("plain", "theta", 1) not in indexed(db) and not {r for r in indexed(db) if r[0] == "bare"}
-    commit(db, lambda: None)
+    writer_tx(db, lambda: None, deferred=False)
     assert indexed(db) == expected(db) >= {("bare", "iota", 1), ("plain", "kappa", 1)}
     assert db.execute("SELECT count(*) FROM defined_todo").fetchone()[0] == 0
     assert integrity.check(path)[0] == []
 
 
 def test_damage_is_named_by_doctor_and_rebuilt_from_nodes(db, path):
-    commit(db, lambda: (insert(db, "a", "def lam(): pass"), insert(db, "b", "class Mu: pass")))
+    writer_tx(db, lambda: (insert(db, "a", "def lam(): pass"), insert(db, "b", "class Mu: pass")), deferred=False)
     with db:  # a stray name (its node out of the index) and a lost one
         db.execute("INSERT INTO defined(name, node_rowid, n) VALUES ('nu', 999, 1)")
         db.execute("DELETE FROM defined WHERE name = 'mu'")
@@ -161,13 +128,11 @@ def test_a_store_from_before_m009_gets_the_names_of_its_indexed_rows(tmp_path):
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     paths = make_paths(tmp_path_factory.mktemp("defining"))
-    proc = start_writer(paths, make_config())
-    w = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
+    with running_writer(paths, make_config()) as w:
 
-    def add(content):
-        return w.call(protocol.AddNode(kind="note", content=content, status="live"))["id"]
+        def add(content):
+            return w.call(protocol.AddNode(kind="note", content=content, status="live"))["id"]
 
-    try:
         ids = {
             "short": add("def get_in(keys, coll):\n    return coll"),
             "long": add("def get_in(path, cfg):\n" + "    x = step(x)\n" * 40),
@@ -181,9 +146,6 @@ def store(tmp_path_factory):
             ids["stale"]
         ]
         yield paths, ids, w
-    finally:
-        w.close()
-        reap(proc)
 
 
 def test_a_symbols_definitions_come_from_the_index_filtered_and_ranked_as_fts5_ranked_them(store):

@@ -4,33 +4,11 @@ alone would have made, whatever the transaction did to its own new rows."""
 
 from __future__ import annotations
 
-import pytest
-
-from memtree.store import db as store_db
 from memtree.store import fts_index, integrity
 from memtree.store.write import fts, mutations
 from memtree.store.write.mutations import Tx
 from tests.support import test_config as make_config
-
-
-@pytest.fixture()
-def path(tmp_path):
-    return str(tmp_path / "store.db")
-
-
-@pytest.fixture()
-def db(path):
-    conn = store_db.open_write(path)
-    yield conn
-    conn.close()
-
-
-def insert(db, name: str, content: str, status: str = "live") -> None:
-    db.execute(
-        "INSERT INTO nodes(id, kind, content, content_hash, status, created_at, updated_at)"
-        " VALUES (?, 'note', ?, ?, ?, 1, 1)",
-        (name, content, f"hash-{name}", status),
-    )
+from tests.support.store_rows import insert, writer_tx
 
 
 def matching(db, word: str) -> set[str]:
@@ -40,14 +18,6 @@ def matching(db, word: str) -> set[str]:
             "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid = f.rowid WHERE nodes_fts MATCH ?", (word,)
         )
     }
-
-
-def in_writer_tx(db, work) -> None:
-    db.execute("BEGIN IMMEDIATE")
-    fts.defer(db)
-    work()
-    fts.index_deferred(db)
-    db.execute("COMMIT")
 
 
 def test_new_rows_changed_within_the_transaction_are_indexed_as_they_end(db, path):
@@ -64,7 +34,7 @@ def test_new_rows_changed_within_the_transaction_are_indexed_as_they_end(db, pat
         db.execute("UPDATE nodes SET content = 'yak only now' WHERE id IN ('new-rewritten', 'old-rewritten')")
         db.execute("UPDATE nodes SET status = 'live' WHERE id = 'new-dropped'")  # out of every index, then back in
 
-    in_writer_tx(db, work)
+    writer_tx(db, work)
     assert matching(db, "zebra") == {"old-kept", "new-kept", "new-pending", "new-dropped"}
     assert matching(db, "yak") == {"old-rewritten", "new-rewritten"}
     assert integrity.check(path)[0] == []
@@ -80,7 +50,7 @@ def test_a_batch_of_rows_flushes_one_segment_and_without_deferring_one_each(db):
     def rows(prefix: str):
         return lambda: [insert(db, f"{prefix}{i}", f"alpaca row {i}") for i in range(40)]
 
-    deferred = segments_written(lambda: in_writer_tx(db, rows("d")))
+    deferred = segments_written(lambda: writer_tx(db, rows("d")))
 
     def plain():
         with db:  # a transaction of the triggers alone: another connection's writes
@@ -99,7 +69,7 @@ def test_a_rebuild_inside_a_deferring_transaction_indexes_each_row_once(db, path
         mutations.rebuild_indexes(Tx(db, make_config(), "test"), "test")
         insert(db, "late", "llama late")
 
-    in_writer_tx(db, work)
+    writer_tx(db, work)
     assert matching(db, "llama") == {"before", "early", "late"}
     assert db.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0] == 3
     assert integrity.check(path)[0] == []

@@ -8,19 +8,11 @@ from memtree import protocol
 from memtree.capture.ingest import Plan, Skip
 from memtree.errors import BadRequest, NotFound, Refused
 from memtree.ids import now_ms
-from memtree.store import db as store_db
 from memtree.store.write import captures, mutations
 from memtree.store.write.mutations import Tx
 from tests.support import test_config as make_config
 
 SECRET = "AKIAIOSFODNN7EXAMPLE"
-
-
-@pytest.fixture()
-def db(tmp_path):
-    conn = store_db.open_write(str(tmp_path / "store.db"))
-    yield conn
-    conn.close()
 
 
 def tx(db, config=None, actor="test", at=None) -> Tx:
