@@ -119,6 +119,11 @@ class Candidate:
     # attributes set once, where a cached_property took a lock on every read.
     path: str = field(init=False, default="")
     symbol: str | None = field(init=False, default=None)
+    # What the query finds in the chunk (Scorer.prepare): its terms with where
+    # each first yields, those of its head (None: not looked for), its definition bonus.
+    found: dict | None = field(init=False, default=None)
+    head: set | None = field(init=False, default=None)
+    defined: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
         raw = self.node.get("metadata")
@@ -382,6 +387,72 @@ def head_terms(c: Candidate, content: str, first: dict[str, int]) -> set[str]:
     return out
 
 
+class Scorer:
+    """One query's scoring: what it asks (its terms, the symbols whose
+    definitions win, whether it is prose) worked out once; ``prepare`` reads
+    each candidate's text for what the query finds in it (the costly part,
+    and independent of the IDF and the fused score, so a hybrid search runs
+    it for the semantic candidates while its keyword arm is still in SQLite);
+    ``score`` combines those with the IDF weights and the retrieval score."""
+
+    def __init__(self, query: str):
+        self.query = query
+        self.q_terms = terms(content_query(query))
+        self.names, self.def_boost = queried_symbols(query)
+        self.symbol_query = is_symbol_query(query)
+        self.asks_tests = "test" in query.lower()
+        self.words = set(self.q_terms)
+        self.prose = not self.symbol_query and len(self.words) > 1
+        self.want = _wanted(self.q_terms)
+
+    def prepare(self, cands) -> None:
+        """Each candidate's query terms, those of its head (prose queries)
+        and its definition bonus, once (a candidate prepared before is skipped)."""
+        names, want = self.names, self.want
+        for c in cands:
+            if c.found is not None:
+                continue
+            content = c.node.get("content") or ""
+            found = _first_yields(content + " " + (c.symbol or "") + " " + c.path, want)  # the chunk's terms
+            # The head is part of the chunk: it holds none of the words the chunk lacks.
+            c.head = head_terms(c, content, found) if self.prose and found else None
+            c.defined = (
+                self.def_boost
+                * (STEM_FACTOR if _stem_matches(c.path, names) else 1.0)
+                * _qualified(c, self.query, self.symbol_query)
+                if names and defines(c, names)
+                else 0.0
+            )
+            c.found = found
+
+    def score(self, cands: list[Candidate], idf: dict[str, float], similarity_weight: float | None = None) -> None:
+        """Set ``coverage`` and ``score`` on each candidate (in place); see ``score``."""
+        self.prepare(cands)
+        sim_weight = SIMILARITY_WEIGHT if similarity_weight is None else similarity_weight
+        words, prose = self.words, self.prose
+        by_path: dict[str, tuple[float, float]] = {}  # path -> (its boost, its test factor): chunks share files
+        weights = Weights(self.q_terms, idf)
+        for c in cands:
+            c.coverage = weights.coverage(c.found)
+            s = c.base * (0.25 + 0.75 * c.coverage)
+            if c.similarity is not None and c.similarity > 0:
+                s += sim_weight * c.similarity**2
+            if c.head is not None:
+                s += HEAD_WEIGHT * weights.coverage(c.head) ** 2
+            if c.defined:
+                s += c.defined
+            path = c.path
+            per_path = by_path.get(path)
+            if per_path is None:
+                boost = PATH_BOOST * _path_hits(words, _path_words(path)) / len(words) if prose else 0.0
+                per_path = by_path[path] = (
+                    boost,
+                    TEST_PENALTY if not self.asks_tests and _TEST_PATH.search(path) else 1.0,
+                )
+            c.score = (s + per_path[0]) * per_path[1]
+        _file_coherence(cands)
+
+
 def score(cands: list[Candidate], query: str, idf: dict[str, float], similarity_weight: float | None = None) -> None:
     """Set ``coverage`` and ``score`` on each candidate (in place). Coverage
     weighs in every mode: for semantic search it lifted NDCG@10 from 0.81 to
@@ -389,34 +460,7 @@ def score(cands: list[Candidate], query: str, idf: dict[str, float], similarity_
     scales all of them alike, so meaning alone decides. A candidate the
     semantic arm found also gains ``similarity_weight`` (SIMILARITY_WEIGHT)
     times its cosine similarity squared."""
-    sim_weight = SIMILARITY_WEIGHT if similarity_weight is None else similarity_weight
-    q_terms = terms(content_query(query))
-    names, def_boost = queried_symbols(query)
-    symbol_query = is_symbol_query(query)
-    asks_tests = "test" in query.lower()
-    words = set(q_terms)
-    prose = not symbol_query and len(words) > 1
-    by_path: dict[str, tuple[float, float]] = {}  # path -> (its boost, its test factor): chunks share files
-    weights = Weights(q_terms, idf)
-    want = _wanted(q_terms)
-    for c in cands:
-        content = c.node.get("content") or ""
-        found = _first_yields(content + " " + (c.symbol or "") + " " + c.path, want)  # the chunk's terms
-        c.coverage = weights.coverage(found)
-        s = c.base * (0.25 + 0.75 * c.coverage)
-        if c.similarity is not None and c.similarity > 0:
-            s += sim_weight * c.similarity**2
-        if prose and found:  # the head is part of the chunk: it holds none of the words the chunk lacks
-            s += HEAD_WEIGHT * weights.coverage(head_terms(c, content, found)) ** 2
-        path = c.path
-        if names and defines(c, names):
-            s += def_boost * (STEM_FACTOR if _stem_matches(path, names) else 1.0) * _qualified(c, query, symbol_query)
-        per_path = by_path.get(path)
-        if per_path is None:
-            boost = PATH_BOOST * _path_hits(words, _path_words(path)) / len(words) if prose else 0.0
-            per_path = by_path[path] = (boost, TEST_PENALTY if not asks_tests and _TEST_PATH.search(path) else 1.0)
-        c.score = (s + per_path[0]) * per_path[1]
-    _file_coherence(cands)
+    Scorer(query).score(cands, idf, similarity_weight)
 
 
 def _file_coherence(cands: list[Candidate]) -> None:

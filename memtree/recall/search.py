@@ -404,15 +404,23 @@ def _idf(conn, query: str, memo: dict | None = None) -> dict[str, float]:
     return {t: by_word.get(w, 0.0) for t, w in surface.items()}
 
 
-def fuse(kw_rows, sem_rows, semantic_weight: float = SEMANTIC_WEIGHT) -> list[ranking.Candidate]:
+def fuse(
+    kw_rows, sem_rows, semantic_weight: float = SEMANTIC_WEIGHT, made: dict | None = None
+) -> list[ranking.Candidate]:
     """Reciprocal Rank Fusion (k=60) of keyword and semantic candidates, a
     semantic rank counting ``semantic_weight`` times a keyword one; ``base``
-    is the fused score over the best one's."""
+    is the fused score over the best one's. ``made``: the semantic rows'
+    candidates by id, made (and prepared) before the keyword rows came."""
+    made = made or {}
     cands: dict[str, ranking.Candidate] = {}
     for rank, (node, _score, snip) in enumerate(kw_rows, 1):
-        cands[node["id"]] = ranking.Candidate(node, 0.0, snip, keyword_rank=rank)
+        c = made.get(node["id"])
+        if c is None or c.node != node:  # the other arm read the row in another snapshot: as it is here
+            c = ranking.Candidate(node, 0.0)
+        c.snippet, c.keyword_rank = snip, rank
+        cands[node["id"]] = c
     for rank, (node, sim) in enumerate(sem_rows, 1):
-        c = cands.get(node["id"]) or cands.setdefault(node["id"], ranking.Candidate(node, 0.0))
+        c = cands.get(node["id"]) or cands.setdefault(node["id"], made.get(node["id"]) or ranking.Candidate(node, 0.0))
         c.semantic_rank, c.similarity = rank, sim
     for c in cands.values():
         c.base = (1.0 / (RRF_K + c.keyword_rank) if c.keyword_rank is not None else 0.0) + (
@@ -534,17 +542,22 @@ def run(
             if mode == "semantic":
                 raise
             mode, degraded = "keyword", f"hybrid degraded to keyword: {e.message}"
+    # The semantic candidates' text is read for the query (the costly part of
+    # ranking) while the keyword arm may still be in SQLite on its thread.
+    scorer = ranking.Scorer(query)
+    made = {node["id"]: ranking.Candidate(node, 0.0) for node, _ in sem_rows}
+    scorer.prepare(made.values())
     kw_rows = []
     if mode != "semantic":
         prose = prose_job.result() if prose_job is not None else prose_candidates(conn, query, filters, memo=memo)
         kw_rows = with_defining(prose, defining_candidates(conn, query, filters))
     if mode == "hybrid":
-        cands = fuse(kw_rows, sem_rows, SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
+        cands = fuse(kw_rows, sem_rows, SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight, made)
     elif mode == "semantic":
-        cands = fuse([], sem_rows)
+        cands = fuse([], sem_rows, made=made)
     else:
         cands = _normalised(kw_rows, lambda r: r[1])
-    ranking.score(cands, query, _idf(conn, query, memo), similarity_weight)
+    scorer.score(cands, _idf(conn, query, memo), similarity_weight)
     hits = ranking.select(cands, limit, group_files)
     ev = evidence(hits, sem_rows)
     model = query_vector and query_vector.get("model") if mode != "keyword" else None

@@ -304,3 +304,41 @@ def test_estimates_sample_the_whole_index_not_its_newest_rows(skewed, monkeypatc
         assert newest["widget"] < 0.5 * exact["widget"]
     finally:
         conn.close()
+
+
+def test_the_sampled_rows_are_counted_again_after_every_write(tmp_path, monkeypatch):
+    """The rows in the sampled spans are kept between searches (reads._SAMPLED)
+    and counted again once a write moved the index: each estimate's scale is
+    the rows its spans hold now, after added rows and after rows left it."""
+    monkeypatch.setattr(reads, "DF_WINDOW", 40)
+    paths = make_paths(tmp_path)
+
+    def recount(conn, ix) -> int:
+        sql = "SELECT count(*) FROM nodes_fts_docsize WHERE id > ? AND id <= ?"
+        return sum(conn.execute(sql, s).fetchone()[0] for s in ix.spans)
+
+    with running_writer(paths, make_config()) as w:
+        ids = [
+            w.call(protocol.AddNode(kind="note", content=f"sprocket note {i}", status="live"))["id"] for i in range(90)
+        ]
+        conn = read_db(paths)
+        try:
+            _, first = reads.doc_counts(conn, ["sprocket"])
+            assert first.spans and first.sampled == recount(conn, first)
+            _, again = reads.doc_counts(conn, ["sprocket"])  # no write: the same spans, kept
+            assert (again.spans, again.sampled) == (first.spans, first.sampled)
+            ids += [
+                w.call(protocol.AddNode(kind="note", content=f"gear note {i}", status="live"))["id"] for i in range(30)
+            ]
+            _, grown = reads.doc_counts(conn, ["sprocket"])
+            assert grown.rows == 120 and grown.spans != first.spans and grown.sampled == recount(conn, grown)
+            gone = ids[80:-1]  # the newest rows but one leave the index, as pruning takes them
+            assert sorted(w.call(protocol.SetStatus(ids=gone, status="dropped", reason="test"))["changed"]) == sorted(
+                gone
+            )
+            counts, pruned = reads.doc_counts(conn, ["sprocket"])
+            assert pruned.rows == 81 and pruned.sampled == recount(conn, pruned)
+            assert pruned.sampled != grown.sampled  # the spans' rows changed: kept, the count would be stale
+            assert abs(counts["sprocket"] - 80) <= 0.25 * 80  # 80 of the 81 rows hold it
+        finally:
+            conn.close()

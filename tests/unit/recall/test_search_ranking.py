@@ -229,6 +229,61 @@ def test_a_chunks_head_terms_are_those_a_scan_of_its_head_finds():
     assert checked > 1000 and differs > 500  # positive controls: heads hold some terms, and not every one
 
 
+def test_semantic_candidates_prepared_before_the_keyword_rows_score_as_candidates_made_after():
+    """A hybrid search reads its semantic candidates' text for the query while
+    the keyword arm is still running (ranking.Scorer.prepare, search.run), and
+    the fusion reuses those candidates: every score, coverage and order must
+    be what scoring the fused candidates afresh gives. A keyword row read in
+    another snapshot than the semantic one (its text rewritten meanwhile) is
+    scored on the keyword row, as before."""
+    import random
+
+    from memtree.recall import ranking
+
+    rng = random.Random(5)
+    vocab = ["parse_interval", "retry", "Scheduler", "timeout", "cache", "expire", "test", "job", "run", "def", "class"]
+
+    def node(i: int) -> dict:
+        lines = [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 5))]
+        if rng.random() < 0.4:
+            lines.insert(0, f'def {rng.choice(vocab)}(x):\n    """{" ".join(rng.sample(vocab, 3))}"""')
+        path = rng.choice(["pkg/sched.py", "pkg/cache.py", "tests/test_job.py", "pkg/retry_util.py"])
+        return {"id": f"n{i:03d}", "content": "\n".join(lines), "metadata": {"path": path}}
+
+    checked = rewritten = 0
+    for _ in range(200):
+        query = rng.choice(["parse_interval", "Scheduler.run", "retry", " ".join(rng.sample(vocab, 4))])
+        nodes = [node(i) for i in range(30)]
+        sem_rows = [(n, rng.uniform(0.1, 0.9)) for n in rng.sample(nodes, 18)]
+        kw_rows = [(dict(n), rng.uniform(1, 9), None) for n in rng.sample(nodes, 18)]
+        for row in kw_rows[:2]:  # the same id, another snapshot's text
+            row[0]["content"] += "\nretry timeout"
+        idf = {t: rng.uniform(0.5, 4.0) for t in ranking.terms(" ".join(vocab))}
+
+        fresh = search.fuse(kw_rows, sem_rows)
+        ranking.Scorer(query).score(fresh, idf)
+        scorer = ranking.Scorer(query)
+        made = {n["id"]: ranking.Candidate(n, 0.0) for n, _ in sem_rows}
+        scorer.prepare(made.values())
+        reused = search.fuse(kw_rows, sem_rows, made=made)
+        scorer.score(reused, idf)
+
+        def seen(cands):
+            return [
+                (c.node["id"], c.node["content"], c.score, c.coverage, c.keyword_rank, c.semantic_rank) for c in cands
+            ]
+
+        assert seen(reused) == seen(fresh)
+        assert [c.node["id"] for c in ranking.select(reused, 10)] == [c.node["id"] for c in ranking.select(fresh, 10)]
+        by_id = {c.node["id"]: c for c in reused}
+        for n, _, _ in kw_rows[:2]:
+            if n["id"] in made:  # positive control: the made candidate held the other text
+                assert by_id[n["id"]] is not made[n["id"]] and by_id[n["id"]].node["content"] == n["content"]
+                rewritten += 1
+        checked += sum(1 for c in reused if c.node["id"] in made and by_id[c.node["id"]] is made[c.node["id"]])
+    assert checked > 1000 and rewritten > 50
+
+
 def test_keyword_hits_carry_their_fts_snippet(store, conn):
     """Candidates come without snippets; the hits kept get theirs, for the
     query's words (looked up after ranking, for the hits only)."""
