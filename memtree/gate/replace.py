@@ -85,6 +85,7 @@ def reference(m: re.Match, group) -> bool:
     )
 
 
+BLOCK_INDICATOR = Lazy(r"[|>][+\-]?[0-9]?")
 _TEMPLATES = ("{{", "${", "<%", "#{", "%(", "$(")
 _LEAD = Lazy(r"[\w$.]*")
 # A variable-like name (no digit) closing an argument: ``token=token,``, ``secret=secret_name)``.
@@ -171,6 +172,8 @@ def keyed(rule, tags: set):
         v = m.group("v")
         if v[0] in "$<%*[{" or v.startswith("!") or v.lower() in NOT_VALUES or any(c in v for c in "()[]{}"):
             return m.group(0)
+        if BLOCK_INDICATOR.rx().fullmatch(v):
+            return m.group(0)  # `password: |-`: the value is the block under it (its own rule)
         if not m.group("q") and reference(m, "v"):
             return m.group(0)
         if not m.group("q") and m.group("sep") == "=" and (m.group("sp1") or m.group("sp2")):
@@ -202,5 +205,15 @@ def make(rule, tags: set):
         tags.add("secret_value")
         s, e = m.span(g)
         return m.group(0)[: s - m.start()] + SECRET + m.group(0)[s - m.start() + len(v) :]
+
+    return repl
+
+
+def block(rule, tags: set):
+    """A block of lines (group ``v``): one label, its newlines kept."""
+
+    def repl(m):
+        tags.add("secret_value")
+        return put(m, "v", keep_lines(SECRET, m.group("v")))
 
     return repl

@@ -27,6 +27,7 @@ from memtree.gate.patterns import (
     NB,
     NEAR_HINTS,
     NEAR_WORDS,
+    SECRET_NAME,
     SECRETISH,
     STRONG,
     STRONG_HINTS,
@@ -37,7 +38,9 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
-REDACTION_VERSION = 3  # 3: glued -p'x', build-file assignments, more token formats, name/value pairs, references kept
+REDACTION_VERSION = (
+    4  # 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', build files, ...
+)
 
 
 class Rule:
@@ -364,6 +367,63 @@ RULES = [
         NAMED_HINTS,
         ops=("||", "??", " or ", "${"),
         replace=rp.value,
+    ),
+    # The same secret-named keys in the other syntaxes a tool's output shows them in.
+    # JSON inside a JSON string, at any depth: \"db_password\": \"x\" (aws secretsmanager's SecretString).
+    Rule(
+        "secret_value",
+        r"(?i)(?P<bs>\\+)\"" + SECRET_NAME + r"(?P=bs)\"[ \t]*:[ \t]*(?P=bs)\""
+        r"(?P<v>(?!\[REDACTED)[^\"\\\n]{2,})(?P=bs)\"",
+        NAMED_HINTS,
+        lines=r'\\"',
+        replace=rp.value,
+    ),
+    # A subscript assigned a literal: os.environ["API_KEY"] = "x", settings['db_password'] = 'x'.
+    Rule(
+        "secret_value",
+        r"(?i)\[[ \t]*(?P<kq>[\"'])" + SECRET_NAME + r"(?P=kq)[ \t]*\][ \t]*(?::|\|\||\?\?)?=[ \t]*"
+        r"(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
+        NAMED_HINTS,
+        lines=r"\][ \t]*(?::|\|\||\?\?)?=",
+        replace=rp.value,
+    ),
+    # XML: <db_password>x</db_password> (Maven settings, .NET, plists), key="API_KEY" value="x".
+    Rule(
+        "secret_value",
+        r"(?i)<(?P<tag>" + SECRET_NAME + r")(?:[ \t][^<>\n]*)?>(?P<v>(?!\[REDACTED)[^<>\n]{2,}?)</(?P=tag)[ \t]*>",
+        NAMED_HINTS,
+        lines="</",
+        replace=rp.value,
+    ),
+    Rule(
+        "secret_value",
+        r"(?i)\b(?:key|name)[ \t]*=[ \t]*(?P<kq>[\"'])" + SECRET_NAME + r"(?P=kq)[ \t]+value[ \t]*=[ \t]*"
+        r"(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
+        NAMED_HINTS,
+        lines=r"(?i)value[ \t]*=",
+        replace=rp.value,
+    ),
+    # A secret-named UPPER_CASE name, another separator, a credential-shaped value:
+    # fish's `set -gx X v`, `X -> v`, `| X | v |`, tab-separated. Shaped like one (SECRETISH),
+    # so `| GITHUB_TOKEN | required |` is prose.
+    Rule(
+        "secret_value",
+        r"(?<![A-Za-z0-9_$])(?:[A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_KEY|"
+        r"PRIVATE_KEY|SECRET_KEY|MASTER_KEY|AUTH|CREDENTIALS?|SALT)S?(?![A-Za-z0-9_])"
+        r"[ \t|:>\-]*[ \t][ \t|:>\-]*[\"']?(?P<v>(?!\[REDACTED|\$)" + SECRETISH + r")",
+        NAMED_HINTS,
+        lines=r"(?:TOKEN|SECRET|PASS(?:WORD|WD)?|PWD|KEY|AUTH|CREDENTIALS?|SALT)S?[ \t|:>\-]*[ \t]",
+        replace=rp.value,
+    ),
+    # A YAML block scalar: `db_password: |` and the indented lines under it.
+    Rule(
+        "secret_value",
+        r"(?i)" + NAMED + r"s?[\"']?[ \t]*:[ \t]*[|>][+\-]?[0-9]?[ \t]*\n(?P<ind>[ \t]+)"
+        r"(?P<v>(?!\[REDACTED)[^\n]+(?:\n(?P=ind)[^\n]+)*)",
+        NAMED_HINTS,
+        starts=NAMED_FLAT + r"s?[\"']?[ \t]*:[ \t]*[|>]",
+        lits=NAMED_LITS,
+        replace=rp.block,
     ),
 ]
 

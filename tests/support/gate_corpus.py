@@ -124,6 +124,18 @@ RULE_PIECES = [
     "f(",
     ")",
     ",",
+    # the syntaxes of REDACTION_VERSION 4: escaped JSON, subscripts, XML, other separators, YAML blocks
+    '\\"db_password\\": \\"',
+    '\\"',
+    '["API_KEY"] = "',
+    "<db_password>",
+    "</db_password>",
+    '<add key="APP_SECRET" value="',
+    "set -gx GH_TOKEN ",
+    " -> ",
+    "| ",
+    "db_password: |\n    ",
+    "token: >-\n  ",
 ]
 TEXT_TOKENS = RULE_PIECES + [
     "gho_",

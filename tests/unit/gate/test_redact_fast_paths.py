@@ -19,6 +19,7 @@ import pytest
 from memtree.gate import engine as e
 from memtree.gate import replace as rp
 from memtree.gate.rules import BASE64, KEY_LINE, NAMED, RULES, named_pair_trigger
+from tests.support import leak_variants
 from tests.support.gate_corpus import RULE_PIECES
 from tests.support.leaky_cases import load_cases
 
@@ -132,6 +133,23 @@ def test_fallback_lines_found_by_find_are_the_lines_a_loop_visits():
     assert changed > 20
 
 
+LINE_RULES = [rule for rule in RULES if rule.lines is not None]
+
+
+@pytest.mark.parametrize("rule", LINE_RULES, ids=[f"{i}-{r.tag}" for i, r in enumerate(LINE_RULES)])
+def test_rules_tried_on_their_trigger_lines_match_a_sub_over_the_whole_text(rule):
+    """A rule with ``lines`` is tried only on the lines holding its trigger: every
+    match must hold it, on one line (the generated variants reach the newer ones)."""
+    azure = [f"AZURE_CLIENT_SECRET: Ab{i}8Q~{'x7Yz' * 8}{i}\nnext line" for i in range(5)]  # none in the fixture
+    texts = TEXTS + [c["text"] for c in leak_variants.cases(per=1)] + leak_variants.BENIGN + azure
+    hits = 0
+    for text in texts:
+        expect = rule.pattern.rx().sub(lambda m: "<" + m.group(0)[::-1] + ">", text)
+        assert e.on_hit_lines(rule.pattern, rule.lines, text, lambda m: "<" + m.group(0)[::-1] + ">") == expect, text
+        hits += expect != text
+    assert hits > 3
+
+
 @pytest.mark.parametrize("lazy", [KEY_LINE, BASE64], ids=["key_line", "base64"])
 def test_base64_rules_on_run_lines_match_a_sub_over_the_whole_text(lazy):
     hits = 0
@@ -166,7 +184,7 @@ IDS = [f"{i}-{rule.tag}" for i, rule in enumerate(WORD_RULES)]
 
 
 def test_the_word_rules_with_literal_starts_are_all_checked():
-    assert len(WORD_RULES) == 7
+    assert len(WORD_RULES) == 8
 
 
 @pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)

@@ -1,0 +1,118 @@
+"""Generated leak variants: every kind of secret in every syntax a tool's output
+shows a secret-named key in, plus look-alikes in the same syntaxes that must
+stay as they are. Seeded, so a failure names a reproducible case.
+
+The fixture (tests/support/leaky_cases.py) names the classes; this crosses
+them: a class that is redacted as ``NAME=value`` must be redacted as
+``os.environ["NAME"] = "value"``, ``<name>value</name>``, JSON inside a JSON
+string, ``set -gx NAME value``, a table row or a YAML block too. A value
+with no name beside it (a bare hex string) is no case here: nothing tells it
+from a hash.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+
+_AN = string.ascii_letters + string.digits
+_HEX = "0123456789abcdef"
+
+
+def _secrets(r: random.Random) -> dict:
+    """Kind -> (the variable name it is kept under, a generator of one)."""
+
+    def rs(n: int, alpha: str = _AN) -> str:
+        return "".join(r.choice(alpha) for _ in range(n))
+
+    return {
+        "aws_secret": ("AWS_SECRET_ACCESS_KEY", lambda: rs(40, _AN + "+/")),
+        "password": ("DB_PASSWORD", lambda: rs(6) + "!" + rs(6, string.digits) + "#" + rs(4)),
+        "hex_secret": ("APP_SECRET", lambda: rs(32, _HEX)),
+        "auth_token": ("TWILIO_AUTH_TOKEN", lambda: rs(32, _HEX)),
+        "api_key": ("PAYMENTS_API_KEY", lambda: rs(8, _HEX) + "-" + rs(4, _HEX) + "-" + rs(12, _HEX)),
+        "github_token": ("GITHUB_TOKEN", lambda: "ghp_" + rs(36)),
+        "client_secret": ("OAUTH_CLIENT_SECRET", lambda: rs(24, _AN + "_-") + rs(3, string.digits)),
+    }
+
+
+def _lower(name: str) -> str:
+    return name.lower()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.lower().split("_")
+    return head + "".join(w.title() for w in rest)
+
+
+# Syntax -> a line (or lines) holding NAME and its value.
+SYNTAXES = {
+    "env": lambda k, v: f"{k}={v}",
+    "json": lambda k, v: json.dumps({_lower(k): v}),
+    "json_in_json": lambda k, v: json.dumps(json.dumps({"user": "app", _lower(k): v})),
+    "json_in_json_in_json": lambda k, v: json.dumps(json.dumps(json.dumps({_lower(k): v}))),
+    "secretsmanager": lambda k, v: json.dumps(
+        {"Name": "prod/app", "SecretString": json.dumps({"username": "app", _camel(k): v})}, indent=4
+    ),
+    "subscript_double": lambda k, v: f'os.environ["{k}"] = "{v}"',
+    "subscript_single": lambda k, v: f"settings['{_lower(k)}'] = '{v}'",
+    "subscript_default": lambda k, v: f'config["{_lower(k)}"] ||= "{v}"',
+    "xml_element": lambda k, v: f"<{_lower(k)}>{v}</{_lower(k)}>",
+    "xml_element_upper": lambda k, v: f"  <{k}>{v}</{k}>",
+    "xml_attributes": lambda k, v: f'<add key="{k}" value="{v}" />',
+    "xml_name_value": lambda k, v: f'<env name="{k}" value="{v}"/>',
+    "fish_set": lambda k, v: f"set -gx {k} {v}",
+    "arrow": lambda k, v: f"{k} -> {v}",
+    "table_row": lambda k, v: f"| {k} | {v} |",
+    "tab_separated": lambda k, v: f"{k}\t{v}",
+    "yaml": lambda k, v: f"  {_lower(k)}: {v}",
+    "yaml_block": lambda k, v: f"stringData:\n  {_lower(k)}: |\n    {v}\n  other: 1",
+    "yaml_folded": lambda k, v: f"  {_lower(k)}: >-\n    {v}",
+    "toml": lambda k, v: f'{_lower(k)} = "{v}"',
+    "docker_env": lambda k, v: f"docker run -e {k}={v} app:latest",
+}
+
+# Look-alikes in the same syntaxes: not secret-named, a reference, a placeholder,
+# or prose. Each must come back unchanged.
+BENIGN = [
+    'os.environ["DB_PASSWORD"] = os.environ["PG_PASS_FROM_VAULT"]',
+    "settings['password_min_length'] = '12'",
+    'cfg["token_count"] = "4096"',
+    "<token_count>4096</token_count>",
+    "<password>${env.DB_PASSWORD}</password>",
+    '<add key="PageSize" value="50" />',
+    "| GITHUB_TOKEN | required | a personal access token with repo scope |",
+    "| SECRET_KEY | Django's signing key, 50 characters |",
+    "set -gx EDITOR vim",
+    "TOKEN -> IDENT",
+    json.dumps(json.dumps({"username": "app", "host": "db.internal", "port": 5432})),
+    "  description: |\n    Rotates the 2024 credentials nightly.\n    See runbook_42.",
+    "API_KEY -> ${API_KEY}",
+    "\t".join(["PASSWORD_POLICY", "strict"]),
+]
+
+
+def cases(seed: int = 19, per: int = 3) -> list[dict]:
+    """Every kind of secret in every syntax, ``per`` times each: ``{id, text, secret}``."""
+    r = random.Random(seed)
+    out = []
+    for kind, (name, make) in _secrets(r).items():
+        for syntax, line in SYNTAXES.items():
+            for i in range(per):
+                secret = make()
+                out.append(
+                    {
+                        "id": f"{kind}/{syntax}/{i}",
+                        "text": f"$ tool --show\n{line(name, secret)}\ndone",
+                        "secret": secret,
+                    }
+                )
+    return out
+
+
+def leaked(redacted: str, secret: str) -> bool:
+    """Whether any 12 characters of ``secret`` in a row survived (its base64 too)."""
+    forms = [secret, base64.b64encode(secret.encode()).decode()]
+    return any(f[i : i + 12] in redacted for f in forms for i in range(0, max(1, len(f) - 11)))

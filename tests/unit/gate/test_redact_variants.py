@@ -1,0 +1,48 @@
+"""Every kind of secret in every syntax a secret-named key shows up in
+(tests/support/leak_variants.py): none survives redaction, and look-alikes
+in the same syntaxes come back unchanged."""
+
+from __future__ import annotations
+
+from memtree.gate import redact_text
+from tests.support import leak_variants as lv
+
+
+def test_no_generated_variant_leaks():
+    cases = lv.cases()
+    assert len(cases) == 7 * len(lv.SYNTAXES) * 3  # every kind in every syntax
+    leaking = {c["id"] for c in cases if lv.leaked(redact_text(c["text"])[0], c["secret"])}
+    assert leaking == set()
+
+
+def test_each_variant_keeps_the_name_and_the_lines_around_its_secret():
+    """Only the value goes: the key still says what was there, and every line
+    (and the line count) stays, so a chunk's line numbers still hold."""
+    for c in lv.cases(per=1):
+        out, tags = redact_text(c["text"])
+        assert out.startswith("$ tool --show\n") and out.endswith("\ndone"), c["id"]
+        assert out.count("\n") == c["text"].count("\n"), c["id"]
+        assert "[REDACTED:" in out and tags, c["id"]
+
+
+def test_look_alikes_in_the_same_syntaxes_are_kept():
+    changed = {text for text in lv.BENIGN if redact_text(text)[0] != text}
+    assert changed == set()
+    # positive control: each look-alike's syntax with a literal secret under a secret name is redacted
+    assert redact_text('os.environ["DB_PASSWORD"] = "Xk29!fjs8#Lq0"')[0] == (
+        'os.environ["DB_PASSWORD"] = "[REDACTED:secret_value]"'
+    )
+    assert redact_text("<password>Xk29fjs8Lq0</password>")[0] == "<password>[REDACTED:secret_value]</password>"
+    assert redact_text("| GITHUB_TOKEN | 9f8e7d6c5b4a39281706f5e4 |")[0] == (
+        "| GITHUB_TOKEN | [REDACTED:secret_value] |"
+    )
+
+
+def test_the_leak_check_sees_a_secret_left_whole_or_in_part():
+    """The check itself (positive control): a secret left in the text, or 12 characters of
+    it, or its base64, is a leak; the text with it replaced is not."""
+    secret = "Zq81bX0pLmN4vR7t"
+    assert lv.leaked(f"token {secret} end", secret)
+    assert lv.leaked(f"token {secret[2:15]} end", secret)
+    assert lv.leaked("blob " + __import__("base64").b64encode(secret.encode()).decode(), secret)
+    assert not lv.leaked("token [REDACTED:secret_value] end", secret)
