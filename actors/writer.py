@@ -78,9 +78,9 @@ SPLIT_PEERS = 4
 HEAVY_FRAME_BYTES = 16 * 1024
 # Calls that run in a batch of their own the same way, whatever their size: an
 # FTS5 merge step writes up to its page bound (tens of ms on a large store); an
-# embedding drain's PutVectors (~0.2 ms) is background work a capture taken
-# in with it does not wait for.
-HEAVY_TYPES = (protocol.MergeFts, protocol.PutVectors)
+# embedding drain's PutVectors (~0.2 ms) and a rescan's Redact (a redaction a
+# row) are background work a capture taken in with them does not wait for.
+HEAVY_TYPES = (protocol.MergeFts, protocol.PutVectors, protocol.Redact)
 
 
 class IngestDone:
@@ -140,7 +140,10 @@ HANDLERS = {
     protocol.PutToolOutput: captures.put_tool_output,
     protocol.Purge: lambda tx, rec: {"purged": mutations.purge(tx, rec.ids, rec.reason)},
     protocol.Reclaim: lambda tx, rec: mutations.reclaim(tx, rec.pages),
-    protocol.Redact: lambda tx, rec: {"changed": rescan.reredact(tx, rec.ids)},
+    protocol.Redact: lambda tx, rec: {
+        "changed": rescan.reredact(tx, rec.ids),
+        "marked": rescan.mark_current(tx, rec.current, rec.version),
+    },
     protocol.RebuildIndexes: lambda tx, rec: mutations.rebuild_indexes(tx, rec.reason),
     protocol.Tidy: lambda tx, rec: bookkeeping.tidy(tx, rec.spool_since),
     protocol.MergeFts: lambda tx, rec: fts.merge(tx, rec.pages),

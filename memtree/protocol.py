@@ -191,7 +191,10 @@ SetStatus = _rec(
 AddEdges = _rec("AddEdges", ("edges", L, REQ))  # [{"src", "dst", "kind"}]
 Forget = _rec("Forget", ("node_id", S, REQ), ("reason", S, REQ))
 Purge = _rec("Purge", ("ids", L, REQ), ("reason", S, REQ))  # delete pruned rows past retention; audit stays
-Redact = _rec("Redact", ("ids", L, REQ))  # re-apply the current redaction gate to these rows (redact --rescan)
+# Re-apply the current redaction gate to the rows ``ids`` (redact --rescan, the filter walker);
+# ``current``: [id, content_hash] of rows the caller found its gate (``version``) keeps as
+# they are, whose redaction mark alone is brought up to date.
+Redact = _rec("Redact", ("ids", L, REQ), ("current", L, list), ("version", I, 0))
 Reclaim = _rec("Reclaim", ("pages", I, 0))  # incremental vacuum: free pages back to the OS (0 = all)
 RebuildIndexes = _rec("RebuildIndexes", ("reason", S, REQ))  # FTS and vectors rebuilt from nodes (doctor --fix)
 # pruner, every sweep: bookkeeping's bounded retention (store/write/bookkeeping.py);

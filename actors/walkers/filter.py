@@ -1,4 +1,5 @@
-"""Filter walker: decides each pending node's fate (live or dropped).
+"""Filter walker: decides each pending node's fate (live or dropped), and
+cleans again the rows an older redaction gate cleaned.
 
 Triggered by ``NodesChanged`` events with status pending (after a short
 ``walkers.filterSettleMs`` settle), plus a safety sweep
@@ -6,6 +7,16 @@ every ``walkers.filterIntervalMs`` (events are lost while the walker is down
 and PUB drops them for slow subscribers). Reads through its own read-only
 connection; every change is a ``SetStatus(expect=["pending"])`` call to the
 writer, so a node another actor changed meanwhile is left alone.
+
+After an upgrade that added redaction rules (``REDACTION_VERSION``), every
+stored row still holds what only the newer rules would remove, and every
+read of one redacts it again on the way out (store/reads.py: a search read
+each of its ~200 candidates so, 4x its time). Once a start, the walker walks
+the table (REGATE_SPAN rowids a step, after its pending work): a row the
+current gate keeps as it is gets its mark brought up to date (``Redact``'s
+``current``: the redaction ran here, not in the writer), one it would change
+is rewritten by the writer (``Redact``'s ``ids``). Rows stored meanwhile
+carry the current mark already.
 """
 
 from __future__ import annotations
@@ -18,12 +29,15 @@ from memtree import protocol
 from memtree.actors.base import main_for
 from memtree.actors.walkers.common import Walker
 from memtree.errors import MemtreeError
-from memtree.store import triage
+from memtree.gate import REDACTION_VERSION
+from memtree.store import sweeps, triage
 
 log = logging.getLogger(__name__)
 
 BATCH = 256  # pending nodes per pass
 PASSES_PER_SWEEP = 4  # then back to the loop for heartbeats; the next turn of it continues
+REGATE_SPAN = 5000  # rowids a step of the walk for rows an older gate cleaned looks at
+REGATE_BATCH = 64  # such rows a Redact call takes (a heavy call: a batch of its own in the writer)
 
 
 def decide(batch: list[triage.Pending], live_owner: dict[str, str], min_size: int) -> dict[str, tuple[str, str]]:
@@ -59,6 +73,11 @@ class FilterWalker(Walker):
     topics = (protocol.NodesChanged.TYPE,)
     interval_ms_key = "filterIntervalMs"
 
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.regate_from: int | None = 0  # where the walk goes on; None once past the last row
+        self.regated = {"kept": 0, "rewritten": 0}
+
     def on_events(self, records: list) -> None:
         # Not at once: a capture's hook is still exiting on these 2 cores, and
         # parallel tool calls arrive as a burst that one pass can take.
@@ -69,6 +88,8 @@ class FilterWalker(Walker):
         try:
             for _ in range(PASSES_PER_SWEEP):
                 if not self._one_pass():
+                    if self._regate_step():  # pending work first; the walk when there is none
+                        self.tick_soon(0)
                     break
             else:  # a backlog (a burst, a store seeded): on after a turn of the loop, not a sweep interval later
                 self.tick_soon(0)
@@ -105,6 +126,32 @@ class FilterWalker(Walker):
                 log.error("filter: SetStatus %s refused: %s", status, e.message)
                 return False
         return len(batch) == BATCH
+
+    def _regate_step(self) -> bool:
+        """One step of the walk over rows an older gate cleaned; True when there is more."""
+        db = self.db()
+        if db is None or self.regate_from is None:
+            return False
+        rows, after = sweeps.older_gate_rows(db, REDACTION_VERSION, self.regate_from, REGATE_SPAN, REGATE_BATCH)
+        if rows:
+            ids, current = [], []
+            for _, node_id, content, uri, meta, digest in rows:
+                if sweeps.gate_keeps(content, uri, meta):
+                    current.append([node_id, digest])
+                else:
+                    ids.append(node_id)
+            try:
+                got = self.call_writer(protocol.Redact(ids=ids, current=current, version=REDACTION_VERSION))
+            except MemtreeError as e:
+                log.error("filter: Redact refused: %s", e.message)
+                return False  # this step again next sweep
+            if got is None:
+                return False  # writer away: this step again next sweep
+            self.regated["kept"] += got.get("marked", 0)
+            self.regated["rewritten"] += len(got.get("changed", []))
+            self.info["older_gate"] = dict(self.regated)
+        self.regate_from = after
+        return after is not None
 
 
 def main() -> None:

@@ -1,9 +1,12 @@
 """Read queries for sweeps over the store: the staleness walker's batches of
 live file chunks, the pruner's due rows, and the rows ``memtree redact
---rescan`` must re-clean."""
+--rescan`` (and the filter walker, after an upgrade) must re-clean."""
 
 from __future__ import annotations
 
+import orjson
+
+from memtree.gate import redact_text, redact_value
 from memtree.store.kinds import ROOT_KINDS
 from memtree.store.live import LIVE, NOT_FORGOTTEN, status_clause
 
@@ -32,6 +35,46 @@ def cleaned_before(conn, version: int) -> list[str]:
             [*params, *ROOT_KINDS, version],
         )
     ]
+
+
+def older_gate_rows(conn, version: int, after: int, span: int, limit: int) -> tuple[list[tuple], int | None]:
+    """(rowid, id, content, source_uri, metadata, content_hash) of up to
+    ``limit`` rows cleaned by a gate older than ``version`` (as
+    ``cleaned_before``) with a rowid in ``(after, after + span]``, in rowid
+    order, and the rowid the next call goes on from (None: past the last
+    row): a bounded step of a walk over the whole table (the mark is in the
+    metadata, which no index holds)."""
+    where, params = status_clause("n", NOT_FORGOTTEN)
+    roots = ", ".join("?" * len(ROOT_KINDS))
+    rows = conn.execute(
+        f"SELECT n.rowid, n.id, n.content, n.source_uri, n.metadata, n.content_hash FROM nodes n"
+        f" WHERE n.rowid > ? AND n.rowid <= ? AND {where} AND n.kind NOT IN ({roots})"
+        f" AND coalesce(json_extract(n.metadata, '$.redaction'), 0) < ? ORDER BY n.rowid LIMIT ?",
+        [after, after + span, *params, *ROOT_KINDS, version, limit],
+    ).fetchall()
+    if len(rows) == limit:
+        return rows, rows[-1][0]
+    high = conn.execute("SELECT coalesce(max(rowid), 0) FROM nodes").fetchone()[0]
+    return rows, after + span if after + span < high else None
+
+
+def gate_keeps(content: str, source_uri: str | None, metadata: str | None) -> bool:
+    """Whether the current gate leaves a stored row's text as it is: its
+    content, its source URI and its metadata (all but its redaction mark) come
+    out of the gate unchanged. What ``memtree.store.write.rescan.reredact``
+    would rewrite is exactly what this says is not kept."""
+    try:
+        meta = orjson.loads(metadata or "{}")
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(meta, dict):
+        return False
+    meta.pop("redaction", None)
+    return (
+        redact_text(content)[0] == content
+        and (not source_uri or redact_text(source_uri)[0] == source_uri)
+        and redact_value(meta)[0] == meta
+    )
 
 
 def due(conn, status: str, cutoff_ms: int, limit: int) -> list[str]:

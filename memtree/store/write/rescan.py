@@ -49,3 +49,35 @@ def reredact(tx: Tx, ids: list) -> list[str]:
                 "redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied: metadata only (redaction version)"
             )
     return changed
+
+
+def mark_current(tx: Tx, pairs: list, version: int) -> int:
+    """Bring the redaction mark of rows up to date without rewriting them:
+    ``pairs`` are [id, content_hash] of rows a walker found the current gate
+    keeps as they are (memtree.store.sweeps.gate_keeps). A row whose content
+    changed since it was read, or checked by another gate than this writer's
+    (``version``: a walker of another install), is left for the next pass.
+    One audit row for the lot. Returns how many rows were marked."""
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs
+    ):
+        raise BadRequest("current must be a list of [node id, content hash] pairs")
+    if version != REDACTION_VERSION or not pairs:
+        return 0
+    marked = []
+    for node_id, digest in pairs:
+        tx.db.execute(
+            "UPDATE nodes SET metadata = json_set(metadata, '$.redaction', ?) WHERE id = ? AND content_hash = ?"
+            " AND json_valid(metadata) AND coalesce(json_extract(metadata, '$.redaction'), 0) < ?",
+            (REDACTION_VERSION, node_id, digest, REDACTION_VERSION),
+        )
+        if tx.db.changes():
+            marked.append(node_id)
+    if marked:
+        tx.audit(
+            "redact",
+            None,
+            reason=f"gate v{REDACTION_VERSION} re-applied: {len(marked)} rows kept as they were (redaction mark only)",
+            detail={"ids": marked},
+        )
+    return len(marked)

@@ -30,7 +30,10 @@ def _old_row(conn, content: str) -> str:
 
 
 def _stored_while_stopped(system, *contents: str) -> list[str]:
-    """Stop the writer and write ``contents`` as an older memtree's rows; their ids."""
+    """Stop the writer and write ``contents`` as an older memtree's rows; their ids.
+    The filter walker, which cleans such rows too (tests/unit/walkers/test_filter_regate.py),
+    stays stopped: these tests are about the read path and the CLI."""
+    assert system.ctl("stop", "walker.filter").returncode == 0
     assert system.ctl("stop", "writer").returncode == 0
     conn = apsw.Connection(system.paths.db)  # an older memtree's rows, written while no writer runs
     try:
