@@ -294,10 +294,15 @@ class Progress:
 
 
 def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
-    """Wait until nothing is pending, every live embeddable node has a vector
-    and the pruner's FTS5 merge steps left one segment a level."""
+    """Wait until nothing is pending, every live embeddable node has a vector,
+    the pruner's FTS5 merge steps left one segment a level and no row is
+    left as an older redaction gate cleaned it (a store kept from an older
+    memtree: the filter walker cleans those again, and every read of one
+    redacts it again meanwhile, which a search must not be timed with)."""
+    from memtree.gate import REDACTION_VERSION
     from memtree.store import db as store_db
     from memtree.store import fts_index
+    from memtree.store.sweeps import older_gate_count
     from memtree.store.vectors import EMBED_KINDS
 
     kinds = ",".join(f"'{k}'" for k in EMBED_KINDS)
@@ -314,19 +319,20 @@ def settle(db_path: str, model: str, procs: dict, timeout_s: float) -> None:
                 (model,),
             ).fetchone()[0]
             st = fts_index.structure(conn)
-            if not pending and not missing and (st is None or max(st.levels, default=0) <= 1):
+            older = older_gate_count(conn, REDACTION_VERSION)
+            if not pending and not missing and not older and (st is None or max(st.levels, default=0) <= 1):
                 return
             dead = [n for n, p in procs.items() if p.poll() is not None]
             if dead or time.monotonic() > deadline:
                 raise SystemExit(
-                    f"store did not settle ({pending} pending, {missing} unembedded,"
+                    f"store did not settle ({pending} pending, {missing} unembedded, {older} under an older gate,"
                     f" FTS segments a level {st and st.levels}; dead: {dead})"
                 )
             now = time.monotonic()
             if now - last >= PROGRESS_S:
                 print(
-                    f"  settling: {pending} pending, {missing} unembedded, FTS segments a level"
-                    f" {st and st.levels}; {load()}",
+                    f"  settling: {pending} pending, {missing} unembedded, {older} under an older gate,"
+                    f" FTS segments a level {st and st.levels}; {load()}",
                     flush=True,
                 )
                 last = now

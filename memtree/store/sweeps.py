@@ -37,6 +37,17 @@ def cleaned_before(conn, version: int) -> list[str]:
     ]
 
 
+def older_gate_count(conn, version: int) -> int:
+    """How many rows ``cleaned_before`` would list (one pass over the table)."""
+    where, params = status_clause("n", NOT_FORGOTTEN)
+    roots = ", ".join("?" * len(ROOT_KINDS))
+    return conn.execute(
+        f"SELECT count(*) FROM nodes n WHERE {where} AND n.kind NOT IN ({roots})"
+        f" AND coalesce(json_extract(n.metadata, '$.redaction'), 0) < ?",
+        [*params, *ROOT_KINDS, version],
+    ).fetchone()[0]
+
+
 def older_gate_rows(conn, version: int, after: int, span: int, limit: int) -> tuple[list[tuple], int | None]:
     """(rowid, id, content, source_uri, metadata, content_hash) of up to
     ``limit`` rows cleaned by a gate older than ``version`` (as

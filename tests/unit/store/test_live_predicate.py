@@ -70,6 +70,8 @@ PINNED: dict[str, set] = {
     "memtree/store/savings.py::stored_text": {CALLER, _L},
     "memtree/store/subtrees.py::api_summaries_since": {ANY},
     "memtree/store/sweeps.py::cleaned_before": {_NF},
+    "memtree/store/sweeps.py::older_gate_count": {_NF},
+    "memtree/store/sweeps.py::older_gate_rows": {_NF},
     "memtree/store/sweeps.py::due": {CALLER},
     "memtree/store/sweeps.py::live_chunks_after": {_L},
     "memtree/store/subtrees.py::children": {_L},

@@ -12,10 +12,11 @@ from memtree import protocol
 from memtree.gate import REDACTION_VERSION
 from memtree.ids import now_ms, ulid
 from memtree.runtime.client import Caller
+from memtree.store import sweeps
 from memtree.store.write.mutations import content_hash
 from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
-from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
+from tests.support.actor_procs import HeartbeatSink, read_db, rows, start_actor, start_writer
 
 SECRET = "Zq81bX0pLmN4vR7t"
 # Caught since gate v4 only (a subscript assigned a literal): on disk as v3 left it.
@@ -73,6 +74,14 @@ def _old_rows(paths, spec: list[tuple[int, str, str, int | None]]) -> list[str]:
         conn.close()
 
 
+def _older(paths) -> int:
+    conn = read_db(paths)
+    try:
+        return sweeps.older_gate_count(conn, REDACTION_VERSION)
+    finally:
+        conn.close()
+
+
 def _meta(paths, node_id: str) -> dict:
     return orjson.loads(rows(paths, "SELECT metadata FROM nodes WHERE id = ?", (node_id,))[0][0])
 
@@ -91,6 +100,7 @@ def test_rows_an_older_gate_cleaned_are_cleaned_again_and_marked(system):
         ],
     )
     assert rows(paths, "SELECT count(*) FROM nodes WHERE content LIKE ?", (f"%{SECRET}%",)) == [(2,)]  # on disk
+    assert _older(paths) == 3  # the forgotten row is none of them
 
     start_filter()
 
@@ -100,6 +110,7 @@ def test_rows_an_older_gate_cleaned_are_cleaned_again_and_marked(system):
 
     wait_until(lambda: {leaky, benign, unmarked} <= marked(), timeout=COLD_START_S, what="old rows marked")
     assert marked() == {current, leaky, benign, unmarked}  # the forgotten row is left as forget left it
+    assert _older(paths) == 0
     # The leaky row is rewritten: gone from the row and from the FTS index; the rest of it stays.
     [(content,)] = rows(paths, "SELECT content FROM nodes WHERE id = ?", (leaky,))
     assert SECRET not in content and 'print("configured")' in content and "[REDACTED:secret_value]" in content
