@@ -30,8 +30,9 @@ NAMED = _NAMED_WORDS + r"(?:" + "|".join(KEY_WORDS) + r"|logged[_\-]?in)[_\-]?ke
 # first character when searching for candidates (the keyed rule's starts).
 NAMED_FLAT = _NAMED_WORDS + "|".join(w + r"[_\-]?key" for w in (*KEY_WORDS, r"logged[_\-]?in")) + r"|key[_\-]?data)"
 # A whole secret-named name in a quoted key, an element or a subscript:
-# whatever comes first, ending in a secret word (db_password, AWS_SECRET_ACCESS_KEY).
-SECRET_NAME = r"[A-Za-z0-9_.\-]*?" + NAMED + "s?"
+# whatever comes first, ending in a secret word (db_password, AWS_SECRET_ACCESS_KEY;
+# not max_tokens, a count).
+SECRET_NAME = r"[A-Za-z0-9_.\-]*?" + NAMED
 # A literal every named match begins with (the keyed rule's literal finder).
 NAMED_LITS = ("pass", "secret", "token", "api", "salt", "credential", "pwd", *KEY_WORDS, "logged", "key")
 

@@ -165,6 +165,24 @@ def value(rule, tags: set, groups=("v", "v1", "v2")):
     return repl
 
 
+def literal(rule, tags: set):
+    """Group ``v`` when it is a literal: not a word that only types or flags
+    (``"true"`` for Access-Control-Allow-Credentials), not a placeholder or a
+    format string (``'%s-%s' % (...)``, ``${X}``, ``{{ x }}``), not a reference."""
+
+    def repl(m):
+        v = m.group("v")
+        if v.lower() in NOT_VALUES or v[0] in "$<%*[{" or any(f in v for f in _FORMATS) or reference(m, "v"):
+            return m.group(0)
+        tags.add("secret_value")
+        return put(m, "v", SECRET)
+
+    return repl
+
+
+_FORMATS = ("%s", "%(", "%d", "{}", "{0", "{{", "${")
+
+
 def keyed(rule, tags: set):
     """A secret-named key's value at the end of its line, unless it is a placeholder or code."""
 

@@ -331,7 +331,7 @@ RULES = [
     Rule(
         "secret_value",
         r"(?im)\bname[\"']?[ \t]*[:=][ \t]*[\"']?[A-Za-z0-9_.\-]*" + NAMED + r"s?[\"']?[ \t]*,?[ \t]*"
-        r"(?:\n(?:[^\s:]*?[:\-]\d+[:\-]|[^\s:]*?[:\-](?=[ \t]))?[ \t]*)?(?:-[ \t]+)?[\"']?value[\"']?[ \t]*[:=][ \t]*"
+        r"(?:\n(?:[^\s:]*?[:\-]\d+[:\-]|[^\s:]*?[:\-](?=[ \t]))?[ \t]*)?(?:-[ \t]+)?[\"']?value[\"']?[ \t]*[:=][ \t]*+"
         r"(?P<q>[\"']?)(?P<v>(?!\[REDACTED)[^\"'\n,}]{2,}?)(?P=q)[ \t]*(?=[,}]|$)",
         ("value",),
         starts="name[\"']?[ \t]*[:=]",
@@ -376,7 +376,7 @@ RULES = [
         r"(?P<v>(?!\[REDACTED)[^\"\\\n]{2,})(?P=bs)\"",
         NAMED_HINTS,
         lines=r'\\"',
-        replace=rp.value,
+        replace=rp.literal,
     ),
     # A subscript assigned a literal: os.environ["API_KEY"] = "x", settings['db_password'] = 'x'.
     Rule(
@@ -385,7 +385,7 @@ RULES = [
         r"(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
         NAMED_HINTS,
         lines=r"\][ \t]*(?::|\|\||\?\?)?=",
-        replace=rp.value,
+        replace=rp.literal,
     ),
     # XML: <db_password>x</db_password> (Maven settings, .NET, plists), key="API_KEY" value="x".
     Rule(
@@ -393,7 +393,7 @@ RULES = [
         r"(?i)<(?P<tag>" + SECRET_NAME + r")(?:[ \t][^<>\n]*)?>(?P<v>(?!\[REDACTED)[^<>\n]{2,}?)</(?P=tag)[ \t]*>",
         NAMED_HINTS,
         lines="</",
-        replace=rp.value,
+        replace=rp.literal,
     ),
     Rule(
         "secret_value",
@@ -401,24 +401,25 @@ RULES = [
         r"(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
         NAMED_HINTS,
         lines=r"(?i)value[ \t]*=",
-        replace=rp.value,
+        replace=rp.literal,
     ),
     # A secret-named UPPER_CASE name, another separator, a credential-shaped value:
-    # fish's `set -gx X v`, `X -> v`, `| X | v |`, tab-separated. Shaped like one (SECRETISH),
-    # so `| GITHUB_TOKEN | required |` is prose.
+    # fish's `set -gx X v`, `X -> v`, `| X | v |`, tab-separated. Shaped like one (SECRETISH,
+    # 16 characters or more), so `| GITHUB_TOKEN | required |` is prose; not *_AUTH (EVENT_AUTH,
+    # an event's name in prose) nor *_TOKENS (MAX_TOKENS: a count).
     Rule(
         "secret_value",
         r"(?<![A-Za-z0-9_$])(?:[A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_KEY|"
-        r"PRIVATE_KEY|SECRET_KEY|MASTER_KEY|AUTH|CREDENTIALS?|SALT)S?(?![A-Za-z0-9_])"
-        r"[ \t|:>\-]*[ \t][ \t|:>\-]*[\"']?(?P<v>(?!\[REDACTED|\$)" + SECRETISH + r")",
+        r"PRIVATE_KEY|SECRET_KEY|MASTER_KEY|CREDENTIALS?|SALT)(?![A-Za-z0-9_])"
+        r"[ \t|:>\-]*[ \t][ \t|:>\-]*[\"']?(?P<v>(?!\[REDACTED|\$)" + SECRETISH.replace("{12,}", "{16,}") + r")",
         NAMED_HINTS,
-        lines=r"(?:TOKEN|SECRET|PASS(?:WORD|WD)?|PWD|KEY|AUTH|CREDENTIALS?|SALT)S?[ \t|:>\-]*[ \t]",
-        replace=rp.value,
+        lines=r"(?:TOKEN|SECRET|PASS(?:WORD|WD)?|PWD|KEY|CREDENTIALS?|SALT)[ \t|:>\-]*[ \t]",
+        replace=rp.literal,
     ),
     # A YAML block scalar: `db_password: |` and the indented lines under it.
     Rule(
         "secret_value",
-        r"(?i)" + NAMED + r"s?[\"']?[ \t]*:[ \t]*[|>][+\-]?[0-9]?[ \t]*\n(?P<ind>[ \t]+)"
+        r"(?i)" + NAMED + r"s?[\"']?[ \t]*:[ \t]*[|>][+\-]?[0-9]?[ \t]*\n(?P<ind>[ \t]++)"
         r"(?P<v>(?!\[REDACTED)[^\n]+(?:\n(?P=ind)[^\n]+)*)",
         NAMED_HINTS,
         starts=NAMED_FLAT + r"s?[\"']?[ \t]*:[ \t]*[|>]",

@@ -91,6 +91,12 @@ BENIGN = [
     "  description: |\n    Rotates the 2024 credentials nightly.\n    See runbook_42.",
     "API_KEY -> ${API_KEY}",
     "\t".join(["PASSWORD_POLICY", "strict"]),
+    # found in real code (bench_scale's corpus): a header's flag, a count, a format string, an event's name
+    'preflight_headers["Access-Control-Allow-Credentials"] = "true"',
+    'cfg["max_tokens"] = "4096"',
+    "# MAX_BATCH_PREFILL_TOKENS: 4096, MAX_TOTAL_TOKENS: 8192tokensPerBatch",
+    "ret['host_token'] = '%s-%s' % (host, port)",
+    "# role as the EVENT_HANDSHAKE_FAILED_AUTH handshake2FailedEventName",
 ]
 
 

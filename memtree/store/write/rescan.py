@@ -23,7 +23,8 @@ def reredact(tx: Tx, ids: list) -> list[str]:
     changed = []
     for node_id in dict.fromkeys(ids):
         row = tx.db.execute(
-            f"SELECT n.content, n.metadata, n.source_uri FROM nodes n WHERE n.id = ? AND {where}", [node_id, *params]
+            f"SELECT n.content, n.metadata, n.source_uri, n.status, n.kind FROM nodes n WHERE n.id = ? AND {where}",
+            [node_id, *params],
         ).fetchone()
         if row is None:
             continue
@@ -42,6 +43,9 @@ def reredact(tx: Tx, ids: list) -> list[str]:
         )
         if text_changed:
             tx.db.execute("DELETE FROM nodes_vec WHERE node_id = ?", (node_id,))  # made from the old text
+            # Announced (NodesChanged after COMMIT) as if it went live again: the embed
+            # walker's walk may be past it, and its vector is gone.
+            tx.note(node_id, row[4], row[3])
             tx.audit("redact", node_id, reason=f"gate v{REDACTION_VERSION} re-applied: content changed")
             changed.append(node_id)
         else:  # every mutation is audited, a metadata-only one too

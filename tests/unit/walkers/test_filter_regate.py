@@ -141,3 +141,36 @@ def test_a_mark_needs_the_hash_read_and_the_writers_gate(system):
     assert got == {"changed": [], "marked": 1}  # positive control
     assert _meta(paths, benign)["redaction"] == REDACTION_VERSION
     assert caller.call(protocol.Redact(ids=[], current=[[benign, digest]], version=REDACTION_VERSION))["marked"] == 0
+
+
+def test_a_rewritten_row_is_announced_so_its_vector_is_made_again(system):
+    """A rewrite deletes the row's vector (made from the old text); the embed
+    walker's walk may be past the row, so the writer announces it as it
+    announces a row gone live (NodesChanged), and only the rows it rewrote."""
+    import zmq
+
+    from tests.support import deadline, wait_until
+
+    paths, caller, _ = system
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"NodesChanged")
+    sub.connect(paths.endpoint(protocol.SOCK_EVENTS))
+    try:
+
+        def subscribed():  # PUB drops until the subscription arrives: a fresh node each try
+            caller.call(protocol.AddNode(kind="note", content="watch me " + ulid()))
+            return sub.poll(300) and sub.recv_multipart()
+
+        wait_until(subscribed, timeout=deadline(20), what="a NodesChanged event")
+        while sub.poll(200):  # the probes' own events
+            sub.recv_multipart()
+        leaky, benign = _old_rows(paths, [(40, LEAKY, "live", REDACTION_VERSION - 1), (41, BENIGN, "live", None)])
+        assert caller.call(protocol.Redact(ids=[leaky, benign]))["changed"] == [leaky]
+        announced: dict[str, set[str]] = {}
+        while sub.poll(500):
+            event = protocol.decode(sub.recv_multipart()[1]).body
+            announced.setdefault(event.status, set()).update(event.ids)
+        assert announced == {"live": {leaky}}
+    finally:
+        sub.close(linger=0)
