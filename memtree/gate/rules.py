@@ -207,7 +207,7 @@ RULES = [
     # curl -u user:password, netrc "login x password y"
     Rule(
         "basic_auth",
-        r"(?:^|\s)(?:-[A-Za-z]*u|--user|-a|--auth)\s*['\"]?[^\s:'\"]+:((?!\[REDACTED)[^\s'\"]{3,})",
+        r"(?:^|\s)(?:-[A-Za-z]*u|--user|-a|--auth)\s*['\"]?[^\s:'\"[]+:((?!\[REDACTED)[^\s'\"]{3,})",
         ("-", "--user", "--auth"),
         group=1,
         starts=r"-(?:[a-z]*u|-user|a|-auth)",
