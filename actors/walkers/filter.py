@@ -76,7 +76,6 @@ class FilterWalker(Walker):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.regate_from: int | None = 0  # where the walk goes on; None once past the last row
-        self.regated = {"kept": 0, "rewritten": 0}
 
     def on_events(self, records: list) -> None:
         # Not at once: a capture's hook is still exiting on these 2 cores, and
@@ -147,9 +146,9 @@ class FilterWalker(Walker):
                 return False  # this step again next sweep
             if got is None:
                 return False  # writer away: this step again next sweep
-            self.regated["kept"] += got.get("marked", 0)
-            self.regated["rewritten"] += len(got.get("changed", []))
-            self.info["older_gate"] = dict(self.regated)
+            done = self.info.setdefault("older_gate", {"kept": 0, "rewritten": 0})  # ctl status shows it
+            done["kept"] += got.get("marked", 0)
+            done["rewritten"] += len(got.get("changed", []))
         self.regate_from = after
         return after is not None
 

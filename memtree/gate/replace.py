@@ -172,7 +172,7 @@ def literal(rule, tags: set):
 
     def repl(m):
         v = m.group("v")
-        if v.lower() in NOT_VALUES or v[0] in "$<%*[{" or any(f in v for f in _FORMATS) or reference(m, "v"):
+        if stands_for_none(v) or any(f in v for f in _FORMATS) or reference(m, "v"):
             return m.group(0)
         tags.add("secret_value")
         return put(m, "v", SECRET)
@@ -183,12 +183,17 @@ def literal(rule, tags: set):
 _FORMATS = ("%s", "%(", "%d", "{}", "{0", "{{", "${")
 
 
+def stands_for_none(v: str) -> bool:
+    """A value that holds no secret: a typing or flag word, or a placeholder's first character."""
+    return v[0] in "$<%*[{" or v.lower() in NOT_VALUES
+
+
 def keyed(rule, tags: set):
     """A secret-named key's value at the end of its line, unless it is a placeholder or code."""
 
     def repl(m):
         v = m.group("v")
-        if v[0] in "$<%*[{" or v.startswith("!") or v.lower() in NOT_VALUES or any(c in v for c in "()[]{}"):
+        if stands_for_none(v) or v.startswith("!") or any(c in v for c in "()[]{}"):
             return m.group(0)
         if BLOCK_INDICATOR.rx().fullmatch(v):
             return m.group(0)  # `password: |-`: the value is the block under it (its own rule)

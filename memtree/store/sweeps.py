@@ -26,26 +26,26 @@ def cleaned_before(conn, version: int) -> list[str]:
     """Ids of stored rows (not forgotten, not a root) that a gate older than
     ``version`` cleaned."""
     where, params = status_clause("n", NOT_FORGOTTEN)
-    roots = ", ".join("?" * len(ROOT_KINDS))
     return [
         r[0]
         for r in conn.execute(
-            f"SELECT n.id FROM nodes n WHERE {where} AND n.kind NOT IN ({roots})"
-            f" AND coalesce(json_extract(n.metadata, '$.redaction'), 0) < ?",
-            [*params, *ROOT_KINDS, version],
+            f"SELECT n.id FROM nodes n WHERE {where} AND {_OLDER_GATE}", [*params, *ROOT_KINDS, version]
         )
     ]
+
+
+# A row an older gate cleaned (its mark in the metadata), not a root: after the
+# status filter, with ROOT_KINDS and the version as its parameters.
+_OLDER_GATE = (
+    f"n.kind NOT IN ({', '.join('?' * len(ROOT_KINDS))}) AND coalesce(json_extract(n.metadata, '$.redaction'), 0) < ?"
+)
 
 
 def older_gate_count(conn, version: int) -> int:
     """How many rows ``cleaned_before`` would list (one pass over the table)."""
     where, params = status_clause("n", NOT_FORGOTTEN)
-    roots = ", ".join("?" * len(ROOT_KINDS))
-    return conn.execute(
-        f"SELECT count(*) FROM nodes n WHERE {where} AND n.kind NOT IN ({roots})"
-        f" AND coalesce(json_extract(n.metadata, '$.redaction'), 0) < ?",
-        [*params, *ROOT_KINDS, version],
-    ).fetchone()[0]
+    sql = f"SELECT count(*) FROM nodes n WHERE {where} AND {_OLDER_GATE}"
+    return conn.execute(sql, [*params, *ROOT_KINDS, version]).fetchone()[0]
 
 
 def older_gate_rows(conn, version: int, after: int, span: int, limit: int) -> tuple[list[tuple], int | None]:
@@ -56,11 +56,9 @@ def older_gate_rows(conn, version: int, after: int, span: int, limit: int) -> tu
     row): a bounded step of a walk over the whole table (the mark is in the
     metadata, which no index holds)."""
     where, params = status_clause("n", NOT_FORGOTTEN)
-    roots = ", ".join("?" * len(ROOT_KINDS))
     rows = conn.execute(
         f"SELECT n.rowid, n.id, n.content, n.source_uri, n.metadata, n.content_hash FROM nodes n"
-        f" WHERE n.rowid > ? AND n.rowid <= ? AND {where} AND n.kind NOT IN ({roots})"
-        f" AND coalesce(json_extract(n.metadata, '$.redaction'), 0) < ? ORDER BY n.rowid LIMIT ?",
+        f" WHERE n.rowid > ? AND n.rowid <= ? AND {where} AND {_OLDER_GATE} ORDER BY n.rowid LIMIT ?",
         [after, after + span, *params, *ROOT_KINDS, version, limit],
     ).fetchall()
     if len(rows) == limit:
@@ -69,11 +67,17 @@ def older_gate_rows(conn, version: int, after: int, span: int, limit: int) -> tu
     return rows, after + span if after + span < high else None
 
 
+def regate(content: str, source_uri: str | None, meta: dict) -> tuple[str, str | None, dict]:
+    """A stored row's content, source URI and metadata as the current gate
+    makes them: what ``memtree.store.write.rescan.reredact`` writes and what
+    ``gate_keeps`` compares, computed in one place."""
+    uri = redact_text(source_uri)[0] if isinstance(source_uri, str) and source_uri else source_uri
+    return redact_text(content)[0], uri, redact_value(meta)[0] if meta else {}
+
+
 def gate_keeps(content: str, source_uri: str | None, metadata: str | None) -> bool:
-    """Whether the current gate leaves a stored row's text as it is: its
-    content, its source URI and its metadata (all but its redaction mark) come
-    out of the gate unchanged. What ``memtree.store.write.rescan.reredact``
-    would rewrite is exactly what this says is not kept."""
+    """Whether the current gate leaves a stored row's text as it is (``regate``):
+    its content, its source URI and its metadata but its redaction mark."""
     try:
         meta = orjson.loads(metadata or "{}")
     except orjson.JSONDecodeError:
@@ -81,11 +85,7 @@ def gate_keeps(content: str, source_uri: str | None, metadata: str | None) -> bo
     if not isinstance(meta, dict):
         return False
     meta.pop("redaction", None)
-    return (
-        redact_text(content)[0] == content
-        and (not source_uri or redact_text(source_uri)[0] == source_uri)
-        and redact_value(meta)[0] == meta
-    )
+    return regate(content, source_uri, meta) == (content, source_uri, meta)
 
 
 def due(conn, status: str, cutoff_ms: int, limit: int) -> list[str]:

@@ -39,6 +39,21 @@ def start_writer(paths, config, hb_endpoint: str | None = None):
 
 
 @contextlib.contextmanager
+def node_events(paths):
+    """A SUB socket on the writer's events, subscribed to ``NodesChanged``;
+    closed at the end. PUB drops what it publishes before the subscription
+    arrives: a caller makes changes until one comes, then reads on."""
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, protocol.NodesChanged.TYPE.encode())
+    sub.connect(paths.endpoint(protocol.SOCK_EVENTS))
+    try:
+        yield sub
+    finally:
+        sub.close(linger=0)
+
+
+@contextlib.contextmanager
 def running_writer(paths, config):
     """A writer process on ``paths`` and a client of it, closed and reaped after."""
     proc = start_writer(paths, config)

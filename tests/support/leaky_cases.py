@@ -907,6 +907,26 @@ def load_cases(project: str) -> list[dict]:
     return out
 
 
+def case_strings(project: str) -> list[str]:
+    """Every string of every case (keys included), in order: texts the gate sees."""
+    out: list[str] = []
+
+    def walk(v):
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for case in load_cases(project):
+        walk(case)
+    return out
+
+
 def write_files(project: str, cases: list[dict]) -> None:
     """Create every case's files in ``project`` (what the hook's Read/Grep saw)."""
     for c in cases:

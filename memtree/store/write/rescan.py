@@ -9,9 +9,10 @@ from __future__ import annotations
 import orjson
 
 from memtree.errors import BadRequest
-from memtree.gate import REDACTION_VERSION, redact_text
+from memtree.gate import REDACTION_VERSION
 from memtree.store.live import NOT_FORGOTTEN, status_clause
-from memtree.store.write.mutations import Tx, _json, clean, clean_meta, content_hash
+from memtree.store.sweeps import regate
+from memtree.store.write.mutations import Tx, _json, content_hash
 
 
 def reredact(tx: Tx, ids: list) -> list[str]:
@@ -28,11 +29,8 @@ def reredact(tx: Tx, ids: list) -> list[str]:
         ).fetchone()
         if row is None:
             continue
-        content, meta = (
-            redact_text(row[0])[0],
-            dict(clean_meta(orjson.loads(row[1] or "{}")), redaction=REDACTION_VERSION),
-        )
-        uri, meta_text = clean(row[2]), _json(meta)
+        content, uri, meta = regate(row[0], row[2], orjson.loads(row[1] or "{}"))
+        meta_text = _json(dict(meta, redaction=REDACTION_VERSION))
         text_changed = content != row[0] or uri != row[2]
         if not text_changed and meta_text == row[1]:
             continue  # nothing to change, nothing to audit

@@ -21,27 +21,13 @@ from memtree.gate import replace as rp
 from memtree.gate.rules import BASE64, KEY_LINE, NAMED, RULES, named_pair_trigger
 from tests.support import leak_variants
 from tests.support.gate_corpus import RULE_PIECES
-from tests.support.leaky_cases import load_cases
+from tests.support.leaky_cases import case_strings
 
 TOKENS = RULE_PIECES  # one vocabulary with the golden corpus's generator
 
 
 def _texts() -> list[str]:
-    out = []
-
-    def walk(v):
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                walk(k)
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    for case in load_cases("/project"):
-        walk(case)
+    out = case_strings("/project")
     rng = random.Random(11)
     out += ["".join(rng.choice(TOKENS) for _ in range(rng.randrange(1, 16))) for _ in range(6000)]
     return out

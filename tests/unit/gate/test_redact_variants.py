@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from memtree.gate import redact_text
 from tests.support import leak_variants as lv
+from tests.support.leaky_cases import case_strings
 
 
 def test_no_generated_variant_leaks():
@@ -54,23 +55,7 @@ def test_redaction_holds_when_applied_again():
     label turns into a label inside a label ("-a [REDACTED:cli_secret]" read as
     user:password) and a walk rewrites rows for nothing. Over every string of
     the leak fixture, the variants and the look-alikes."""
-    from tests.support.leaky_cases import load_cases
-
-    texts: list[str] = []
-
-    def walk(v):
-        if isinstance(v, str):
-            texts.append(v)
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                walk(k)
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    for case in load_cases("/project"):
-        walk(case)
+    texts = case_strings("/project")
     texts += [c["text"] for c in lv.cases()] + lv.BENIGN
     assert len(texts) > 5000
     once = {t: redact_text(t)[0] for t in texts}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from memtree import protocol
 from memtree.actors.walkers.filter import decide
 from memtree.runtime.client import Caller
@@ -13,26 +11,6 @@ from tests.support import test_config as make_config
 from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 
 LONG = "x" * 60  # over the default capture.filterMinSize (50 bytes)
-
-
-@pytest.fixture()
-def system(tmp_path):
-    paths = make_paths(tmp_path)
-    config = make_config()
-    procs = [start_writer(paths, config)]
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
-    sink = HeartbeatSink(paths)
-
-    def start_filter():
-        procs.append(start_actor(paths, config, "memtree.actors.walkers.filter", "walker.filter", sink.endpoint))
-        sink.wait_state("walker.filter", "running")  # READY: subscribed and swept once
-        return procs[-1]
-
-    yield paths, caller, start_filter
-    caller.close()
-    sink.close()
-    for p in reversed(procs):
-        reap(p)
 
 
 def add(caller, content, **kw):
@@ -71,8 +49,8 @@ def write_mix(caller):
     return live, dropped, {"small": small, "dup": dup_of_live, "kept": kept, "second": second, "first": first}
 
 
-def test_small_and_duplicate_nodes_are_dropped_while_normal_ones_go_live(system):
-    paths, caller, start_filter = system
+def test_small_and_duplicate_nodes_are_dropped_while_normal_ones_go_live(filter_system):
+    paths, caller, start_filter = filter_system
     proc = start_filter()
     live, dropped, ids = write_mix(caller)
     # Cold interpreter start plus one event or sweep round on a loaded box.
@@ -85,8 +63,8 @@ def test_small_and_duplicate_nodes_are_dropped_while_normal_ones_go_live(system)
     assert proc.poll() is None
 
 
-def test_nodes_written_while_the_filter_is_down_are_handled_when_it_starts(system):
-    paths, caller, start_filter = system
+def test_nodes_written_while_the_filter_is_down_are_handled_when_it_starts(filter_system):
+    paths, caller, start_filter = filter_system
     live, dropped, ids = write_mix(caller)
     assert statuses(paths)["pending"] == (live | dropped) - {ids["kept"]}  # nothing decided yet
     start_filter()

@@ -6,42 +6,19 @@ from __future__ import annotations
 
 import apsw
 import orjson
-import pytest
 
 from memtree import protocol
 from memtree.gate import REDACTION_VERSION
 from memtree.ids import now_ms, ulid
-from memtree.runtime.client import Caller
 from memtree.store import sweeps
 from memtree.store.write.mutations import content_hash
-from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
-from tests.support import test_config as make_config
-from tests.support.actor_procs import HeartbeatSink, read_db, rows, start_actor, start_writer
+from tests.support import COLD_START_S, deadline, wait_until
+from tests.support.actor_procs import node_events, read_db, rows
 
 SECRET = "Zq81bX0pLmN4vR7t"
 # Caught since gate v4 only (a subscript assigned a literal): on disk as v3 left it.
 LEAKY = f'import os\nos.environ["PAYMENTS_API_KEY"] = "{SECRET}"\nprint("configured")\n'
 BENIGN = "a benign note an older memtree stored, kept as it is by every gate\n"
-
-
-@pytest.fixture()
-def system(tmp_path):
-    paths = make_paths(tmp_path)
-    config = make_config()
-    procs = [start_writer(paths, config)]
-    caller = Caller(paths.endpoint(protocol.SOCK_WRITE), src="test", timeout_ms=deadline_ms(10000))
-    sink = HeartbeatSink(paths)
-
-    def start_filter():
-        procs.append(start_actor(paths, config, "memtree.actors.walkers.filter", "walker.filter", sink.endpoint))
-        sink.wait_state("walker.filter", "running")
-        return procs[-1]
-
-    yield paths, caller, start_filter
-    caller.close()
-    sink.close()
-    for p in reversed(procs):
-        reap(p)
 
 
 def _old_rows(paths, spec: list[tuple[int, str, str, int | None]]) -> list[str]:
@@ -86,8 +63,8 @@ def _meta(paths, node_id: str) -> dict:
     return orjson.loads(rows(paths, "SELECT metadata FROM nodes WHERE id = ?", (node_id,))[0][0])
 
 
-def test_rows_an_older_gate_cleaned_are_cleaned_again_and_marked(system):
-    paths, caller, start_filter = system
+def test_rows_an_older_gate_cleaned_are_cleaned_again_and_marked(filter_system):
+    paths, caller, start_filter = filter_system
     current = caller.call(protocol.AddNode(kind="note", content="stored by this gate " + "x" * 60, status="live"))["id"]
     # Spread over the table: the walk takes several steps (REGATE_SPAN rowids each) to reach them.
     leaky, benign, unmarked, forgotten = _old_rows(
@@ -127,10 +104,10 @@ def test_rows_an_older_gate_cleaned_are_cleaned_again_and_marked(system):
     assert sorted(i for a in audits if a[0] is None for i in orjson.loads(a[1])["ids"]) == sorted([benign, unmarked])
 
 
-def test_a_mark_needs_the_hash_read_and_the_writers_gate(system):
+def test_a_mark_needs_the_hash_read_and_the_writers_gate(filter_system):
     """``Redact.current`` marks a row only while its content is the one the walker
     checked, and only when the walker ran the writer's gate."""
-    paths, caller, _ = system
+    paths, caller, _ = filter_system
     [benign] = _old_rows(paths, [(5, BENIGN, "live", REDACTION_VERSION - 1)])
     digest = content_hash(BENIGN)
     for current, version in (([[benign, "0" * 64]], REDACTION_VERSION), ([[benign, digest]], REDACTION_VERSION - 1)):
@@ -143,20 +120,12 @@ def test_a_mark_needs_the_hash_read_and_the_writers_gate(system):
     assert caller.call(protocol.Redact(ids=[], current=[[benign, digest]], version=REDACTION_VERSION))["marked"] == 0
 
 
-def test_a_rewritten_row_is_announced_so_its_vector_is_made_again(system):
+def test_a_rewritten_row_is_announced_so_its_vector_is_made_again(filter_system):
     """A rewrite deletes the row's vector (made from the old text); the embed
     walker's walk may be past the row, so the writer announces it as it
     announces a row gone live (NodesChanged), and only the rows it rewrote."""
-    import zmq
-
-    from tests.support import deadline, wait_until
-
-    paths, caller, _ = system
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.setsockopt(zmq.LINGER, 0)
-    sub.setsockopt(zmq.SUBSCRIBE, b"NodesChanged")
-    sub.connect(paths.endpoint(protocol.SOCK_EVENTS))
-    try:
+    paths, caller, _ = filter_system
+    with node_events(paths) as sub:
 
         def subscribed():  # PUB drops until the subscription arrives: a fresh node each try
             caller.call(protocol.AddNode(kind="note", content="watch me " + ulid()))
@@ -172,5 +141,3 @@ def test_a_rewritten_row_is_announced_so_its_vector_is_made_again(system):
             event = protocol.decode(sub.recv_multipart()[1]).body
             announced.setdefault(event.status, set()).update(event.ids)
         assert announced == {"live": {leaky}}
-    finally:
-        sub.close(linger=0)

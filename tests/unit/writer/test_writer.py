@@ -18,7 +18,7 @@ from memtree.paths import socket_path
 from memtree.runtime.client import Caller
 from tests.support import deadline, deadline_ms, make_paths, reap, sigstop, wait_until
 from tests.support import test_config as make_config
-from tests.support.actor_procs import raw_call, rows, start_writer
+from tests.support.actor_procs import node_events, raw_call, rows, start_writer
 
 
 @pytest.fixture()
@@ -157,11 +157,7 @@ def test_forgotten_content_is_refused_over_the_wire_and_audited(writer):
 
 def test_events_are_published_after_commit(writer):
     paths, _, caller = writer
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.setsockopt(zmq.LINGER, 0)
-    sub.setsockopt(zmq.SUBSCRIBE, b"NodesChanged")
-    sub.connect(paths.endpoint(protocol.SOCK_EVENTS))
-    try:
+    with node_events(paths) as sub:
 
         def added_and_seen():  # PUB drops until the subscription arrives: retry with fresh nodes
             nid = caller.call(protocol.AddNode(kind="note", content="watch me"))["id"]
@@ -174,8 +170,6 @@ def test_events_are_published_after_commit(writer):
         assert topic == b"NodesChanged" and event.status == "pending" and event.kinds == ["note"]
         assert set(event.ids) <= {r[0] for r in rows(paths, "SELECT id FROM nodes WHERE kind='note'")}
         assert rows(paths, "SELECT status FROM nodes WHERE id=?", (event.ids[0],)) == [("pending",)]
-    finally:
-        sub.close(linger=0)
 
 
 def _burst(proc, endpoint: str, frames: list[bytes]) -> dict:
