@@ -232,6 +232,22 @@ def make(rule, tags: set):
     return repl
 
 
+_LATER_FLAG = re.compile(r"(?<=\s)-p(?!\[REDACTED)[^\s'\"]{3,}")
+
+
+def each_flag(rule, tags: set):
+    """Group 1 (a ``-pSECRET``) and every later ``-pSECRET`` in group ``rest`` (the rest of its command)."""
+    label = f"[REDACTED:{rule.tag}]"
+
+    def repl(m):
+        tags.add(rule.tag)
+        s, e = m.span(1)
+        rest = _LATER_FLAG.sub(lambda _: "-p" + label, m.group("rest"))
+        return m.string[m.start() : s] + label + m.string[e : m.start("rest")] + rest
+
+    return repl
+
+
 def block(rule, tags: set):
     """A block of lines (group ``v``): one label, its newlines kept."""
 

@@ -38,9 +38,8 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
-REDACTION_VERSION = (
-    4  # 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', build files, ...
-)
+# 5: mysql's every -p; 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', ...
+REDACTION_VERSION = 5
 
 
 class Rule:
@@ -257,12 +256,14 @@ RULES = [
         lits=("'-p", '"-p'),
         replace=rp.value,
     ),
+    # (and the rest of its command: a second -p overrides the first, so both are secrets)
     Rule(
         "mysql_password",
-        r"\b(?:mysql|mariadb)[a-z]*\b[^\n]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})",
+        r"\b(?:mysql|mariadb)[a-z]*\b[^\n|;&]{0,200}?\s-p((?!\[REDACTED)[^\s'\"]{3,})(?P<rest>[^\n|;&]*)",
         ("mysql", "mariadb"),
         group=1,
         starts="mysql|mariadb",
+        replace=rp.each_flag,
     ),
     # -- word rules: a secret-named key and its value -------------------------------------------------------
     # NAME=value (shell / .env / env dump; quoted or not), "name": "value" (JSON),

@@ -212,6 +212,14 @@ def test_benign_look_alikes_survive_unchanged(text):
     assert redact_text(text) == (text, [])
 
 
+def test_every_password_flag_of_a_mysql_command_is_redacted_and_the_next_command_is_not():
+    text = "mysql -u root -pFirstPassw0rd1 -h db -pSecondPassw0rd2 shop | tar -pxf dump.tar; echo -pxyz"
+    clean, tags = redact_text(text)
+    want = "mysql -u root -p{0} -h db -p{0} shop | tar -pxf dump.tar; echo -pxyz".format("[REDACTED:mysql_password]")
+    assert (clean, tags) == (want, ["mysql_password"])
+    assert redact_text(clean) == (clean, [])
+
+
 def test_redact_value_cleans_every_string_in_nested_json():
     value = {
         "tool_input": {"command": "export GITHUB_TOKEN=ghp_Zq8Lm2Xv9Tn4Rb7Yw1Pk6Hs3Jd5Fc0GaUeMi"},
