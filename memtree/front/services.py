@@ -105,6 +105,7 @@ class Services:
         )
         self._embed_lock = anyio.Lock()
         self._embed_missed = False  # the last query embedding did not arrive in time
+        self.embed_note = ""  # why the last query embedding did not come (what the agent is told)
         self._embed_cold = expect_embedder  # no query embedding tried yet, and a walker is starting with us
         # One read-only connection per thread: apsw refuses concurrent use of
         # one connection, and reads run in worker threads (see run_sync).
@@ -154,9 +155,11 @@ class Services:
             timeout_ms = max(timeout_ms, EMBED_COLD_MS)
         sock = socket_path(self.paths.endpoint(protocol.SOCK_EMBED))
         if not cold and not os.path.exists(sock):
+            self.embed_note = "no embed walker is running"
             return None  # no embed walker has bound here: do not wait for one
         if self._embed_missed:
             timeout_ms = min(timeout_ms, EMBED_PROBE_MS)
+        self.embed_note = f"no query embedding from the embed walker within {timeout_ms} ms"
         result = None
         with anyio.move_on_after(timeout_ms / 1000):
             while not os.path.exists(sock):  # only when cold: the walker binds once its model is loaded

@@ -169,12 +169,11 @@ HIT_FLOOR_SHARE = 0.25
 
 async def query_vector(svc, text: str):
     """(embedding, None) from the embed walker, or (None, why) when it does
-    not answer within walkers.embedQueryTimeoutMs (stopped, busy, no model).
+    not answer within the bound the services waited (stopped, busy, no model).
     The embedding is ``{"model", "dim", "vector"}``."""
     emb = await svc.embed_query(text)
     if emb is None:
-        ms = int(svc.config.walkers.embedQueryTimeoutMs)
-        return None, f"no query embedding from the embed walker within {ms} ms"
+        return None, getattr(svc, "embed_note", "") or "no query embedding from the embed walker"
     return emb, None
 
 

@@ -10,6 +10,7 @@ import signal
 
 import pytest
 
+from memtree.front.services import EMBED_PROBE_MS
 from memtree.recall.embeddings import LOCAL_MODEL
 from tests.support import COLD_START_S, reap, sigstop, wait_until
 from tests.support.actor_procs import start_actor
@@ -54,6 +55,9 @@ def test_stopped_embed_walker_degrades_hybrid_keeps_ingest_and_drains_after_sigc
     try:
         stopped = f.ok("recall", {"query": QUERY})
         assert "(keyword)" in stopped and "hybrid degraded to keyword" in stopped and first in ids_in(stopped)
+        # The note names the bound this search waited: the configured one, then the probe's after a miss.
+        assert "within 300 ms" in stopped and "within 300 ms" not in f.ok("recall", {"query": QUERY + " again"})
+        assert f"within {EMBED_PROBE_MS} ms" in f.ok("recall", {"query": QUERY + " once more"})
         # Ingest keeps working while the walker is stopped: through the MCP note tool and the writer.
         noted = ids_in(f.ok("note", {"text": "network calls that fail are retried with exponential backoff"}))
         assert len(noted) == 1 and f.rows("SELECT count(*) FROM nodes WHERE id = ?", (noted.pop(),)) == [(1,)]
