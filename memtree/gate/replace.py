@@ -216,7 +216,8 @@ def make(rule, tags: set):
     def repl(m):
         g = "v" if m.group("v") is not None else "v2"
         v = m.group(g).strip()
-        if not v or v[0] in "$<%*[{" or "$(" in v or "${" in v or v.lower() in NOT_VALUES:
+        bare = v.strip("'\"")  # a quoted label another rule left ('[REDACTED:...]') is no value
+        if not bare or stands_for_none(bare) or "$(" in v or "${" in v:
             return m.group(0)
         if (
             g == "v2"

@@ -320,6 +320,12 @@ PATH_PARTS = [
 ]
 
 
+def soup(n: int, seed: int) -> list[str]:
+    """``n`` seeded random texts of 1-15 rule pieces: what the rules look for, in every order."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice(RULE_PIECES) for _ in range(rng.randrange(1, 16))) for _ in range(n)]
+
+
 def _pool(rng: random.Random) -> list[str]:
     """Credential-shaped strings of assorted lengths and alphabets."""
     out = []

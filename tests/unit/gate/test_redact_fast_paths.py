@@ -20,17 +20,14 @@ from memtree.gate import engine as e
 from memtree.gate import replace as rp
 from memtree.gate.rules import BASE64, KEY_LINE, NAMED, RULES, named_pair_trigger
 from tests.support import leak_variants
-from tests.support.gate_corpus import RULE_PIECES
+from tests.support.gate_corpus import RULE_PIECES, soup
 from tests.support.leaky_cases import case_strings
 
 TOKENS = RULE_PIECES  # one vocabulary with the golden corpus's generator
 
 
 def _texts() -> list[str]:
-    out = case_strings("/project")
-    rng = random.Random(11)
-    out += ["".join(rng.choice(TOKENS) for _ in range(rng.randrange(1, 16))) for _ in range(6000)]
-    return out
+    return case_strings("/project") + soup(6000, 11)
 
 
 TEXTS = _texts()

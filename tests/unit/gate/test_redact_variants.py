@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from memtree.gate import redact_text
 from tests.support import leak_variants as lv
+from tests.support.gate_corpus import soup
 from tests.support.leaky_cases import case_strings
 
 
@@ -54,10 +55,12 @@ def test_redaction_holds_when_applied_again():
     walker's upgrade walk: the gate must leave its own output as it is, or a
     label turns into a label inside a label ("-a [REDACTED:cli_secret]" read as
     user:password) and a walk rewrites rows for nothing. Over every string of
-    the leak fixture, the variants and the look-alikes."""
+    the leak fixture, the variants, the look-alikes and random soups of the
+    rules' pieces (mysql's second -p and a quoted label in a make assignment
+    moved before gate v5)."""
     texts = case_strings("/project")
-    texts += [c["text"] for c in lv.cases()] + lv.BENIGN
-    assert len(texts) > 5000
+    texts += [c["text"] for c in lv.cases()] + lv.BENIGN + soup(6000, 11)
+    assert len(texts) > 14000
     once = {t: redact_text(t)[0] for t in texts}
     moved = {t for t, r in once.items() if redact_text(r)[0] != r}
     assert moved == set()
