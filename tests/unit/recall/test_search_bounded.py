@@ -216,6 +216,39 @@ def test_a_phrase_is_estimated_from_the_newest_rows_not_walked(store, monkeypatc
         conn.close()
 
 
+def test_a_phrase_whose_tokens_walk_too_far_looks_at_the_newest_rows(store, monkeypatch):
+    """A phrase in a few rows can still cost the index's longest doclists to
+    walk ("get in": two common tokens). Past PHRASE_WALK_PER_ROW times the
+    rows the MATCH may score, it looks at the newest rows only, as a common
+    word does; the chunk defining the queried name still comes, from the
+    index of definitions."""
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        counts, ix = reads.doc_counts(conn, ["get", "in", "get_in"])
+        walk = counts["get"] + counts["in"]
+        assert counts["get_in"] == 2 and walk > 2 * FILLERS
+        # Positive control: at the default cost per row the walk is within the budget of 3 candidates.
+        assert walk < search.PHRASE_WALK_PER_ROW * search.BM25_BUDGET * 3
+        (match, above, _), *_ = search._bm25_match(conn, "get_in", 3)
+        assert (match, above) == ('"get_in"', None)
+        assert _ids(search.keyword_candidates(conn, "get_in", {}, n=3)) == ids["get_in"]
+        monkeypatch.setattr(search, "PHRASE_WALK_PER_ROW", 1)  # a walk of 150 entries is the most now
+        (match, above, _), *_ = search._bm25_match(conn, "get_in", 3)
+        over = walk / (search.BM25_BUDGET * 3)
+        assert match == '"get_in"' and above == reads.rowid_under_newest(conn, ix, int(ix.rows / over))
+        older = conn.execute("SELECT max(rowid) FROM nodes WHERE id IN (?, ?)", sorted(ids["get_in"])).fetchone()[0]
+        assert above > older  # both get_in rows are older than the rows looked at
+        defining = {i for i in ids["get_in"] if read_content(conn, i).startswith("def get_in")}
+        assert _ids(search.keyword_candidates(conn, "get_in", {}, n=3)) == defining
+    finally:
+        conn.close()
+
+
+def read_content(conn, node_id: str) -> str:
+    return conn.execute("SELECT content FROM nodes WHERE id = ?", (node_id,)).fetchone()[0]
+
+
 PRUNED, KEPT = 300, 60  # old notes dropped out of the index (as pruning does), then newer ones kept
 
 
