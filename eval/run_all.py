@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark in turn (core, writer, redact, hook, tools, idle, robust, doctor, storage, embed,
+"""`make bench`: every benchmark in turn (core, writer, redact, leak eval, hook, tools, idle, robust, doctor, storage, embed,
 recall eval, broad recall eval, search by mode, search at scale, child lookups by store size, context A/B, the month-of-use soak), figures to stdout."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from memtree.eval import (
     bench_tools,
     bench_writer,
     broad_eval,
+    leak_eval,
     recall_eval,
     soak,
 )
@@ -31,6 +32,7 @@ def main() -> int:
         ("core", bench_core),
         ("writer", bench_writer),
         ("redact", bench_redact),
+        ("leak eval (generated secrets in 50 syntaxes)", leak_eval),
         ("hook", bench_hook),
         ("tools", bench_tools),
         ("idle", bench_idle),

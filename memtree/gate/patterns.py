@@ -14,7 +14,7 @@ NA = r"(?![A-Za-z0-9_\-])"  # no token character right after
 STRONG = (
     r"(?:secret|passw(?:or)?d|pwd|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
     r"credentials?|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|client[_\-]?secret|"
-    r"accountkey|sharedaccesskey|_authtoken|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key)"
+    r"accountkey|sharedaccesskey|_authtoken|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key)"
 )
 # Names ending in these are secret only when the value also looks like one.
 WEAK_END = r"(?:token|key|pass|auth|sig|signature|salt|cookie)"
@@ -108,6 +108,7 @@ STRONG_HINTS = (
     "session",
     "signing",
     "encryption",
+    "master",
 )
 WEAK_HINTS = ("token", "key", "pass", "auth", "sig", "salt", "cookie")
 NEAR_HINTS = ("secret", "token", "passw", "api", "credential", "signature", "auth")

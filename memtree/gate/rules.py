@@ -38,8 +38,23 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
+# 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
 # 5: mysql's every -p; 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', ...
-REDACTION_VERSION = 5
+REDACTION_VERSION = 6
+
+# A name that starts with a secret word but names something about the secret, not
+# the secret (PASSWORD_MIN_LENGTH, SECRET_NAME, password_file, secretArn): its value
+# is a number, a name or a path. Lookbehinds at the name's end, one per word (fixed width).
+_ABOUT = (
+    "name names file path dir length len min max size count policy hint arn ref env var field type ttl "
+    "expiry expires version label prompt rotation enabled required regex pattern format prefix suffix provider "
+    "backend store manager header param mode source"
+).split()
+# In a command or declaration with no `=` (#define, ENV, a header directive, config set): a
+# secret-named name, or a weak one (STRIPE_KEY) when its value is shaped like a credential.
+NAME_OR_WEAK = r"(?:" + SECRET_NAME + r"|(?P<weak>[A-Za-z0-9_.\-]*?" + WEAK_END + r"))(?![A-Za-z0-9_])"
+WEAK_VALUE = r"(?(weak)(?=[\"']?" + SECRETISH.replace("{12,}", "{16,}") + r"))"
+NOT_ABOUT = "".join(rf"(?<![_.\-]{w})(?<!(?-i:[a-z0-9]{w.title()}))" for w in _ABOUT)  # and passwordMinLength
 
 
 class Rule:
@@ -237,6 +252,30 @@ RULES = [
         starts=r"--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)",
         back=1,
     ),
+    # --private-key x, --signing-key=x (not a key file's path: --private-key ~/.ssh/id_rsa); a weak
+    # --stripe-key / --deploy-token when its value is shaped like a credential
+    Rule(
+        "cli_secret",
+        r"(?i)(?:^|\s)--(?:[a-z0-9]+-)*(?:pwd|credentials?|(?:private|secret|signing|encryption|master|access|"
+        r"session|client|auth|api|app)-key|(?P<weak>key|token))(?:=|\s+)['\"]?"
+        + WEAK_VALUE
+        + r"((?!\[REDACTED|-|[/~$<]"
+        r"|\.\.?/|[^\s'\"]*\.(?:pem|key|p12|pfx|json|crt|der|txt|ppk|jks|gpg|asc)(?![^\s'\"]))[^\s'\"]{3,})",
+        ("--",),
+        group=2,
+        starts=r"--(?:[a-z0-9]+-)*(?:pwd|credential|(?:private|secret|signing|encryption|master|access|session|"
+        r"client|auth|api|app)-key|key|token)",
+        back=1,
+    ),
+    # A header given on a command line: curl -H "X-Auth-Token: x", --header 'Api-Key: x'.
+    Rule(
+        "secret_value",
+        r"(?i)(?:^|\s)(?:-H|--header)[ \t=]*(?P<hq>[\"'])[ \t]*[A-Za-z0-9_\-]*?" + NAMED + r"[ \t]*:[ \t]*+"
+        r"(?P<v>(?!\[REDACTED|\$)[^\"'\n]{2,}?)[ \t]*(?P=hq)",
+        NAMED_HINTS,
+        ops=("-H", "--header"),
+        replace=rp.value,
+    ),
     # mysql -p'x' / -p"x" (and the tools with its convention), set -x's '-px'
     # (two rules, each found by str.find of its literal start: a trigger regex without one is
     # tried at every offset)
@@ -270,7 +309,7 @@ RULES = [
     # name: value (YAML), name = "value" (code). The v* group is the secret.
     Rule(
         "secret_value",
-        r"(?i)" + STRONG + r"[A-Za-z0-9_.\-]{0,40}[\"']?"
+        r"(?i)" + STRONG + r"[A-Za-z0-9_.\-]{0,40}" + NOT_ABOUT + r"[\"']?"
         r"(?:"
         r"=(?P<q1>[\"']?)(?P<v1>(?<=[\"'])[^\"'\n]{3,}(?=[\"'])|(?!\[REDACTED|\$\{|\$\()[^\s\"';&]{3,})"
         r"|\s*(?::=|=>|=|:)\s*(?P<q2>[\"'])(?P<v2>(?!\[REDACTED|\$\{)[^\"'\n]{3,})(?P=q2)"
@@ -289,6 +328,16 @@ RULES = [
         + r")",
         WEAK_HINTS,
         starts=WEAK_END + r"[\"']?\s*[:=]",
+        lits=WEAK_HINTS,
+        replace=rp.weak,
+    ),
+    # The same weak names in an element or a typed declaration: `<stripe_key>x`, `const X_TOKEN: &str = "x"`.
+    Rule(
+        "secret_value",
+        r"(?i)" + WEAK_END + r"(?![A-Za-z0-9_])[\"']?(?:>|[ \t]*:[ \t]*&?[A-Za-z_][\w<>\[\]']{0,20}[ \t]*=[ \t]*[\"']?)"
+        r"(?P<v>(?!\[REDACTED)" + SECRETISH.replace("{12,}", "{16,}") + r")",
+        WEAK_HINTS,
+        starts=WEAK_END + r"(?![a-z0-9_])[\"']?[ \t>:]",  # the typed form's `:` may follow a space
         lits=WEAK_HINTS,
         replace=rp.weak,
     ),
@@ -426,6 +475,76 @@ RULES = [
         starts=NAMED_FLAT + r"s?[\"']?[ \t]*:[ \t]*[|>]",
         lits=NAMED_LITS,
         replace=rp.block,
+    ),
+    # -- commands and declarations that name a secret without an `=` beside it (v6) ----------------------
+    # A typed declaration: `const PASSWORD: &str = "x"`, `password: str = "x"`, `val apiKey: String = "x"`,
+    # `def f(token: str = "x")`; a declaration's start, not `if password: msg = "x"`.
+    Rule(
+        "secret_value",
+        r"(?im)(?:^(?:[^\s:]*:\d+[:\-])?[ \t]*|\b(?:const|let|var|val|static|mut|pub|readonly|private|public|"
+        r"protected|final|export)[ \t]+|[(,][ \t]*)"
+        + SECRET_NAME
+        + r"[ \t]*:[ \t]*[A-Za-z_&*\[][\w<>\[\]&*,.' ]{0,40}?[ \t]*="
+        r"[ \t]*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)(?=[ \t]*(?:[;,)#]|//|$))",
+        NAMED_HINTS,
+        lines=r"=[ \t]*[\"']",
+        replace=rp.literal,
+    ),
+    # `#define API_KEY "x"`; a Dockerfile's `ENV DB_PASSWORD x` / `ARG TOKEN x` (its older, space form).
+    Rule(
+        "secret_value",
+        r"(?im)^(?:[^\s:]*:\d+[:\-])?[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+"
+        + NAME_OR_WEAK
+        + r"[ \t]+"
+        + WEAK_VALUE
+        + r"(?:(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)|(?P<v2>(?!\[REDACTED)[^\s=\"'][^\n]*?))[ \t]*$",
+        NAMED_HINTS,
+        lines=r"(?i)(?:define|ENV|ARG)[ \t]",
+        replace=rp.value,
+    ),
+    # A header an nginx (or similar) directive sets: `proxy_set_header X-Api-Key x;`.
+    Rule(
+        "secret_value",
+        r"(?i)\b(?:proxy_set_header|add_header|grpc_set_header|more_set_(?:input_)?headers|fastcgi_param|uwsgi_param)"
+        r"[ \t]+[\"']?"
+        + NAME_OR_WEAK
+        + r"[\"']?:?[ \t]+"
+        + WEAK_VALUE
+        + r"(?P<q>[\"']?)(?P<v>(?!\[REDACTED|\$)[^\s;\"']{2,})(?P=q)",
+        NAMED_HINTS,
+        ops=("_header", "_param"),
+        replace=rp.value,
+    ),
+    # `config set <name> <value>`: aws configure set, npm/yarn/pnpm config set, git config's secret keys.
+    Rule(
+        "secret_value",
+        r"(?i)\bconfig(?:ure)?[ \t]+set[ \t]+(?:-\S+[ \t]+)*"
+        + NAME_OR_WEAK
+        + r"[\"']?[ \t]+"
+        + WEAK_VALUE
+        + r"(?P<q>[\"']?)(?P<v>(?!\[REDACTED|\$)[^\s\"']{3,})(?P=q)",
+        NAMED_HINTS,
+        ops=("config",),
+        replace=rp.value,
+    ),
+    # SQL: CREATE/ALTER USER|ROLE ... IDENTIFIED BY 'x' / ... WITH PASSWORD 'x' (not prose's "identified by 'name'").
+    Rule(
+        "secret_value",
+        r"(?i)\b(?:user|role|login)\b[^\n;]{0,80}?\b(?:identified[ \t]+(?:with[ \t]+\w+[ \t]+)?by(?:[ \t]+password)?"
+        r"|password)[ \t]+"
+        r"(?P<q>['\"])(?P<v>(?!\[REDACTED)[^'\"\n]{2,})(?P=q)",
+        ("identified", "password"),
+        ops=("identified", "password", "IDENTIFIED", "PASSWORD", "Password"),
+        replace=rp.literal,
+    ),
+    # A registry login's -p (docker, podman, helm, ...): `docker login -u x -p y host`.
+    Rule(
+        "cli_secret",
+        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl)\b[^\n|;&]{0,100}?\blogin\b"
+        r"[^\n|;&]{0,200}?[ \t]-p(?:[ \t]+|=)['\"]?((?!\[REDACTED|\$)[^\s'\"]{3,})",
+        ("login",),
+        group=1,
+        starts="docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl",
     ),
 ]
 

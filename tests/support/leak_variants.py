@@ -38,8 +38,15 @@ def _secrets(r: random.Random) -> dict:
     }
 
 
+KINDS = 7
+
+
 def _lower(name: str) -> str:
     return name.lower()
+
+
+def _kebab(name: str) -> str:
+    return "-".join(w.title() for w in name.lower().split("_"))
 
 
 def _camel(name: str) -> str:
@@ -72,6 +79,22 @@ SYNTAXES = {
     "yaml_folded": lambda k, v: f"  {_lower(k)}: >-\n    {v}",
     "toml": lambda k, v: f'{_lower(k)} = "{v}"',
     "docker_env": lambda k, v: f"docker run -e {k}={v} app:latest",
+    # declarations and commands with no `=` or `:` right after the name (gate v6)
+    "typed_const": lambda k, v: f'pub const {k}: &str = "{v}";',
+    "typed_param": lambda k, v: f'def connect(host: str, {_lower(k)}: str = "{v}") -> None:',
+    "c_define": lambda k, v: f'#define {k} "{v}"',
+    "dockerfile_env": lambda k, v: f"ENV {k} {v}",
+    "nginx_header": lambda k, v: f"    proxy_set_header X-{_kebab(k)} {v};",
+    "config_set": lambda k, v: f"aws configure set {_lower(k)} {v} --profile prod",
+    "cli_flag_space": lambda k, v: f"deploy --{_kebab(k).lower()} {v} --region eu-west-1",
+    "curl_header": lambda k, v: f'curl -sS -H "X-{_kebab(k)}: {v}" https://api.example.com/v1/charges',
+    "weak_typed_const": lambda k, v: f'const {k.rsplit("_", 1)[0]}_SIGNING_KEY: &str = "{v}";',
+    "weak_define": lambda k, v: f'#define {k.rsplit("_", 1)[0]}_KEY "{v}"',
+    "weak_env": lambda k, v: f"ENV VENDOR_KEY {v}",
+    # no name at all: the command says what the value is
+    "sql_identified": lambda k, v: f"ALTER USER 'app'@'%' IDENTIFIED BY '{v}';",
+    "sql_with_password": lambda k, v: f"CREATE ROLE app WITH LOGIN PASSWORD '{v}';",
+    "registry_login": lambda k, v: f"docker login -u deploy -p {v} registry.example.com",
 }
 
 # Look-alikes in the same syntaxes: not secret-named, a reference, a placeholder,
@@ -97,6 +120,24 @@ BENIGN = [
     "# MAX_BATCH_PREFILL_TOKENS: 4096, MAX_TOTAL_TOKENS: 8192tokensPerBatch",
     "ret['host_token'] = '%s-%s' % (host, port)",
     "# role as the EVENT_HANDSHAKE_FAILED_AUTH handshake2FailedEventName",
+    'progress_token: Annotated[ProgressToken, Field(alias="progressToken")]',
+    '"""Load and return a dynamic library identified by \'name\'."""',
+    # the v6 syntaxes with no secret in them: a condition, a size, a path, a reference, a setting
+    'if password: msg = "ok"',
+    "max_tokens: int = 4096",
+    "#define PASSWORD_MAX_LEN 64",
+    "ENV PASSWORD_FILE /run/secrets/db_password",
+    "proxy_set_header X-Api-Key $http_x_api_key;",
+    "aws configure set region eu-west-1",
+    "ssh-add --private-key ~/.ssh/id_ed25519",
+    "deploy --signing-key ./keys/release.pem",
+    "docker login -u deploy --password-stdin registry.example.com",
+    "SELECT user, password FROM accounts WHERE role = 'admin'",
+    # names about a secret, not the secret (gate v6)
+    "PASSWORD_MIN_LENGTH=12",
+    '{"passwordMinLength": "12", "secretName": "prod/db"}',
+    "SECRET_NAME=prod/app/db",
+    "password_file: /run/secrets/db_password",
 ]
 
 
