@@ -309,7 +309,7 @@ RULES = [
     # name: value (YAML), name = "value" (code). The v* group is the secret.
     Rule(
         "secret_value",
-        r"(?i)" + STRONG + r"[A-Za-z0-9_.\-]{0,40}" + NOT_ABOUT + r"[\"']?"
+        r"(?i)" + STRONG + r"[A-Za-z0-9_.\-]{0,40}(?=[\"']?\s*[:=])" + NOT_ABOUT + r"[\"']?"
         r"(?:"
         r"=(?P<q1>[\"']?)(?P<v1>(?<=[\"'])[^\"'\n]{3,}(?=[\"'])|(?!\[REDACTED|\$\{|\$\()[^\s\"';&]{3,})"
         r"|\s*(?::=|=>|=|:)\s*(?P<q2>[\"'])(?P<v2>(?!\[REDACTED|\$\{)[^\"'\n]{3,})(?P=q2)"
@@ -328,16 +328,6 @@ RULES = [
         + r")",
         WEAK_HINTS,
         starts=WEAK_END + r"[\"']?\s*[:=]",
-        lits=WEAK_HINTS,
-        replace=rp.weak,
-    ),
-    # The same weak names in an element or a typed declaration: `<stripe_key>x`, `const X_TOKEN: &str = "x"`.
-    Rule(
-        "secret_value",
-        r"(?i)" + WEAK_END + r"(?![A-Za-z0-9_])[\"']?(?:>|[ \t]*:[ \t]*&?[A-Za-z_][\w<>\[\]']{0,20}[ \t]*=[ \t]*[\"']?)"
-        r"(?P<v>(?!\[REDACTED)" + SECRETISH.replace("{12,}", "{16,}") + r")",
-        WEAK_HINTS,
-        starts=WEAK_END + r"(?![a-z0-9_])[\"']?[ \t>:]",  # the typed form's `:` may follow a space
         lits=WEAK_HINTS,
         replace=rp.weak,
     ),
@@ -437,10 +427,15 @@ RULES = [
         lines=r"\][ \t]*(?::|\|\||\?\?)?=",
         replace=rp.literal,
     ),
-    # XML: <db_password>x</db_password> (Maven settings, .NET, plists), key="API_KEY" value="x".
+    # XML: <db_password>x</db_password> (Maven settings, .NET, plists; a weak name's credential-shaped
+    # value too: <stripe_key>), key="API_KEY" value="x".
     Rule(
         "secret_value",
-        r"(?i)<(?P<tag>" + SECRET_NAME + r")(?:[ \t][^<>\n]*)?>(?P<v>(?!\[REDACTED)[^<>\n]{2,}?)</(?P=tag)[ \t]*>",
+        r"(?i)<(?P<tag>"
+        + NAME_OR_WEAK
+        + r")(?:[ \t][^<>\n]*)?>"
+        + WEAK_VALUE
+        + r"(?P<v>(?!\[REDACTED)[^<>\n]{2,}?)</(?P=tag)[ \t]*>",
         NAMED_HINTS,
         lines="</",
         replace=rp.literal,
@@ -478,28 +473,29 @@ RULES = [
     ),
     # -- commands and declarations that name a secret without an `=` beside it (v6) ----------------------
     # A typed declaration: `const PASSWORD: &str = "x"`, `password: str = "x"`, `val apiKey: String = "x"`,
-    # `def f(token: str = "x")`; a declaration's start, not `if password: msg = "x"`.
+    # `def f(token: str = "x")`; a declaration's start, not `if password: msg = "x"`; a weak name
+    # (`STRIPE_KEY: &str`) when its value is shaped like a credential.
     Rule(
         "secret_value",
         r"(?im)(?:^(?:[^\s:]*:\d+[:\-])?[ \t]*|\b(?:const|let|var|val|static|mut|pub|readonly|private|public|"
         r"protected|final|export)[ \t]+|[(,][ \t]*)"
-        + SECRET_NAME
+        + NAME_OR_WEAK
         + r"[ \t]*:[ \t]*[A-Za-z_&*\[][\w<>\[\]&*,.' ]{0,40}?[ \t]*="
-        r"[ \t]*(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)(?=[ \t]*(?:[;,)#]|//|$))",
+        r"[ \t]*(?P<q>[\"'])" + WEAK_VALUE + r"(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)(?=[ \t]*(?:[;,)#]|//|$))",
         NAMED_HINTS,
-        lines=r"=[ \t]*[\"']",
+        lines=r":[ \t]*[A-Za-z_&*\[][^\n=:]{0,60}=[ \t]*[\"']",  # a literal first: re skips to each ':'
         replace=rp.literal,
     ),
     # `#define API_KEY "x"`; a Dockerfile's `ENV DB_PASSWORD x` / `ARG TOKEN x` (its older, space form).
     Rule(
         "secret_value",
-        r"(?im)^(?:[^\s:]*:\d+[:\-])?[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+"
+        r"(?im)^(?:[^\s:]*:\d+[:\-])?[ \t]*(?-i:#[ \t]*define|ENV|ARG)[ \t]+"
         + NAME_OR_WEAK
         + r"[ \t]+"
         + WEAK_VALUE
         + r"(?:(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)|(?P<v2>(?!\[REDACTED)[^\s=\"'][^\n]*?))[ \t]*$",
         NAMED_HINTS,
-        lines=r"(?i)(?:define|ENV|ARG)[ \t]",
+        ops=("define ", "define\t", "ENV ", "ENV\t", "ARG ", "ARG\t"),  # not ENV inside base64
         replace=rp.value,
     ),
     # A header an nginx (or similar) directive sets: `proxy_set_header X-Api-Key x;`.
