@@ -520,7 +520,7 @@ RULES = [
         + WEAK_VALUE
         + r"(?P<q>[\"']?)(?P<v>(?!\[REDACTED|\$)[^\s\"']{3,})(?P=q)",
         NAMED_HINTS,
-        ops=("config",),
+        ops=("config", "CONFIG", "Config"),  # redis-cli CONFIG SET requirepass x
         replace=rp.value,
     ),
     # SQL: CREATE/ALTER USER|ROLE ... IDENTIFIED BY 'x' / ... WITH PASSWORD 'x' (not prose's "identified by 'name'").
@@ -530,7 +530,7 @@ RULES = [
         r"|password)[ \t]+"
         r"(?P<q>['\"])(?P<v>(?!\[REDACTED)[^'\"\n]{2,})(?P=q)",
         ("identified", "password"),
-        ops=("identified", "password", "IDENTIFIED", "PASSWORD", "Password"),
+        ops=("identified", "password", "IDENTIFIED", "PASSWORD", "Identified", "Password"),
         replace=rp.literal,
     ),
     # A registry login's -p (docker, podman, helm, ...): `docker login -u x -p y host`.

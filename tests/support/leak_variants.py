@@ -86,6 +86,7 @@ SYNTAXES = {
     "dockerfile_env": lambda k, v: f"ENV {k} {v}",
     "nginx_header": lambda k, v: f"    proxy_set_header X-{_kebab(k)} {v};",
     "config_set": lambda k, v: f"aws configure set {_lower(k)} {v} --profile prod",
+    "redis_config_set": lambda k, v: f"127.0.0.1:6379> CONFIG SET {_lower(k)} {v}",
     "cli_flag_space": lambda k, v: f"deploy --{_kebab(k).lower()} {v} --region eu-west-1",
     "curl_header": lambda k, v: f'curl -sS -H "X-{_kebab(k)}: {v}" https://api.example.com/v1/charges',
     "weak_typed_const": lambda k, v: f'const {k.rsplit("_", 1)[0]}_SIGNING_KEY: &str = "{v}";',
