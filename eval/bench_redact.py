@@ -1,9 +1,10 @@
 """Redaction throughput (memtree/gate), KB per ms, per kind of input, now vs
 the rules as they were at a baseline commit, measured interleaved in the same run.
 
-The baseline is the file at ``--before`` (default: the last commit before the
-prefilter rework) checked out from git into a temporary module; without git
-(an installed copy) only the current figures are printed.
+The baseline is the gate at ``--before`` (default: the last commit before the
+prefilter rework, whose gate was the one file memtree/redact.py) checked out
+from git into a temporary package; without git (an installed copy) only the
+current figures are printed.
 
     .venv/bin/python -m memtree.eval.bench_redact [--runs 7] [--before REV]
 """
@@ -16,6 +17,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,12 +78,35 @@ def _inputs() -> dict[str, str]:
     }
 
 
+def _git(*args: str) -> bytes:
+    return subprocess.run(["git", "-C", _ROOT, *args], capture_output=True, check=True, timeout=30).stdout
+
+
 def _baseline(rev: str):
-    """The redaction module as it was at ``rev`` (memtree/redact.py, before the gate split), loaded under another name."""
+    """The redaction code as it was at ``rev``, loaded under another name: the
+    memtree/gate package (its imports of itself renamed), or before the gate
+    split memtree/redact.py. None without git or when ``rev`` holds neither."""
     try:
-        src = subprocess.run(
-            ["git", "-C", _ROOT, "show", f"{rev}:memtree/redact.py"], capture_output=True, check=True, timeout=30
-        ).stdout
+        files = _git("ls-tree", "--name-only", f"{rev}:memtree/gate").decode().split()
+    except (OSError, subprocess.SubprocessError):
+        files = []
+    if "__init__.py" in files:
+        name = "gate_baseline_" + "".join(c for c in rev if c.isalnum())
+        tmp = tempfile.mkdtemp(prefix="bench_redact_")
+        os.mkdir(os.path.join(tmp, name))
+        for f in files:
+            if f.endswith(".py"):
+                src = _git("show", f"{rev}:memtree/gate/{f}").replace(b"memtree.gate", name.encode())
+                with open(os.path.join(tmp, name, f), "wb") as out:
+                    out.write(src)
+        sys.path.insert(0, tmp)
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.path.remove(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        src = _git("show", f"{rev}:memtree/redact.py")
     except (OSError, subprocess.SubprocessError):
         return None
     tmp = tempfile.NamedTemporaryFile("wb", suffix=".py", delete=False)
@@ -105,12 +130,12 @@ def _kbms(samples: list[float], size: int) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--before", default=BASELINE, help="git revision whose memtree/redact.py is the baseline")
+    ap.add_argument("--before", default=BASELINE, help="git revision whose gate (or memtree/redact.py) is the baseline")
     args = ap.parse_args(argv)
     old = _baseline(args.before)
     impls = [("now", gate)] + ([(f"before ({args.before})", old)] if old else [])
     if not old:
-        print(f"baseline {args.before}: not available (no git checkout); current figures only")
+        print(f"baseline {args.before}: not available (no git checkout, or no gate at it); current figures only")
     inputs = _inputs()
     warm = "password=abc123def456 token: xyzzy1234567890abcdef ghp_x sk- AKIA eyJ key || ${ :// bearer"
     for _, mod in impls:
