@@ -408,12 +408,16 @@ RULES = [
         ops=("||", "??", " or ", "${"),
         replace=rp.value,
     ),
-    # The same secret-named keys in the other syntaxes a tool's output shows them in.
+    # The same secret-named keys in the other syntaxes a tool's output shows them in (a weak
+    # name, STRIPE_KEY, when its value is shaped like a credential: NAME_OR_WEAK, WEAK_VALUE).
     # JSON inside a JSON string, at any depth: \"db_password\": \"x\" (aws secretsmanager's SecretString).
     Rule(
         "secret_value",
-        r"(?i)(?P<bs>\\+)\"" + SECRET_NAME + r"(?P=bs)\"[ \t]*:[ \t]*(?P=bs)\""
-        r"(?P<v>(?!\[REDACTED)[^\"\\\n]{2,})(?P=bs)\"",
+        r"(?i)(?P<bs>\\+)\""
+        + NAME_OR_WEAK
+        + r"(?P=bs)\"[ \t]*:[ \t]*(?P=bs)\""
+        + WEAK_VALUE
+        + r"(?P<v>(?!\[REDACTED)[^\"\\\n]{2,})(?P=bs)\"",
         NAMED_HINTS,
         lines=r'\\"',
         replace=rp.literal,
@@ -421,8 +425,8 @@ RULES = [
     # A subscript assigned a literal: os.environ["API_KEY"] = "x", settings['db_password'] = 'x'.
     Rule(
         "secret_value",
-        r"(?i)\[[ \t]*(?P<kq>[\"'])" + SECRET_NAME + r"(?P=kq)[ \t]*\][ \t]*(?::|\|\||\?\?)?=[ \t]*"
-        r"(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
+        r"(?i)\[[ \t]*(?P<kq>[\"'])" + NAME_OR_WEAK + r"(?P=kq)[ \t]*\][ \t]*(?::|\|\||\?\?)?=[ \t]*"
+        r"(?P<q>[\"'])" + WEAK_VALUE + r"(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
         NAMED_HINTS,
         lines=r"\][ \t]*(?::|\|\||\?\?)?=",
         replace=rp.literal,
@@ -442,20 +446,20 @@ RULES = [
     ),
     Rule(
         "secret_value",
-        r"(?i)\b(?:key|name)[ \t]*=[ \t]*(?P<kq>[\"'])" + SECRET_NAME + r"(?P=kq)[ \t]+value[ \t]*=[ \t]*"
-        r"(?P<q>[\"'])(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
+        r"(?i)\b(?:key|name)[ \t]*=[ \t]*(?P<kq>[\"'])" + NAME_OR_WEAK + r"(?P=kq)[ \t]+value[ \t]*=[ \t]*"
+        r"(?P<q>[\"'])" + WEAK_VALUE + r"(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
         NAMED_HINTS,
         lines=r"(?i)value[ \t]*=",
         replace=rp.literal,
     ),
-    # A secret-named UPPER_CASE name, another separator, a credential-shaped value:
+    # A secret-named UPPER_CASE name (or any *_KEY), another separator, a credential-shaped value:
     # fish's `set -gx X v`, `X -> v`, `| X | v |`, tab-separated. Shaped like one (SECRETISH,
     # 16 characters or more), so `| GITHUB_TOKEN | required |` is prose; not *_AUTH (EVENT_AUTH,
     # an event's name in prose) nor *_TOKENS (MAX_TOKENS: a count).
     Rule(
         "secret_value",
         r"(?<![A-Za-z0-9_$])(?:[A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_KEY|"
-        r"PRIVATE_KEY|SECRET_KEY|MASTER_KEY|CREDENTIALS?|SALT)(?![A-Za-z0-9_])"
+        r"PRIVATE_KEY|SECRET_KEY|MASTER_KEY|CREDENTIALS?|SALT|[A-Z0-9]+_KEY)(?![A-Za-z0-9_])"
         r"[ \t|:>\-]*[ \t][ \t|:>\-]*[\"']?(?P<v>(?!\[REDACTED|\$)" + SECRETISH.replace("{12,}", "{16,}") + r")",
         NAMED_HINTS,
         lines=r"(?:TOKEN|SECRET|PASS(?:WORD|WD)?|PWD|KEY|CREDENTIALS?|SALT)[ \t|:>\-]*[ \t]",

@@ -160,6 +160,32 @@ def cases(seed: int = 19, per: int = 3) -> list[dict]:
     return out
 
 
+# A weak name (a vendor's *_KEY) holds a secret when its value is shaped like a credential
+# (letters and digits, 16 or more): in every syntax but a YAML block, whose rule starts at a
+# secret word.
+WEAK_NAME = "STRIPE_KEY"
+WEAK_SKIPPED = ("yaml_block", "yaml_folded")
+
+
+def weak_cases(seed: int = 23, per: int = 3) -> list[dict]:
+    """A credential-shaped value under WEAK_NAME in every syntax but WEAK_SKIPPED."""
+    r = random.Random(seed)
+    out = []
+    for syntax, line in SYNTAXES.items():
+        if syntax in WEAK_SKIPPED:
+            continue
+        for i in range(per):
+            secret = "".join(r.choice(_AN) for _ in range(20)) + "".join(r.choice(string.digits) for _ in range(4))
+            out.append(
+                {
+                    "id": f"weak/{syntax}/{i}",
+                    "text": f"$ tool --show\n{line(WEAK_NAME, secret)}\ndone",
+                    "secret": secret,
+                }
+            )
+    return out
+
+
 def leaked(redacted: str, secret: str) -> bool:
     """Whether any 12 characters of ``secret`` in a row survived (its base64 too)."""
     forms = [secret, base64.b64encode(secret.encode()).decode()]

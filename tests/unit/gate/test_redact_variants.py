@@ -17,6 +17,22 @@ def test_no_generated_variant_leaks():
     assert leaking == set()
 
 
+def test_a_weak_name_with_a_credential_shaped_value_leaks_in_no_syntax():
+    cases = lv.weak_cases()
+    assert len(cases) == (len(lv.SYNTAXES) - len(lv.WEAK_SKIPPED)) * 3
+    leaking = {c["id"] for c in cases if lv.leaked(redact_text(c["text"])[0], c["secret"])}
+    assert leaking == set()
+    # Positive control: the value's shape decides. A short word under the same name stays
+    # in the syntaxes where the name is what makes a value secret (not in a SQL password,
+    # a registry login's -p, ...).
+    kept = {
+        syntax
+        for syntax, line in lv.SYNTAXES.items()
+        if redact_text(line(lv.WEAK_NAME, "gateway"))[0] == line(lv.WEAK_NAME, "gateway")
+    }
+    assert len(kept) >= 25 and {"env", "json", "subscript_double", "xml_element", "typed_const"} <= kept
+
+
 def test_each_variant_keeps_the_name_and_the_lines_around_its_secret():
     """Only the value goes: the key still says what was there, and every line
     (and the line count) stays, so a chunk's line numbers still hold."""
