@@ -19,6 +19,8 @@ STRONG = (
 # Names ending in these are secret only when the value also looks like one.
 WEAK_END = r"(?:token|key|pass|auth|sig|signature|salt|cookie)"
 SECRETISH = r"(?=[^\s'\"]{0,200}[0-9])(?=[^\s'\"]{0,200}[A-Za-z])[A-Za-z0-9+/=_\-.~!@#$%^&*]{12,}"
+# SECRETISH of 16 characters or more: what a weak name's value must look like to be a secret.
+CREDENTIAL = SECRETISH.replace("{12,}", "{16,}")
 # A long hex/base64 blob right after a secret-like word ("token 3f9a...").
 NEAR_WORDS = r"(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature|auth)"
 # Secret-named words for value-level rules: the value is a secret whatever it looks like.

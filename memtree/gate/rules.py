@@ -19,6 +19,7 @@ from memtree.gate import replace as rp
 from memtree.gate.lazy import Lazy
 from memtree.gate.patterns import (
     AWS,
+    CREDENTIAL,
     NA,
     NAMED,
     NAMED_FLAT,
@@ -53,7 +54,7 @@ _ABOUT = (
 # In a command or declaration with no `=` (#define, ENV, a header directive, config set): a
 # secret-named name, or a weak one (STRIPE_KEY) when its value is shaped like a credential.
 NAME_OR_WEAK = r"(?:" + SECRET_NAME + r"|(?P<weak>[A-Za-z0-9_.\-]*?" + WEAK_END + r"))(?![A-Za-z0-9_])"
-WEAK_VALUE = r"(?(weak)(?=[\"']?" + SECRETISH.replace("{12,}", "{16,}") + r"))"
+WEAK_VALUE = r"(?(weak)(?=[\"']?" + CREDENTIAL + r"))"
 NOT_ABOUT = "".join(rf"(?<![_.\-]{w})(?<!(?-i:[a-z0-9]{w.title()}))" for w in _ABOUT)  # and passwordMinLength
 
 
@@ -321,11 +322,7 @@ RULES = [
     ),
     Rule(
         "secret_value",
-        r"(?i)"
-        + WEAK_END
-        + r"[\"']?\s*(?::=|=>|=|:)\s*[\"']?(?P<v>(?!\[REDACTED)"
-        + SECRETISH.replace("{12,}", "{16,}")
-        + r")",
+        r"(?i)" + WEAK_END + r"[\"']?\s*(?::=|=>|=|:)\s*[\"']?(?P<v>(?!\[REDACTED)" + CREDENTIAL + r")",
         WEAK_HINTS,
         starts=WEAK_END + r"[\"']?\s*[:=]",
         lits=WEAK_HINTS,
@@ -460,7 +457,7 @@ RULES = [
         "secret_value",
         r"(?<![A-Za-z0-9_$])(?:[A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_KEY|"
         r"PRIVATE_KEY|SECRET_KEY|MASTER_KEY|CREDENTIALS?|SALT|[A-Z0-9]+_KEY)(?![A-Za-z0-9_])"
-        r"[ \t|:>\-]*[ \t][ \t|:>\-]*[\"']?(?P<v>(?!\[REDACTED|\$)" + SECRETISH.replace("{12,}", "{16,}") + r")",
+        r"[ \t|:>\-]*[ \t][ \t|:>\-]*[\"']?(?P<v>(?!\[REDACTED|\$)" + CREDENTIAL + r")",
         NAMED_HINTS,
         lines=r"(?:TOKEN|SECRET|PASS(?:WORD|WD)?|PWD|KEY|CREDENTIALS?|SALT)[ \t|:>\-]*[ \t]",
         replace=rp.literal,

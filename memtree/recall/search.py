@@ -316,29 +316,27 @@ def _bm25_match(
             present = [words[i] for i in part]
             reach = sum(counts[w] for w in present)
             # over budget by this much: rows scored, or entries walked (see PHRASE_WALK_PER_ROW)
-            over = max(reach / budget, _walked(conn, present, counts, memo) / (PHRASE_WALK_PER_ROW * budget))
+            phrases = _phrase_walk(conn, present, memo)
+            walked = phrases + sum(counts[w] for w in present if not reads.is_phrase(w))
+            over = max(reach / budget, walked / (PHRASE_WALK_PER_ROW * budget))
             above = reads.rowid_under_newest(conn, ix, int(ix.rows / over)) if over > 1 else None
             scored = reach if above is None else max(1, int(reach / over))
-            hits = [counts[w] for w in present] if _walk_costs_more(conn, present, scored, memo) else None
+            hits = [counts[w] for w in present] if _walk_costs_more(present, phrases, scored) else None
             out.append((fts_query(" ".join(present)), above, hits))
     return out or [(None, None, None)]
 
 
-def _walked(conn, words: list[str], counts: dict[str, int], memo: dict) -> int:
-    """The doclist entries a MATCH of ``words`` walks: a word's rows, a phrase's tokens' rows."""
+def _phrase_walk(conn, words: list[str], memo: dict) -> int:
+    """The doclist entries the phrases among ``words`` walk: their tokens' rows (0: no phrase)."""
     parts = [t for w in words if reads.is_phrase(w) for t in reads.tokens(w)]
-    tokens = sum(doc_counts(conn, parts, memo)[0].values()) if parts else 0
-    return tokens + sum(counts[w] for w in words if not reads.is_phrase(w))
+    return sum(doc_counts(conn, parts, memo)[0].values()) if parts else 0
 
 
-def _walk_costs_more(conn, words: list[str], scored: int, memo: dict) -> bool:
-    """Whether FTS5's IDF walk of the phrases among ``words`` would cost more
-    than scoring the ``scored`` rows in Python (PHRASE_WALK_PER_ROW)."""
-    parts = [t for w in words if reads.is_phrase(w) for t in reads.tokens(w)]
-    if not parts:
-        return False
-    walk = sum(doc_counts(conn, parts, memo)[0].values())
-    return walk > PHRASE_WALK_PER_ROW * (1 + 0.3 * len(words)) * scored
+def _walk_costs_more(words: list[str], phrase_walk: int, scored: int) -> bool:
+    """Whether FTS5's IDF walk of the phrases among ``words`` (``phrase_walk``
+    entries) would cost more than scoring the ``scored`` rows in Python
+    (PHRASE_WALK_PER_ROW)."""
+    return phrase_walk > PHRASE_WALK_PER_ROW * (1 + 0.3 * len(words)) * scored
 
 
 def keyword_candidates(

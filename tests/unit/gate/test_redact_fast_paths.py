@@ -20,10 +20,8 @@ from memtree.gate import engine as e
 from memtree.gate import replace as rp
 from memtree.gate.rules import BASE64, KEY_LINE, NAMED, RULES, named_pair_trigger
 from tests.support import leak_variants
-from tests.support.gate_corpus import RULE_PIECES, soup
+from tests.support.gate_corpus import soup
 from tests.support.leaky_cases import case_strings
-
-TOKENS = RULE_PIECES  # one vocabulary with the golden corpus's generator
 
 
 def _texts() -> list[str]:
