@@ -4,7 +4,7 @@ come back unchanged.
 
 The test fixtures (tests/support/leaky_cases.py, leak_variants.py) hold the
 cases the gate was built against. This crosses more: 25 names (what a secret
-is kept under), 5 value shapes of random length, 50 syntaxes (assignments,
+is kept under), 5 value shapes of random length, 53 syntaxes (assignments,
 declarations, commands, headers, URLs, connection strings, logs), each case a
 fresh value from ``--seed``. A seed is no fixture: run another and the
 figures should hold.
@@ -108,6 +108,9 @@ SYNTAXES = {
     "xml_element": lambda k, v: f"<{k}>{v}</{k}>",
     "connection_string": lambda k, v: f"Server=db;Database=app;User Id=sa;Password={v};",
     "url_credentials": lambda k, v: f"postgres://app:{v}@db.internal:5432/app",
+    "url_srv_dotted_user": lambda k, v: f"mongodb+srv://john.doe:{v}@cluster0.ab12c.mongodb.net/app",
+    "url_no_user": lambda k, v: f"redis://:{v}@cache:6379/0",
+    "url_in_code": lambda k, v: f"engine = create_engine('mysql+pymysql://app:{v}@localhost/app')",
     "sql_identified": lambda k, v: f"ALTER USER app IDENTIFIED BY '{v}';",
     "sql_password": lambda k, v: f"CREATE ROLE app WITH LOGIN PASSWORD '{v}';",
     "registry_login": lambda k, v: f"docker login -u deploy -p {v} registry.example.com",
@@ -118,7 +121,7 @@ SYNTAXES = {
 }
 # Syntaxes whose value is a secret whatever the name beside it (the command or format says so).
 NAMELESS = {
-    "connection_string", "url_credentials", "sql_identified", "sql_password", "registry_login", "mysql_cli",
+    "connection_string", "url_credentials", "url_srv_dotted_user", "url_no_user", "url_in_code", "sql_identified", "sql_password", "registry_login", "mysql_cli",
     "basic_auth", "bearer", "netrc",
 }  # fmt: skip
 

@@ -39,9 +39,9 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
-# 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
+# 7: a URL's password holding '/' or '@'; 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
 # 5: mysql's every -p; 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', ...
-REDACTION_VERSION = 6
+REDACTION_VERSION = 7
 
 # A name that starts with a secret word but names something about the secret, not
 # the secret (PASSWORD_MIN_LENGTH, SECRET_NAME, password_file, secretArn): its value
@@ -122,6 +122,9 @@ class Rule:
         return f"Rule({self.tag!r}, {self.pattern.source[:40]!r}...)"
 
 
+# What follows the '@' that ends a URL's password: a host with a dot or a port, then its path.
+_NOT_HOST = r"(?![\w\-]*(?:\.[\w\-]+)+(?::\d{1,5})?/|[\w.\-]+:\d{1,5}/|localhost/)"
+
 RULES = [
     Rule(
         "private_key",
@@ -140,7 +143,12 @@ RULES = [
     # scheme://user:password@host
     Rule(
         "conn_password",
-        r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"]{0,256}:([^\s@/'\"]{1,512})@",
+        # The password runs to the last '@' of the address: a '/' (base64) or an '@'
+        # (unescaped, as drivers take it) inside it is the password's, not the host's.
+        # A port and a path ("host:8080/docs/@latest", "[::1]:8080/@home") is no password.
+        # An '@' followed by a host and a path ("@localhost:3000/users/@bob") ends it.
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@'\"\[]{0,256}:(?!\d{1,5}/)"
+        r"((?:[^\s@'\"]|@(?=[^\s@'\"]*@)" + _NOT_HOST + r"){1,512})@",
         ("://",),
         group=1,
         lines=r"://",

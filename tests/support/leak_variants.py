@@ -186,6 +186,64 @@ def weak_cases(seed: int = 23, per: int = 3) -> list[dict]:
     return out
 
 
+# A password in a URL (scheme://user:password@host), in every form a driver takes:
+# base64 holds '/' and '+', a hand-made one '@', ':' or '#' unescaped (drivers split
+# at the last '@'), or percent-escapes. The address around it varies too.
+URL_PASSWORDS = {
+    "alnum": lambda rs, r: rs(r.randint(12, 32)),
+    "base64": lambda rs, r: base64.b64encode(r.randbytes(r.randint(12, 30))).decode(),
+    "base64_slash": lambda rs, r: rs(r.randint(3, 9)) + "/" + rs(r.randint(4, 12), _AN + "+/") + "/" + rs(6),
+    "symbols": lambda rs, r: rs(r.randint(10, 20), _AN + "!#$^&*()-_=+[]{};,.?~"),
+    "at_sign": lambda rs, r: rs(6) + "@" + rs(6) + r.choice("!#$") + rs(4),
+    "at_and_slash": lambda rs, r: rs(5) + "@" + rs(5) + "/" + rs(6) + "@" + rs(3),
+    "colon": lambda rs, r: rs(6) + ":" + rs(8),
+    "percent": lambda rs, r: rs(6) + "%40" + rs(6) + "%2F" + rs(5),
+}
+URL_SCHEMES = ["postgres", "postgresql+psycopg2", "mysql", "mongodb+srv", "redis", "amqps", "https", "sftp", "jdbc:mysql"]
+URL_USERS = ["admin", "app_user", "svc-api", "john.doe", "user%40example.com", ""]
+URL_HOSTS = ["db.internal:5432", "localhost", "10.0.0.12:6379", "cluster0.ab12c.mongodb.net", "[::1]:5432"]
+URL_LINES = [
+    lambda u: u,
+    lambda u: f"DATABASE_URL={u}",
+    lambda u: f"psql {u}",
+    lambda u: f"  sqlalchemy.url: {u}",
+    lambda u: f"Connecting to {u} ...",
+    lambda u: f"engine = create_engine('{u}')",
+    lambda u: json.dumps({"dsn": u}),
+    lambda u: f'<property name="url" value="{u}"/>',
+]
+# Addresses with a ':' and an '@' and no password: a port and a path holding an '@'
+# (a user's page, an e-mail in a REST path, a package scope), a user with no password.
+URL_BENIGN = [
+    "GET http://localhost:3000/api/users/@alice 200",
+    "open https://example.com:8080/docs/@latest/index.html",
+    "curl http://localhost:8000/api/users/alice@example.com",
+    "npm view https://registry.example.com:4873/@acme/ui",
+    "https://medium.com/@someone/a-post-1f2e3d",
+    "git clone ssh://git@github.com:22/acme/app.git",
+    "see https://user@example.com/path and git@github.com:acme/app.git",
+    "http://[::1]:8080/@home",
+]
+
+
+def url_cases(seed: int = 29, per: int = 3) -> list[dict]:
+    """Every URL_PASSWORDS form ``per`` times in each URL_LINES line, the address's
+    scheme, user and host drawn from the lists: ``{id, text, secret}``."""
+    r = random.Random(seed)
+
+    def rs(n: int, alpha: str = _AN) -> str:
+        return "".join(r.choice(alpha) for _ in range(n))
+
+    out = []
+    for form, make in URL_PASSWORDS.items():
+        for n, line in enumerate(URL_LINES):
+            for i in range(per):
+                secret = make(rs, r)
+                url = f"{r.choice(URL_SCHEMES)}://{r.choice(URL_USERS)}:{secret}@{r.choice(URL_HOSTS)}/app"
+                out.append({"id": f"url/{form}/{n}/{i}", "text": f"$ tool --show\n{line(url)}\ndone", "secret": secret})
+    return out
+
+
 def leaked(redacted: str, secret: str) -> bool:
     """Whether any 12 characters of ``secret`` in a row survived (its base64 too)."""
     forms = [secret, base64.b64encode(secret.encode()).decode()]

@@ -33,6 +33,29 @@ def test_a_weak_name_with_a_credential_shaped_value_leaks_in_no_syntax():
     assert len(kept) >= 25 and {"env", "json", "subscript_double", "xml_element", "typed_const"} <= kept
 
 
+def test_a_url_password_leaks_in_no_form_a_driver_takes():
+    """base64's '/', an unescaped '@' or ':', percent-escapes: the password runs to
+    the address's last '@' (a '/' or an '@' inside it kept the rest of it before gate v7)."""
+    cases = lv.url_cases()
+    assert len(cases) == len(lv.URL_PASSWORDS) * len(lv.URL_LINES) * 3
+    leaking = {c["id"] for c in cases if lv.leaked(redact_text(c["text"])[0], c["secret"])}
+    assert leaking == set()
+    # Only the password goes: the scheme, the user and the host stay.
+    out = redact_text("psql postgres://admin:ab/cdEF+gh12/xyZ@db.internal:5432/app")[0]
+    assert out == "psql postgres://admin:[REDACTED:conn_password]@db.internal:5432/app"
+    out = redact_text("redis://:p@ss#w0rd!x@localhost/0")[0]
+    assert out == "redis://:[REDACTED:conn_password]@localhost/0"
+
+
+def test_an_address_with_a_port_and_an_at_sign_in_its_path_is_kept():
+    changed = {text for text in lv.URL_BENIGN if redact_text(text)[0] != text}
+    assert changed == set()
+    # positive control: a password beside the same addresses is redacted
+    assert redact_text("http://dev:Xk29fjs8Lq0@localhost:3000/api/users/@alice")[0] == (
+        "http://dev:[REDACTED:conn_password]@localhost:3000/api/users/@alice"
+    )
+
+
 def test_each_variant_keeps_the_name_and_the_lines_around_its_secret():
     """Only the value goes: the key still says what was there, and every line
     (and the line count) stays, so a chunk's line numbers still hold."""
@@ -75,7 +98,7 @@ def test_redaction_holds_when_applied_again():
     rules' pieces (mysql's second -p and a quoted label in a make assignment
     moved before gate v5)."""
     texts = case_strings("/project")
-    texts += [c["text"] for c in lv.cases()] + lv.BENIGN + soup(6000, 11)
+    texts += [c["text"] for c in lv.cases() + lv.url_cases()] + lv.BENIGN + lv.URL_BENIGN + soup(6000, 11)
     assert len(texts) > 14000
     once = {t: redact_text(t)[0] for t in texts}
     moved = {t for t, r in once.items() if redact_text(r)[0] != r}
