@@ -91,6 +91,8 @@ TOKEN_FORMATS = (
     ("buildkite_token", "bkua_", r"[a-f0-9]{40}"),
     ("fly_token", "fo1_", r"[A-Za-z0-9_\-]{43}"),
     ("circleci_token", "CCIPAT_", r"[A-Za-z0-9]{22}_[a-f0-9]{40}"),
+    ("notion_token", "secret_", r"[A-Za-z0-9]{43}"),  # an integration's token
+    ("notion_token", "ntn_", r"[0-9]{11}[A-Za-z0-9]{35}"),
 )
 
 AWS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")

@@ -39,7 +39,7 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
-# 7: a URL's password holding '/' or '@'; 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
+# 7: a URL's password holding '/' or '@', a JWT whatever its payload, Notion, Telegram, Discord and Terraform Cloud tokens; 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
 # 5: mysql's every -p; 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', ...
 REDACTION_VERSION = 7
 
@@ -205,11 +205,22 @@ RULES = [
         Rule(tag, NB + re.escape(prefix) + body + NA, (prefix.lower(),), starts=re.escape(prefix.lower()))
         for tag, prefix, body in TOKEN_FORMATS
     ),
+    # Formats with no fixed prefix: a Telegram bot's id:AA..., a Discord bot token (its
+    # first part the base64 of a numeric id, so it holds a digit), a Terraform Cloud token.
+    Rule("telegram_bot_token", NB + r"\d{8,10}:AA[A-Za-z0-9_\-]{33}" + NA, (":aa",), lines=r":AA"),
+    Rule(
+        "discord_token",
+        NB + r"[MNO](?=[A-Za-z0-9_\-]{0,25}\d)[A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + NA,
+        cased=r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}",
+        lines=r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}",
+    ),
+    Rule("terraform_token", NB + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}" + NA, (".atlasv1.",), lines=r"\.atlasv1\."),
     Rule(
         "jwt",
-        NB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + NA,
+        # The header is JSON ("eyJ"); the payload need not be (a JWE's, "{ " with a space).
+        NB + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + NA,
         ("eyj",),
-        starts=r"eyj[a-z0-9_\-]{8,}\.eyj",
+        starts=r"eyj[a-z0-9_\-]{8,}\.[a-z0-9_\-]{8}",
     ),
     # Authorization: Bearer|Basic|token <credential>
     Rule(

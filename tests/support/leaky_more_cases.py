@@ -245,6 +245,12 @@ def tokens() -> dict[str, str]:
         "figma": "figd_" + _s(40, _URL),
         "doppler": "dp.st.prd." + _s(40),
         "mailgun": "key-" + _s(32, _HEX),
+        "notion": "secret_" + _s(43),
+        "notion_ntn": "ntn_" + _s(11, "0123456789") + _s(35),
+        "telegram": _s(10, "0123456789") + ":AA" + _s(33, _URL),
+        "discord": "MT" + _s(2, "0123456789") + _s(20) + "." + _s(6, _URL) + "." + _s(38, _URL),
+        "terraform": _s(14) + ".atlasv1." + _s(67),
+        "jwt_plain_payload": "eyJhbGciOiJIUzI1NiJ9." + _s(40, _URL) + "." + _s(43, _URL),
     }
 
 
@@ -355,6 +361,12 @@ def _class10() -> list[dict]:
         "figma",
         "doppler",
         "mailgun",
+        "notion",
+        "notion_ntn",
+        "telegram",
+        "discord",
+        "terraform",
+        "jwt_plain_payload",
     )
     py = "VALUES = [\n" + "".join(f"    {t[k]!r},  # {k}\n" for k in rest) + "]\nprint(len(VALUES))\n"
     out.append(

@@ -22,6 +22,7 @@ from memtree.gate.rules import BASE64, KEY_LINE, NAMED, RULES, named_pair_trigge
 from tests.support import leak_variants
 from tests.support.gate_corpus import soup
 from tests.support.leaky_cases import case_strings
+from tests.support.leaky_more_cases import tokens
 
 
 def _texts() -> list[str]:
@@ -29,6 +30,13 @@ def _texts() -> list[str]:
 
 
 TEXTS = _texts()
+# The token formats with no prefix (gate v7), each in a few lines of text: the fixture holds one of each.
+PREFIXLESS = [
+    f"{i}: using {t} for {k}\nnext line {i}.{k}.done"
+    for i in range(5)
+    for k, t in tokens().items()
+    if k in ("telegram", "discord", "terraform")
+]
 
 
 def test_the_corpus_reaches_every_fast_path():  # positive control for the checks below
@@ -73,9 +81,9 @@ def test_rules_run_are_the_rules_with_a_present_hint():
 
 def test_cased_hints_cover_every_match_of_their_rule():
     cased = [(rule.pattern, rule.cased.source) for rule in RULES if rule.cased]
-    assert len(cased) == 2 and all(rule.hints == {rule.cased.source} for rule in RULES if rule.cased)
+    assert len(cased) == 3 and all(rule.hints == {rule.cased.source} for rule in RULES if rule.cased)
     hits = 0
-    for text in TEXTS:
+    for text in TEXTS + PREFIXLESS:
         for lazy, pattern in cased:
             if lazy.rx().search(text):
                 hits += 1
@@ -127,7 +135,7 @@ def test_rules_tried_on_their_trigger_lines_match_a_sub_over_the_whole_text(rule
     """A rule with ``lines`` is tried only on the lines holding its trigger: every
     match must hold it, on one line (the generated variants reach the newer ones)."""
     azure = [f"AZURE_CLIENT_SECRET: Ab{i}8Q~{'x7Yz' * 8}{i}\nnext line" for i in range(5)]  # none in the fixture
-    texts = TEXTS + [c["text"] for c in leak_variants.cases(per=1)] + leak_variants.BENIGN + azure
+    texts = TEXTS + [c["text"] for c in leak_variants.cases(per=1)] + leak_variants.BENIGN + azure + PREFIXLESS
     hits = 0
     for text in texts:
         expect = rule.pattern.rx().sub(lambda m: "<" + m.group(0)[::-1] + ">", text)
