@@ -4,7 +4,7 @@ come back unchanged.
 
 The test fixtures (tests/support/leaky_cases.py, leak_variants.py) hold the
 cases the gate was built against. This crosses more: 25 names (what a secret
-is kept under), 5 value shapes of random length, 53 syntaxes (assignments,
+is kept under), 5 value shapes of random length, 55 syntaxes (assignments,
 declarations, commands, headers, URLs, connection strings, logs), each case a
 fresh value from ``--seed``. A seed is no fixture: run another and the
 figures should hold.
@@ -81,6 +81,7 @@ SYNTAXES = {
     "yaml_quoted": lambda k, v: f'  {k}: "{v}"',
     "spring": lambda k, v: f"spring.datasource.{k}: {v}",
     "ini": lambda k, v: f"{k} = {v}",
+    "ini_section": lambda k, v: f"[default]\nregion = eu-west-1\n{k} = {v}",
     "toml_hcl": lambda k, v: f'  {k} = "{v}"',
     "js_object": lambda k, v: f"  {_camel(k)}: '{v}',",
     "go_struct": lambda k, v: f'    {_camel(k)[0].upper() + _camel(k)[1:]}: "{v}",',
@@ -118,11 +119,12 @@ SYNTAXES = {
     "basic_auth": lambda k, v: f"curl -u deploy:{v} https://api.example.com",
     "bearer": lambda k, v: f"Authorization: Bearer {v}",
     "netrc": lambda k, v: f"machine api.example.com login deploy password {v}",
+    "redis_conf": lambda k, v: f"bind 127.0.0.1\nrequirepass {v}",
 }
 # Syntaxes whose value is a secret whatever the name beside it (the command or format says so).
 NAMELESS = {
     "connection_string", "url_credentials", "url_srv_dotted_user", "url_no_user", "url_in_code", "sql_identified", "sql_password", "registry_login", "mysql_cli",
-    "basic_auth", "bearer", "netrc",
+    "basic_auth", "bearer", "netrc", "redis_conf",
 }  # fmt: skip
 
 

@@ -188,6 +188,26 @@ def stands_for_none(v: str) -> bool:
     return v[0] in "$<%*[{" or v.lower() in NOT_VALUES
 
 
+# An INI section header alone on its line ([client], [pypi], [remote "origin"]).
+_INI_SECTION = Lazy(r"(?m)^\[[A-Za-z][A-Za-z0-9_ .:\"\-]*\][ \t]*\r?$")
+_INI_WORDS = frozenset("true false yes no on off".split())  # a setting's flag, not a secret
+_ini_seen: list = [("", False)]  # (the last text looked at, whether it holds a section header)
+
+
+def _ini_key(m) -> bool:
+    """Whether the match's key starts its line in a text with an INI section
+    header: a ``name = word`` there is a literal. The header is looked for once
+    per text (a text's every ``password = name`` line would scan it again)."""
+    start = m.start("key")
+    line = m.string.rfind("\n", 0, start) + 1
+    if m.string[line:start].strip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"):
+        return False  # indented, or inside an expression: code
+    seen = _ini_seen[0]  # one tuple, swapped whole: threads redacting at once see a pair that belongs together
+    if seen[0] is not m.string:
+        seen = _ini_seen[0] = (m.string, _INI_SECTION.rx().search(m.string) is not None)
+    return seen[1]
+
+
 def keyed(rule, tags: set):
     """A secret-named key's value at the end of its line, unless it is a placeholder or code."""
 
@@ -200,9 +220,11 @@ def keyed(rule, tags: set):
         if not m.group("q") and reference(m, "v"):
             return m.group(0)
         if not m.group("q") and m.group("sep") == "=" and (m.group("sp1") or m.group("sp2")):
-            # `password = other_name` is code; keep it unless the value looks like a credential
+            # `password = other_name` is code; keep it unless the value looks like a credential,
+            # or the line is a key of an INI file (`[client]` / `password = hunter`: no code).
             if not any(c.isdigit() for c in v) and all(c.isalnum() or c in "_." for c in v):
-                return m.group(0)
+                if not (_ini_key(m) and v.lower() not in _INI_WORDS):
+                    return m.group(0)
         tags.add("secret_value")
         return put(m, "v", SECRET)
 

@@ -39,7 +39,7 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
-# 7: a URL's password holding '/' or '@', a JWT whatever its payload, Notion, Telegram, Discord and Terraform Cloud tokens; 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
+# 7: a URL's password holding '/' or '@', a JWT whatever its payload, redis's requirepass, an INI file's bare word, Notion, Telegram, Discord and Terraform Cloud tokens; 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
 # 5: mysql's every -p; 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', ...
 REDACTION_VERSION = 7
 
@@ -262,6 +262,15 @@ RULES = [
         starts="redis-cli",
     ),
     Rule("netrc_password", r"(?i)\blogin\s+\S+\s+password\s+(\S+)", ("login",), group=1, starts=r"login\s"),
+    # redis.conf's and redis-server's requirepass / masterauth: the directive names the secret
+    Rule(
+        "secret_value",
+        r"(?m)(?:^|(?<=[ \t])|(?<=--))(?:requirepass|masterauth)[ \t]+"
+        r"(?:\"(?P<v1>[^\"\n]+)\"|'(?P<v2>[^'\n]+)'|(?P<v>(?!\[REDACTED|\$)[^\s\"']+))",
+        ("requirepass", "masterauth"),
+        lines=r"requirepass|masterauth",
+        replace=rp.value,
+    ),
     # --password x, --token=x, mysql -pSECRET
     Rule(
         "cli_secret",

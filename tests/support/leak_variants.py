@@ -78,6 +78,7 @@ SYNTAXES = {
     "yaml_block": lambda k, v: f"stringData:\n  {_lower(k)}: |\n    {v}\n  other: 1",
     "yaml_folded": lambda k, v: f"  {_lower(k)}: >-\n    {v}",
     "toml": lambda k, v: f'{_lower(k)} = "{v}"',
+    "ini_section": lambda k, v: f"[client]\nhost = db.internal\n{_lower(k)} = {v}",
     "docker_env": lambda k, v: f"docker run -e {k}={v} app:latest",
     # declarations and commands with no `=` or `:` right after the name (gate v6)
     "typed_const": lambda k, v: f'pub const {k}: &str = "{v}";',

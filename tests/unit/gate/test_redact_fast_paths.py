@@ -30,13 +30,14 @@ def _texts() -> list[str]:
 
 
 TEXTS = _texts()
-# The token formats with no prefix (gate v7), each in a few lines of text: the fixture holds one of each.
+# The token formats with no prefix and redis's directives (gate v7), each in a few lines of
+# text: the fixture holds one of each.
 PREFIXLESS = [
     f"{i}: using {t} for {k}\nnext line {i}.{k}.done"
     for i in range(5)
     for k, t in tokens().items()
     if k in ("telegram", "discord", "terraform")
-]
+] + [f"port 700{i}\nrequirepass pw{i}x\n--masterauth 'p {i}'" for i in range(5)]
 
 
 def test_the_corpus_reaches_every_fast_path():  # positive control for the checks below

@@ -56,6 +56,29 @@ def test_an_address_with_a_port_and_an_at_sign_in_its_path_is_kept():
     )
 
 
+def test_an_ini_files_bare_word_is_its_value_and_code_keeps_its_names():
+    """``password = hunter`` is code (a name) in a program and the password in an
+    INI file (gate v7): a section header line tells them apart."""
+    ini = "[client]\nuser = backup\npassword = hunterhunter\nuse_password = true\nhost = db.internal\n"
+    assert redact_text(ini)[0] == ini.replace("hunterhunter", "[REDACTED:secret_value]")
+    code = [
+        "password = hunterhunter\n",  # no section: a name
+        "[client]\ndef connect(cfg):\n    password = fromvault\n",  # indented: code
+        "[1]\npassword = fromvault\n",  # a list, no section
+    ]
+    assert {text for text in code if redact_text(text)[0] != text} == set()
+
+
+def test_redis_requirepass_and_masterauth_are_secrets():
+    conf = "bind 127.0.0.1\nrequirepass foobared\nmasterauth 'primary pass'\n"
+    assert redact_text(conf)[0] == (
+        "bind 127.0.0.1\nrequirepass [REDACTED:secret_value]\nmasterauth '[REDACTED:secret_value]'\n"
+    )
+    assert redact_text("redis-server --port 7000 --requirepass foobared")[0].endswith("[REDACTED:secret_value]")
+    kept = ["requirepass $REDIS_PASSWORD", "redis-cli config get requirepass"]
+    assert {text for text in kept if redact_text(text)[0] != text} == set()
+
+
 def test_each_variant_keeps_the_name_and_the_lines_around_its_secret():
     """Only the value goes: the key still says what was there, and every line
     (and the line count) stays, so a chunk's line numbers still hold."""
