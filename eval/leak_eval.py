@@ -6,7 +6,8 @@ The test fixtures (tests/support/leaky_cases.py, leak_variants.py) hold the
 cases the gate was built against. This crosses more: 25 names (what a secret
 is kept under), 5 value shapes of random length, 55 syntaxes (assignments,
 declarations, commands, headers, URLs, connection strings, logs), each case a
-fresh value from ``--seed``. A seed is no fixture: run another and the
+fresh value from ``--seed``; and 23 vendors' token formats under no name, in 4
+kinds of line. A seed is no fixture: run another and the
 figures should hold.
 
 A strong name (password, api_key, signing_key, ...) makes its value a secret
@@ -128,6 +129,50 @@ NAMELESS = {
 }  # fmt: skip
 
 
+def _tokens(r: random.Random) -> dict:
+    """Vendors' token formats (prefix, alphabet, length as published), a fresh one a call:
+    under no name, only the format says what they are."""
+
+    def rs(n: int, alpha: str = _AN) -> str:
+        return "".join(r.choice(alpha) for _ in range(n))
+
+    url, hexd, digits = _AN + "_-", "0123456789abcdef", string.digits
+    return {
+        "github": lambda: "ghp_" + rs(36),
+        "github_pat": lambda: "github_pat_" + rs(22) + "_" + rs(59),
+        "gitlab": lambda: "glpat-" + rs(20, url),
+        "slack": lambda: f"xoxb-{rs(11, digits)}-{rs(12, digits)}-{rs(24)}",
+        "stripe": lambda: r.choice(("sk", "rk")) + "_live_" + rs(r.randrange(24, 99)),
+        "openai": lambda: "sk-proj-" + rs(r.randrange(40, 120), url),
+        "anthropic": lambda: "sk-ant-api03-" + rs(93, url) + "AA",
+        "aws": lambda: "AKIA" + rs(16, string.ascii_uppercase + "234567"),
+        "google": lambda: "AIza" + rs(35, url),
+        "npm": lambda: "npm_" + rs(36),
+        "pypi": lambda: "pypi-AgEIcHlwaS5vcmc" + rs(r.randrange(60, 160), url),
+        "huggingface": lambda: "hf_" + rs(34),
+        "sendgrid": lambda: "SG." + rs(22, url) + "." + rs(43, url),
+        "twilio": lambda: "SK" + rs(32, hexd),
+        "vault": lambda: "hvs." + rs(r.randrange(24, 100), url),
+        "digitalocean": lambda: "dop_v1_" + rs(64, hexd),
+        "shopify": lambda: "shpat_" + rs(32, hexd),
+        "databricks": lambda: "dapi" + rs(32, hexd),
+        "notion": lambda: "secret_" + rs(43),
+        "telegram": lambda: rs(r.randrange(8, 11), digits) + ":AA" + rs(33, url),
+        "discord": lambda: r.choice("MNO") + rs(1, digits) + rs(r.randrange(22, 24)) + "." + rs(6, url) + "." + rs(38, url),
+        "terraform": lambda: rs(14) + ".atlasv1." + rs(67),
+        "jwt": lambda: "eyJhbGciOiJIUzI1NiJ9." + rs(r.randrange(20, 200), url) + "." + rs(43, url),
+    }
+
+
+# Lines a token shows up in with nothing naming it.
+TOKEN_LINES = {
+    "log": lambda t: f"2026-12-07T10:00:00Z INFO using {t} for the upload",
+    "json_value": lambda t: json.dumps({"integration": {"value": t, "enabled": True}}),
+    "bare": lambda t: t,
+    "header": lambda t: f"curl -H 'X-Custom: {t}' https://api.example.com",
+}
+
+
 def leaked(redacted: str, secret: str) -> bool:
     """Whether any 10 characters of ``secret`` survived."""
     return any(secret[i : i + 10] in redacted for i in range(0, max(1, len(secret) - 9)))
@@ -160,6 +205,13 @@ def run(seed: int) -> dict:
             text = line("password", "$DB_PASSWORD")
             out["benign"] += 1
             out["changed"] += redact_text(text)[0] != text
+    for fmt, make in _tokens(r).items():
+        for shape, line in TOKEN_LINES.items():
+            token = make()
+            out["cases"]["token_formats"] += 1
+            if leaked(redact_text(line(token))[0], token):
+                out["leaks"]["token_formats"] += 1
+                out["examples"].setdefault("token_formats", f"{fmt} in {shape}: {line(token)}")
     return out
 
 
@@ -181,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     cases, leaks, weak = (sum(total[k].values()) for k in ("cases", "leaks", "weak_short"))
     print(
         f"seeds {args.seed}..{args.seed + args.seeds - 1}: {len(SYNTAXES)} syntaxes x {len(STRONG)} strong + "
-        f"{len(WEAK)} weak names x 5 value shapes"
+        f"{len(WEAK)} weak names x 5 value shapes; {len(_tokens(random.Random(0)))} token formats x "
+        f"{len(TOKEN_LINES)} lines"
     )
     print(f"  secrets: {cases} cases, {leaks} leaked ({100 * leaks / cases:.2f} %)")
     print(f"  weak name, value under 16 characters (the gate's known limit): {weak} left as they were")
