@@ -158,7 +158,9 @@ def _tokens(r: random.Random) -> dict:
         "databricks": lambda: "dapi" + rs(32, hexd),
         "notion": lambda: "secret_" + rs(43),
         "telegram": lambda: rs(r.randrange(8, 11), digits) + ":AA" + rs(33, url),
-        "discord": lambda: r.choice("MNO") + rs(1, digits) + rs(r.randrange(22, 24)) + "." + rs(6, url) + "." + rs(38, url),
+        "discord": lambda: (
+            r.choice("MNO") + rs(1, digits) + rs(r.randrange(22, 24)) + "." + rs(6, url) + "." + rs(38, url)
+        ),
         "terraform": lambda: rs(14) + ".atlasv1." + rs(67),
         "jwt": lambda: "eyJhbGciOiJIUzI1NiJ9." + rs(r.randrange(20, 200), url) + "." + rs(43, url),
     }

@@ -214,7 +214,12 @@ RULES = [
         cased=r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}",
         lines=r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}",
     ),
-    Rule("terraform_token", NB + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}" + NA, (".atlasv1.",), lines=r"\.atlasv1\."),
+    Rule(
+        "terraform_token",
+        NB + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}" + NA,
+        (".atlasv1.",),
+        lines=r"\.atlasv1\.",
+    ),
     Rule(
         "jwt",
         # The header is JSON ("eyJ"); the payload need not be (a JWE's, "{ " with a space).

@@ -200,7 +200,17 @@ URL_PASSWORDS = {
     "colon": lambda rs, r: rs(6) + ":" + rs(8),
     "percent": lambda rs, r: rs(6) + "%40" + rs(6) + "%2F" + rs(5),
 }
-URL_SCHEMES = ["postgres", "postgresql+psycopg2", "mysql", "mongodb+srv", "redis", "amqps", "https", "sftp", "jdbc:mysql"]
+URL_SCHEMES = [
+    "postgres",
+    "postgresql+psycopg2",
+    "mysql",
+    "mongodb+srv",
+    "redis",
+    "amqps",
+    "https",
+    "sftp",
+    "jdbc:mysql",
+]
 URL_USERS = ["admin", "app_user", "svc-api", "john.doe", "user%40example.com", ""]
 URL_HOSTS = ["db.internal:5432", "localhost", "10.0.0.12:6379", "cluster0.ab12c.mongodb.net", "[::1]:5432"]
 URL_LINES = [
