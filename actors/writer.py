@@ -167,8 +167,10 @@ _NOBLOCK, _SNDMORE, _RCVMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.RCVMO
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
-# The counters a Ping answers with (eval/bench_writer and the tests read them).
-PING_COUNTERS = ("requests", "batches", "checkpoints", "checkpoint_passes")
+# The counters a Ping answers with (eval/bench_writer, eval/bench_scale and the tests
+# read them). heavy_batches/heavy_ms: the batches of one heavy request and the time
+# they held the writer (what a capture arriving meanwhile waited behind).
+PING_COUNTERS = ("requests", "batches", "checkpoints", "checkpoint_passes", "heavy_batches", "heavy_ms")
 
 
 class _Replay(Exception):
@@ -190,6 +192,8 @@ class Writer(Actor):
         self.tick_interval_s = self.config.writer.spoolDrainMs / 1000
         self.db = None
         self.stats = {"requests": 0, "batches": 0, "errors": 0, "malformed": 0, "internal": 0, "checkpoints": 0}
+        self.stats.update(heavy_batches=0, heavy_ms=0)
+        self._heavy_s = 0.0
         self.checkpointer: Checkpointer | None = None
         self.info = self.stats
         self._unrecorded_malformed = 0  # bad frames not yet in the counters table
@@ -344,7 +348,7 @@ class Writer(Actor):
             # the next: an ordinary capture waits for one whole-file Read, not for a queue
             # of them. Up to batchMax requests are taken in this way, then the queue is done.
             req = self._heavy.pop(0)
-            if not self._guarded(partial(self._run_batch, [req]), [req]):
+            if not self._run_heavy(req):
                 break
             light = []
             for r in self._collect(max(0, self.config.writer.batchMax - taken)):
@@ -352,6 +356,15 @@ class Writer(Actor):
                 taken += 1
         self._refuse(self._heavy)
         self._heavy = []
+
+    def _run_heavy(self, req: Request) -> bool:
+        """One heavy request in a batch of its own, its time counted."""
+        t0 = time.perf_counter()
+        ran = self._guarded(partial(self._run_batch, [req]), [req])
+        self._heavy_s += time.perf_counter() - t0
+        self.stats["heavy_batches"] += 1
+        self.stats["heavy_ms"] = round(self._heavy_s * 1000)
+        return ran
 
     def _batch_cap(self) -> int:
         """How many requests the next batch takes: writer.batchMax, or half as

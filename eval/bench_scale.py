@@ -444,6 +444,7 @@ def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: 
         start = backlog_count(conn, model, EMBED_KINDS)
         print(f"\nembedding backlog: {start} live chunks without a vector; {load()}", flush=True)
         idle = ingest_probes(endpoint, project, 0, probes)
+        before = drain_usage(endpoint, procs)
         stop = threading.Event()
         busy: list[float] = []
         prober = threading.Thread(
@@ -482,12 +483,49 @@ def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: 
             (t0_ms,),
         ).fetchone()[0]
         took = (end_ms - t0_ms) / 1000 if end_ms else time.monotonic() - t0
+        usage = usage_delta(before, drain_usage(endpoint, procs), time.monotonic() - t0)
         after = ingest_probes(endpoint, project, probes + len(busy) + 1, probes)
     finally:
         conn.close()
         recall_eval.stop(procs.pop("walker.pruner"))
         procs["walker.pruner"] = recall_eval.start_actor(pruner, "walker.pruner", paths, config)
-    return {"chunks": start, "took_s": took, "idle": idle, "busy": busy, "idle_after": after, "load": load()}
+    return {
+        "chunks": start,
+        "took_s": took,
+        "idle": idle,
+        "busy": busy,
+        "idle_after": after,
+        "usage": usage,
+        "load": load(),
+    }
+
+
+def drain_usage(endpoint: str, procs: dict) -> dict:
+    """What the writer's Ping counts of its heavy batches (a PutVectors is
+    one: a capture arriving meanwhile waits behind it), and the CPU seconds
+    of each actor (its children's included) and of this process (the probes)."""
+    import psutil
+
+    from memtree import protocol
+    from memtree.runtime.client import Caller
+    from memtree.runtime.cpu import actor_cpu_seconds, cpu_seconds
+
+    caller = Caller(endpoint, src="bench", timeout_ms=60_000)
+    try:
+        got = caller.call(protocol.Ping())
+    finally:
+        caller.close()
+    cpu = {name: actor_cpu_seconds(psutil.Process(p.pid)) for name, p in procs.items() if p.poll() is None}
+    cpu["bench"] = cpu_seconds(psutil.Process())
+    return {"heavy_batches": got.get("heavy_batches", 0), "heavy_ms": got.get("heavy_ms", 0), "cpu": cpu}
+
+
+def usage_delta(before: dict, after: dict, wall_s: float) -> dict:
+    """The drain's share of the writer (its heavy batches) and of the CPUs."""
+    n = after["heavy_batches"] - before["heavy_batches"]
+    ms = after["heavy_ms"] - before["heavy_ms"]
+    cpu = {k: (v - before["cpu"].get(k, 0.0)) / wall_s for k, v in after["cpu"].items()}
+    return {"heavy_batches": n, "heavy_ms_mean": ms / max(n, 1), "heavy_share": ms / 1000 / wall_s, "cpu": cpu}
 
 
 def report_backlog(d: dict) -> None:
@@ -495,6 +533,13 @@ def report_backlog(d: dict) -> None:
     print(
         f"  drained {d['chunks']} chunks in {d['took_s']:.0f}s = {d['chunks'] / max(d['took_s'], 1e-9):.0f} chunks/s"
         f" (goal: 1M in <= 1800 s); {d['load']}",
+        flush=True,
+    )
+    u = d["usage"]
+    print(
+        f"  writer during the drain: {u['heavy_batches']} heavy batches (PutVectors, MergeFts), "
+        f"{u['heavy_ms_mean']:.2f} ms each, {u['heavy_share']:.1%} of the time; CPU, share of one core: "
+        + ", ".join(f"{k} {v:.0%}" for k, v in u["cpu"].items()),
         flush=True,
     )
     for name, st in (("idle", idle), ("during the drain", busy), ("idle after", after)):

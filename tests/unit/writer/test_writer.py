@@ -458,6 +458,23 @@ def test_at_a_drains_pace_the_wal_starts_over_with_no_frame_copied_by_the_answer
     assert rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'note'") == [(160,)]
 
 
+def test_ping_counts_the_heavy_batches_and_the_time_they_held_the_writer(writer):
+    """A PutVectors runs in a batch of its own (HEAVY_TYPES): Ping counts those
+    batches and their milliseconds (eval/bench_scale's writer share of a drain);
+    an ordinary note is no heavy batch."""
+    paths, proc, caller = writer
+    before = caller.call(protocol.Ping())
+    node_id = caller.call(protocol.AddNode(kind="note", content="a note with a vector"))["id"]
+    digest = rows(paths, "SELECT content_hash FROM nodes WHERE id = ?", (node_id,))[0][0]
+    mid = caller.call(protocol.Ping())
+    assert (mid["heavy_batches"], mid["heavy_ms"]) == (before["heavy_batches"], before["heavy_ms"]) == (0, 0)
+    item = {"node_id": node_id, "content_hash": digest, "vector": [0.6, 0.8, 0.0]}
+    for _ in range(3):
+        assert caller.call(protocol.PutVectors(model="m", dim=3, items=[item]))["stored"] == 1
+    after = caller.call(protocol.Ping())
+    assert after["heavy_batches"] == 3 and after["heavy_ms"] >= 0
+
+
 def test_acked_writes_survive_a_kill_before_the_writer_checkpoints(tmp_path):
     """An ack means committed to the WAL; the checkpoint comes later (or never,
     when the writer is killed first). SIGKILL right after the acks, start a
