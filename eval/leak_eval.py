@@ -42,9 +42,14 @@ BENIGN_NAMES = ["username", "region", "max_tokens", "token_count", "password_min
 _AN = string.ascii_letters + string.digits
 
 
+def _rand(r: random.Random, n: int, alpha: str = _AN) -> str:
+    """``n`` characters of ``alpha`` drawn from ``r``."""
+    return "".join(r.choice(alpha) for _ in range(n))
+
+
 def _values(r: random.Random) -> dict:
     def rs(n: int, alpha: str = _AN) -> str:
-        return "".join(r.choice(alpha) for _ in range(n))
+        return _rand(r, n, alpha)
 
     return {
         "mixed": lambda: rs(r.randrange(12, 33)),
@@ -134,7 +139,7 @@ def _tokens(r: random.Random) -> dict:
     under no name, only the format says what they are."""
 
     def rs(n: int, alpha: str = _AN) -> str:
-        return "".join(r.choice(alpha) for _ in range(n))
+        return _rand(r, n, alpha)
 
     url, hexd, digits = _AN + "_-", "0123456789abcdef", string.digits
     return {

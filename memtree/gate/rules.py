@@ -39,7 +39,9 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
-# 7: a URL's password holding '/' or '@', a JWT whatever its payload, redis's requirepass, an INI file's bare word, Notion, Telegram, Discord and Terraform Cloud tokens; 6: typed declarations, #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
+# 7: a URL's password holding '/' or '@', a JWT whatever its payload, redis's requirepass, an INI
+# file's bare word, Notion, Telegram, Discord and Terraform Cloud tokens; 6: typed declarations,
+# #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
 # 5: mysql's every -p; 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', ...
 REDACTION_VERSION = 7
 

@@ -21,11 +21,16 @@ _AN = string.ascii_letters + string.digits
 _HEX = "0123456789abcdef"
 
 
+def _rand(r: random.Random, n: int, alpha: str = _AN) -> str:
+    """``n`` characters of ``alpha`` drawn from ``r``."""
+    return "".join(r.choice(alpha) for _ in range(n))
+
+
 def _secrets(r: random.Random) -> dict:
     """Kind -> (the variable name it is kept under, a generator of one)."""
 
     def rs(n: int, alpha: str = _AN) -> str:
-        return "".join(r.choice(alpha) for _ in range(n))
+        return _rand(r, n, alpha)
 
     return {
         "aws_secret": ("AWS_SECRET_ACCESS_KEY", lambda: rs(40, _AN + "+/")),
@@ -176,7 +181,7 @@ def weak_cases(seed: int = 23, per: int = 3) -> list[dict]:
         if syntax in WEAK_SKIPPED:
             continue
         for i in range(per):
-            secret = "".join(r.choice(_AN) for _ in range(20)) + "".join(r.choice(string.digits) for _ in range(4))
+            secret = _rand(r, 20) + _rand(r, 4, string.digits)
             out.append(
                 {
                     "id": f"weak/{syntax}/{i}",
@@ -191,14 +196,16 @@ def weak_cases(seed: int = 23, per: int = 3) -> list[dict]:
 # base64 holds '/' and '+', a hand-made one '@', ':' or '#' unescaped (drivers split
 # at the last '@'), or percent-escapes. The address around it varies too.
 URL_PASSWORDS = {
-    "alnum": lambda rs, r: rs(r.randint(12, 32)),
-    "base64": lambda rs, r: base64.b64encode(r.randbytes(r.randint(12, 30))).decode(),
-    "base64_slash": lambda rs, r: rs(r.randint(3, 9)) + "/" + rs(r.randint(4, 12), _AN + "+/") + "/" + rs(6),
-    "symbols": lambda rs, r: rs(r.randint(10, 20), _AN + "!#$^&*()-_=+[]{};,.?~"),
-    "at_sign": lambda rs, r: rs(6) + "@" + rs(6) + r.choice("!#$") + rs(4),
-    "at_and_slash": lambda rs, r: rs(5) + "@" + rs(5) + "/" + rs(6) + "@" + rs(3),
-    "colon": lambda rs, r: rs(6) + ":" + rs(8),
-    "percent": lambda rs, r: rs(6) + "%40" + rs(6) + "%2F" + rs(5),
+    "alnum": lambda r: _rand(r, r.randint(12, 32)),
+    "base64": lambda r: base64.b64encode(r.randbytes(r.randint(12, 30))).decode(),
+    "base64_slash": lambda r: (
+        _rand(r, r.randint(3, 9)) + "/" + _rand(r, r.randint(4, 12), _AN + "+/") + "/" + _rand(r, 6)
+    ),
+    "symbols": lambda r: _rand(r, r.randint(10, 20), _AN + "!#$^&*()-_=+[]{};,.?~"),
+    "at_sign": lambda r: _rand(r, 6) + "@" + _rand(r, 6) + r.choice("!#$") + _rand(r, 4),
+    "at_and_slash": lambda r: _rand(r, 5) + "@" + _rand(r, 5) + "/" + _rand(r, 6) + "@" + _rand(r, 3),
+    "colon": lambda r: _rand(r, 6) + ":" + _rand(r, 8),
+    "percent": lambda r: _rand(r, 6) + "%40" + _rand(r, 6) + "%2F" + _rand(r, 5),
 }
 URL_SCHEMES = [
     "postgres",
@@ -241,15 +248,11 @@ def url_cases(seed: int = 29, per: int = 3) -> list[dict]:
     """Every URL_PASSWORDS form ``per`` times in each URL_LINES line, the address's
     scheme, user and host drawn from the lists: ``{id, text, secret}``."""
     r = random.Random(seed)
-
-    def rs(n: int, alpha: str = _AN) -> str:
-        return "".join(r.choice(alpha) for _ in range(n))
-
     out = []
     for form, make in URL_PASSWORDS.items():
         for n, line in enumerate(URL_LINES):
             for i in range(per):
-                secret = make(rs, r)
+                secret = make(r)
                 url = f"{r.choice(URL_SCHEMES)}://{r.choice(URL_USERS)}:{secret}@{r.choice(URL_HOSTS)}/app"
                 out.append({"id": f"url/{form}/{n}/{i}", "text": f"$ tool --show\n{line(url)}\ndone", "secret": secret})
     return out
