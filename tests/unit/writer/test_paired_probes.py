@@ -1,0 +1,73 @@
+"""eval/bench_scale's paired probes: hook captures timed with the embed walker
+running and stopped in turns. The stand-in walker is a real process group (a
+leader and its child, as the walker and its compute child); the captures go
+to a real writer's ingest socket."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from memtree import protocol
+from memtree.eval import bench_scale
+from memtree.runtime.group import start_group
+from tests.support import deadline, make_paths, reap, wait_until
+from tests.support import test_config as make_config
+from tests.support.actor_procs import rows, running_writer
+
+# A leader that starts a child and both wait: stopped, neither runs.
+_GROUP = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"
+
+
+def _states(pid: int) -> set[str]:
+    """The states (/proc) of every thread of ``pid`` and of its children."""
+    import os
+
+    import psutil
+
+    out = set()
+    for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        for t in os.listdir(f"/proc/{p.pid}/task"):
+            with open(f"/proc/{p.pid}/task/{t}/stat") as f:
+                out.add(f.read().rsplit(")", 1)[1].split()[0])
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_paired_probes_stop_the_whole_group_in_turns_and_leave_it_running(tmp_path, monkeypatch):
+    import psutil
+
+    monkeypatch.setattr(bench_scale, "PAIRED_ON_S", 0.5)
+    monkeypatch.setattr(bench_scale, "PAIRED_OFF_S", 1.0)
+    paths = make_paths(tmp_path)
+    group = start_group([sys.executable, "-c", _GROUP])
+    try:
+        wait_until(lambda: len(psutil.Process(group.pid).children()) == 1, timeout=deadline(20), what="the child")
+        with running_writer(paths, make_config()):
+            busy, paused, stop, result = [], [], threading.Event(), []
+            prober = threading.Thread(
+                target=lambda: result.append(
+                    bench_scale.paired_probes(
+                        paths.endpoint(protocol.SOCK_INGEST), str(tmp_path), 0, group.pid, stop, busy, paused
+                    )
+                )
+            )
+            prober.start()
+            try:
+                # A paused window's first capture is answered: leader and child are stopped then.
+                wait_until(lambda: paused, timeout=deadline(20), interval=0.001, what="a paused probe")
+                assert _states(group.pid) <= {"T", "t"}, _states(group.pid)
+                wait_until(lambda: len(busy) > 12, timeout=deadline(20), what="a second busy window")
+            finally:
+                stop.set()
+                prober.join(deadline(20))
+            assert not prober.is_alive()
+            # Running again after the last window, whichever it was, and never stopped outside one.
+            assert not _states(group.pid) & {"T", "t"}, _states(group.pid)
+            assert len(result) == 1 and result[0] >= bench_scale.PAIRED_OFF_S
+            stored = rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'tool_output'")[0][0]
+            assert stored == len(busy) + len(paused) and len(busy) > 0 and len(paused) > 0
+    finally:
+        reap(group)
