@@ -433,18 +433,21 @@ def _group_stopped(pid: int) -> bool:
     return True
 
 
-def paired_probes(endpoint: str, project: str, first: int, walker_pid: int, stop, busy: list, paused: list) -> float:
+def paired_probes(
+    endpoint: str, project: str, first: int, walker_pid: int, stop, busy: list, paused: list, halts: list
+) -> None:
     """Probes in turns: PAIRED_ON_S with the walker (the leader of its process
     group: its compute child stops with it) running, appended to ``busy``,
     then PAIRED_OFF_S with it stopped, to ``paused``; until ``stop`` is set.
-    Returns the seconds it was stopped (not the drain's time). kill() only
-    queues SIGSTOP: the window opens once every thread of the group stopped."""
+    ``halts`` gets each time it was stopped (monotonic start, end: not the
+    drain's time). kill() only queues SIGSTOP: the window opens once every
+    thread of the group stopped."""
     import signal
 
     from memtree.runtime.client import Caller
 
     caller = Caller(endpoint, src="probe", timeout_ms=60_000)
-    i, stopped_s = first, 0.0
+    i = first
     try:
         while not stop.is_set():
             for took, length in ((busy, PAIRED_ON_S), (paused, PAIRED_OFF_S)):
@@ -465,12 +468,11 @@ def paired_probes(endpoint: str, project: str, first: int, walker_pid: int, stop
                 finally:
                     if halted:
                         os.killpg(walker_pid, signal.SIGCONT)
-                        stopped_s += time.monotonic() - t_stop
+                        halts.append((t_stop, time.monotonic()))
                 if stop.is_set():
                     break
     finally:
         caller.close()
-    return stopped_s
 
 
 def wait_filtered(db_path: str, procs: dict, timeout_s: float) -> None:
@@ -520,12 +522,12 @@ def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: 
         stop = threading.Event()
         busy: list[float] = []
         paused: list[float] = []
-        stopped_s: list[float] = []
+        halts: list[tuple[float, float]] = []
         t0, t0_ms = time.monotonic(), int(time.time() * 1000)
         procs["walker.embed"] = recall_eval.start_actor("memtree.actors.walkers.embed", "walker.embed", paths, config)
         walker_pid = procs["walker.embed"].pid
         prober = threading.Thread(
-            target=lambda: stopped_s.append(paired_probes(endpoint, project, probes, walker_pid, stop, busy, paused))
+            target=paired_probes, args=(endpoint, project, probes, walker_pid, stop, busy, paused, halts)
         )
         prober.start()
         vec_count = "SELECT count(*) FROM nodes_vec"
@@ -561,8 +563,10 @@ def embed_backlog(paths, config, procs: dict, model: str, project: str, probes: 
             (t0_ms,),
         ).fetchone()[0]
         wall = (end_ms - t0_ms) / 1000 if end_ms else time.monotonic() - t0
-        halted = stopped_s[0] if stopped_s else 0.0
-        usage = usage_delta(before, drain_usage(endpoint, procs), time.monotonic() - t0 - halted)
+        # The walker's time stopped before the last chunk's vector (the probes go on a moment after).
+        halted = sum(max(0.0, min(end, t0 + wall) - start) for start, end in halts)
+        running = time.monotonic() - t0 - sum(end - start for start, end in halts)
+        usage = usage_delta(before, drain_usage(endpoint, procs), running)
         after = ingest_probes(endpoint, project, probes + len(busy) + len(paused) + 1, probes)
     finally:
         conn.close()

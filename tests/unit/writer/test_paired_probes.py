@@ -46,13 +46,10 @@ def test_paired_probes_stop_the_whole_group_in_turns_and_leave_it_running(tmp_pa
     try:
         wait_until(lambda: len(psutil.Process(group.pid).children()) == 1, timeout=deadline(20), what="the child")
         with running_writer(paths, make_config()):
-            busy, paused, stop, result = [], [], threading.Event(), []
+            busy, paused, halts, stop = [], [], [], threading.Event()
             prober = threading.Thread(
-                target=lambda: result.append(
-                    bench_scale.paired_probes(
-                        paths.endpoint(protocol.SOCK_INGEST), str(tmp_path), 0, group.pid, stop, busy, paused
-                    )
-                )
+                target=bench_scale.paired_probes,
+                args=(paths.endpoint(protocol.SOCK_INGEST), str(tmp_path), 0, group.pid, stop, busy, paused, halts),
             )
             prober.start()
             try:
@@ -66,7 +63,7 @@ def test_paired_probes_stop_the_whole_group_in_turns_and_leave_it_running(tmp_pa
             assert not prober.is_alive()
             # Running again after the last window, whichever it was, and never stopped outside one.
             assert not _states(group.pid) & {"T", "t"}, _states(group.pid)
-            assert len(result) == 1 and result[0] >= bench_scale.PAIRED_OFF_S
+            assert halts and all(end - start >= bench_scale.PAIRED_OFF_S for start, end in halts[:-1]), halts
             stored = rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'tool_output'")[0][0]
             assert stored == len(busy) + len(paused) and len(busy) > 0 and len(paused) > 0
     finally:
