@@ -414,23 +414,29 @@ def ingest_probes(
     return took
 
 
-def _group_stopped(pid: int) -> bool:
-    """Every thread of ``pid`` and of its children in the stopped state (/proc: T)."""
+def group_states(pid: int) -> set[str]:
+    """The states (/proc: T is stopped) of every thread of ``pid`` and of its
+    children; none for a process gone."""
     import psutil
 
     try:
-        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+        leader = psutil.Process(pid)
+        procs = [leader, *leader.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return True
+        return set()
+    states = set()
     for p in procs:
-        for t in os.listdir(f"/proc/{p.pid}/task"):
+        try:
+            tasks = os.listdir(f"/proc/{p.pid}/task")
+        except FileNotFoundError:  # a child that ended meanwhile
+            continue
+        for t in tasks:
             try:
                 with open(f"/proc/{p.pid}/task/{t}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
-                        return False
-            except FileNotFoundError:  # a thread or process that ended meanwhile
+                    states.add(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:  # a thread that ended meanwhile
                 continue
-    return True
+    return states
 
 
 def paired_probes(
@@ -456,7 +462,7 @@ def paired_probes(
                     t_stop = time.monotonic()
                     os.killpg(walker_pid, signal.SIGSTOP)
                     deadline = t_stop + 10.0
-                    while not _group_stopped(walker_pid) and time.monotonic() < deadline:
+                    while not group_states(walker_pid) <= {"T", "t"} and time.monotonic() < deadline:
                         time.sleep(0.001)
                     time.sleep(PAUSE_SETTLE_S)
                 try:
@@ -605,12 +611,13 @@ def drain_usage(endpoint: str, procs: dict) -> dict:
     return {"heavy_batches": got.get("heavy_batches", 0), "heavy_ms": got.get("heavy_ms", 0), "cpu": cpu}
 
 
-def usage_delta(before: dict, after: dict, wall_s: float) -> dict:
-    """The drain's share of the writer (its heavy batches) and of the CPUs."""
+def usage_delta(before: dict, after: dict, seconds: float) -> dict:
+    """The drain's share of the writer (its heavy batches) and of the CPUs over
+    ``seconds`` (the walker's running time)."""
     n = after["heavy_batches"] - before["heavy_batches"]
     ms = after["heavy_ms"] - before["heavy_ms"]
-    cpu = {k: (v - before["cpu"].get(k, 0.0)) / wall_s for k, v in after["cpu"].items()}
-    return {"heavy_batches": n, "heavy_ms_mean": ms / max(n, 1), "heavy_share": ms / 1000 / wall_s, "cpu": cpu}
+    cpu = {k: (v - before["cpu"].get(k, 0.0)) / seconds for k, v in after["cpu"].items()}
+    return {"heavy_batches": n, "heavy_ms_mean": ms / max(n, 1), "heavy_share": ms / 1000 / seconds, "cpu": cpu}
 
 
 def report_backlog(d: dict) -> None:

@@ -21,20 +21,6 @@ from tests.support.actor_procs import rows, running_writer
 _GROUP = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"
 
 
-def _states(pid: int) -> set[str]:
-    """The states (/proc) of every thread of ``pid`` and of its children."""
-    import os
-
-    import psutil
-
-    out = set()
-    for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
-        for t in os.listdir(f"/proc/{p.pid}/task"):
-            with open(f"/proc/{p.pid}/task/{t}/stat") as f:
-                out.add(f.read().rsplit(")", 1)[1].split()[0])
-    return out
-
-
 @pytest.mark.timeout(120)
 def test_paired_probes_stop_the_whole_group_in_turns_and_leave_it_running(tmp_path, monkeypatch):
     import psutil
@@ -55,14 +41,16 @@ def test_paired_probes_stop_the_whole_group_in_turns_and_leave_it_running(tmp_pa
             try:
                 # A paused window's first capture is answered: leader and child are stopped then.
                 wait_until(lambda: paused, timeout=deadline(20), interval=0.001, what="a paused probe")
-                assert _states(group.pid) <= {"T", "t"}, _states(group.pid)
+                states = bench_scale.group_states(group.pid)
+                assert states and states <= {"T", "t"}, states
                 wait_until(lambda: len(busy) > 12, timeout=deadline(20), what="a second busy window")
             finally:
                 stop.set()
                 prober.join(deadline(20))
             assert not prober.is_alive()
             # Running again after the last window, whichever it was, and never stopped outside one.
-            assert not _states(group.pid) & {"T", "t"}, _states(group.pid)
+            states = bench_scale.group_states(group.pid)
+            assert states and not states & {"T", "t"}, states
             assert halts and all(end - start >= bench_scale.PAIRED_OFF_S for start, end in halts[:-1]), halts
             stored = rows(paths, "SELECT count(*) FROM nodes WHERE kind = 'tool_output'")[0][0]
             assert stored == len(busy) + len(paused) and len(busy) > 0 and len(paused) > 0
