@@ -32,6 +32,7 @@ from memtree import protocol
 from memtree.actors.base import Actor, main_for
 from memtree.capture import heartbeat, ingest, rewrite, spool
 from memtree.errors import BadRequest, MemtreeError
+from memtree.runtime import foreground
 from memtree.store import db as store_db
 from memtree.store.write import bookkeeping, captures, fts, mutations, rescan, vectors
 from memtree.store.write.checkpointer import Checkpointer
@@ -195,6 +196,7 @@ class Writer(Actor):
         self.stats.update(heavy_batches=0, heavy_ms=0)
         self._heavy_s = 0.0
         self.checkpointer: Checkpointer | None = None
+        self.foreground: foreground.Mark | None = None
         self.info = self.stats
         self._unrecorded_malformed = 0  # bad frames not yet in the counters table
         self._truncate_pending = False  # a WAL truncate after Forget/Reclaim was busy: retried on tick
@@ -213,6 +215,7 @@ class Writer(Actor):
         self.db = store_db.open_write(self.paths.db)
         self.db.set_wal_hook(self._wal_grew)  # replaces SQLite's autocheckpoint: see WAL_CHECKPOINT_PAGES
         self.checkpointer = Checkpointer(self.paths.db)
+        self.foreground = foreground.Mark(self.paths.store_dir)
         try:  # so a hook can count a capture lost to a full disk later (fixed size, written in place)
             heartbeat.ensure(self.paths.store_dir)
         except OSError as e:
@@ -327,6 +330,8 @@ class Writer(Actor):
         if self.db is not None:
             self.db.close()
             self.db = None
+        if self.foreground is not None:
+            self.foreground.close()
 
     # -- group commit -----------------------------------------------------------------
     def _on_readable(self, _sock) -> None:
@@ -341,7 +346,7 @@ class Writer(Actor):
         light = [r for r in batch if not r.heavy]
         self._heavy = [r for r in batch if r.heavy]  # the light batches' fills add to it
         taken = len(batch)
-        while not (light or self._unrecorded_malformed) or self._guarded(partial(self._run_batch, light, cap), light):
+        while not (light or self._unrecorded_malformed) or self._run_light(light, cap):
             if not self._heavy:
                 return
             # One heavy request a transaction, and what came meanwhile answered before
@@ -356,6 +361,15 @@ class Writer(Actor):
                 taken += 1
         self._refuse(self._heavy)
         self._heavy = []
+
+    def _run_light(self, light: list[Request], cap: int) -> bool:
+        """The ordinary requests in one batch, under the foreground mark: the
+        embed walker's computation steps aside meanwhile (memtree/runtime/foreground.py)."""
+        self.foreground.up()
+        try:
+            return self._guarded(partial(self._run_batch, light, cap), light)
+        finally:
+            self.foreground.down()
 
     def _run_heavy(self, req: Request) -> bool:
         """One heavy request in a batch of its own, its time counted."""

@@ -103,7 +103,7 @@ class EmbedWalker(Walker):
         self._load_provider()
         if self.provider is not None and self.provider.local and self.config.walkers.lowPriority:
             # Now: the model loaded, no other thread of ours using it yet (embed_compute.py).
-            self._compute = ComputeChild(self.provider)
+            self._compute = ComputeChild(self.provider, self.paths.store_dir)
             log.info("%s: backlog batches computed by process %d (idle class)", self.ctx.name, self._compute.pid)
         self.router = self.bind(zmq.ROUTER, protocol.SOCK_EMBED)
         # Before super().on_start() lowers this thread's priority: the query thread keeps the normal one.

@@ -208,7 +208,7 @@ def _rebuild(paths) -> str | None:
 def check_permissions(rep: Report, paths, fix: bool) -> None:
     wanted = [(paths.store_dir, 0o700)] + [
         (os.path.join(paths.store_dir, n), 0o600)
-        for n in ("store.db", "store.db-wal", "store.db-shm", "spool.jsonl", "heartbeat.bin")
+        for n in ("store.db", "store.db-wal", "store.db-shm", "spool.jsonl", "heartbeat.bin", "foreground.bin")
     ]
     loose = []
     for path, mode in wanted:

@@ -1,0 +1,130 @@
+"""The writer's foreground mark: background computation steps aside while the
+writer answers requests.
+
+The embed walker's idle-class child (actors/walkers/embed_compute.py) gives
+up a core the moment the writer wants it, but not the core's shared caches
+and bandwidth, and the scheduler still pays it a tick now and then: a hook
+capture's p95 during a 100k backlog drain was 1.39-1.53x the same minutes
+with the walker stopped (eval/bench_scale --embed-backlog). So the writer
+marks each batch of ordinary requests (not the heavy ones, such as the
+walker's own PutVectors) in a small file beside the store, and the child,
+between two slices of a batch, waits while a mark is up.
+
+The file (``foreground.bin``, 8 bytes) holds the CLOCK_MONOTONIC time in ns
+at which the current batch began, 0 between batches; only the writer writes
+it, in place (mmap), so a reader never sees a torn value of an aligned word.
+A waiter gives up after WAIT_MAX_S (a steady stream of captures slows a
+drain, never stops it) and ignores a mark older than STALE_S (a writer
+killed mid-batch leaves its mark up).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+import time
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "foreground.bin"
+STALE_S = 1.0
+WAIT_MAX_S = 0.05
+POLL_S = 0.00025
+_WORD = struct.Struct("<q")
+
+
+def path_for(store_dir: str) -> str:
+    return os.path.join(store_dir, FILE_NAME)
+
+
+def _map(path: str, create: bool) -> mmap.mmap:
+    fd = os.open(path, (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY, 0o600)
+    try:
+        if create and os.fstat(fd).st_size < _WORD.size:
+            # Written, not ftruncated: a hole's first store through the map
+            # allocates its block, and on a full disk that is a SIGBUS, where a
+            # write raises ENOSPC here.
+            os.pwrite(fd, bytes(_WORD.size), 0)
+        return mmap.mmap(fd, _WORD.size, access=mmap.ACCESS_WRITE if create else mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+
+
+class Mark:
+    """The writer's side: ``up()`` as a batch begins, ``down()`` once it is
+    answered. A file that cannot be made leaves the mark off (logged once):
+    the background then simply never waits."""
+
+    def __init__(self, store_dir: str):
+        try:
+            self._map: mmap.mmap | None = _map(path_for(store_dir), create=True)
+        except OSError as e:
+            log.warning("foreground mark unavailable (%s): background work will not step aside", e)
+            self._map = None
+        else:
+            self.down()  # a mark a killed writer left up
+
+    def up(self) -> None:
+        if self._map is not None:
+            _WORD.pack_into(self._map, 0, time.monotonic_ns())
+
+    def down(self) -> None:
+        if self._map is not None:
+            _WORD.pack_into(self._map, 0, 0)
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+
+class Watch:
+    """The background's side: ``wait()`` returns once no batch is marked.
+    The file is looked for again while it is missing (a store whose writer
+    has not started yet), at most once a second."""
+
+    def __init__(self, store_dir: str):
+        self._path = path_for(store_dir)
+        self._map: mmap.mmap | None = None
+        self._looked = float("-inf")
+        self.waited_s = 0.0  # in total: what stepping aside cost the background
+
+    def _since(self) -> int:
+        if self._map is None:
+            now = time.monotonic()
+            if now - self._looked < 1.0:
+                return 0
+            self._looked = now
+            try:
+                self._map = _map(self._path, create=False)
+            except (OSError, ValueError):  # not there yet, or not 8 bytes yet
+                return 0
+        return _WORD.unpack_from(self._map, 0)[0]
+
+    def marked(self) -> bool:
+        """Whether a batch is marked now (stale or not)."""
+        return bool(self._since())
+
+    def wait(self, most_s: float = WAIT_MAX_S) -> float:
+        """Until the mark is down, stale, or ``most_s`` passed; the seconds waited."""
+        since = self._since()
+        if not since:
+            return 0.0
+        t0 = time.monotonic_ns()
+        give_up = t0 + int(most_s * 1e9)
+        stale = int(STALE_S * 1e9)
+        now = t0
+        while since and now - since < stale and now < give_up:
+            time.sleep(POLL_S)
+            since = _WORD.unpack_from(self._map, 0)[0]
+            now = time.monotonic_ns()
+        waited = (now - t0) / 1e9
+        self.waited_s += waited
+        return waited
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None

@@ -1,0 +1,161 @@
+"""The writer's foreground mark (memtree/runtime/foreground.py): a waiter in
+another process waits while it is up and goes on once it is down, never
+longer than asked, and never for a mark a dead writer left; the embed
+walker's child computes the same vectors a slice at a time behind it; a real
+writer puts it up for its batches of ordinary requests only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from memtree import protocol
+from memtree.actors.walkers.embed_compute import SLICE_TEXTS, embed_stepping_aside
+from memtree.recall.embeddings import StaticProvider
+from memtree.runtime import foreground
+from tests.support import REPO, deadline, make_paths, reap, wait_until
+from tests.support import test_config as make_config
+from tests.support.actor_procs import running_writer
+
+_WAITER = (
+    "import sys; from memtree.runtime import foreground; w = foreground.Watch(sys.argv[1]);"
+    " print('ready', flush=True); print(w.wait(most_s=60), flush=True)"
+)
+
+
+def _value(store_dir: str) -> int:
+    with open(foreground.path_for(store_dir), "rb") as f:
+        return struct.unpack("<q", f.read(8))[0]
+
+
+@pytest.mark.timeout(60)
+def test_a_waiter_in_another_process_waits_while_the_mark_is_up_and_goes_on_once_it_is_down(tmp_path):
+    mark = foreground.Mark(str(tmp_path))
+    mark.up()
+    proc = subprocess.Popen([sys.executable, "-c", _WAITER, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        with pytest.raises(subprocess.TimeoutExpired):  # still waiting: the mark is up
+            proc.wait(timeout=0.3)
+        mark.down()
+        out, _ = proc.communicate(timeout=deadline(10))
+        assert proc.returncode == 0
+        assert 0.3 <= float(out) < 60
+    finally:
+        reap(proc)
+        mark.close()
+
+
+def test_no_wait_without_a_mark_up_or_without_the_file(tmp_path):
+    assert foreground.Watch(str(tmp_path)).wait() == 0.0  # no writer yet: no file
+    mark = foreground.Mark(str(tmp_path))
+    watch = foreground.Watch(str(tmp_path))
+    assert watch.wait() == 0.0
+    mark.up()
+    assert watch.wait(most_s=0.05) >= 0.05  # positive control: the same watch waits for an up mark
+    mark.close()
+
+
+def test_a_wait_gives_up_after_most_s_and_a_stale_mark_is_not_waited_for(tmp_path):
+    mark = foreground.Mark(str(tmp_path))
+    watch = foreground.Watch(str(tmp_path))
+    mark.up()
+    waited = watch.wait(most_s=0.2)
+    assert 0.2 <= waited < foreground.STALE_S
+    # A writer killed mid-batch left its mark up long ago.
+    with open(foreground.path_for(str(tmp_path)), "r+b") as f:
+        f.write(struct.pack("<q", time.monotonic_ns() - int(2 * foreground.STALE_S * 1e9)))
+    assert watch.wait(most_s=60) < foreground.STALE_S
+    mark.close()
+
+
+def test_a_starting_writer_puts_down_a_mark_its_predecessor_left_up(tmp_path):
+    old = foreground.Mark(str(tmp_path))
+    old.up()
+    assert _value(str(tmp_path)) > 0
+    new = foreground.Mark(str(tmp_path))
+    assert _value(str(tmp_path)) == 0
+    old.close()
+    new.close()
+
+
+def test_the_compute_child_embeds_the_same_vectors_a_slice_at_a_time_each_after_the_mark(tmp_path):
+    provider = StaticProvider()
+    texts = [
+        f"def handler_{i}(request):\n    return parse(request.body, limit={i})" for i in range(2 * SLICE_TEXTS + 1)
+    ]
+    whole = provider.embed(texts)
+    mark = foreground.Mark(str(tmp_path))
+    watch = foreground.Watch(str(tmp_path))
+    assert np.array_equal(embed_stepping_aside(provider, texts, watch), whole)
+    assert watch.waited_s == 0.0
+    mark.up()  # held for every slice: each waits its most
+    assert np.array_equal(embed_stepping_aside(provider, texts, watch), whole)
+    assert watch.waited_s >= 3 * foreground.WAIT_MAX_S
+    assert np.array_equal(embed_stepping_aside(provider, texts[:1], watch), whole[:1])
+    mark.close()
+
+
+def _watch_file(store_dir: str, stop: threading.Event, seen: list) -> None:
+    """Reads the mark as fast as it can, counting the reads that found it up."""
+    watch = foreground.Watch(store_dir)
+    while not stop.is_set():
+        if watch.marked():
+            seen.append(1)
+
+
+@pytest.mark.timeout(120)
+def test_a_writer_marks_its_batches_of_ordinary_requests_and_not_its_heavy_ones(tmp_path):
+    paths = make_paths(tmp_path)
+    with running_writer(paths, make_config()) as caller:
+        store = paths.store_dir
+        for content, expect_up in (("x" * 40_000, False), ("a short note", True)):  # heavy, then ordinary
+            stop, seen = threading.Event(), []
+            poller = threading.Thread(target=_watch_file, args=(store, stop, seen))
+            poller.start()
+            try:
+                for i in range(60):
+                    caller.call(protocol.AddNode(kind="note", content=f"{content} {i}"))
+            finally:
+                stop.set()
+                poller.join(deadline(10))
+            assert bool(seen) is expect_up, (content[:12], len(seen))
+            wait_until(lambda: _value(store) == 0, timeout=deadline(10), what="the mark down after the batches")
+
+
+_MARK_ON = (
+    "import sys; from memtree.runtime import foreground; m = foreground.Mark(sys.argv[1]); m.up(); m.down();"
+    " print('off' if m._map is None else 'on', flush=True)"
+)
+
+
+@pytest.mark.timeout(60)
+def test_a_writer_starting_on_a_full_disk_runs_without_the_mark(tmp_path):
+    disk = str(tmp_path / "disk")
+    os.makedirs(disk)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", disk], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        full, room = os.path.join(disk, "full"), str(tmp_path)
+        os.makedirs(full)
+        fd = os.open(os.path.join(disk, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, bytes(4096))
+        os.close(fd)
+        for where, expect in ((full, "off"), (room, "on")):  # and a positive control with room
+            got = subprocess.run(
+                [sys.executable, "-c", _MARK_ON, where], cwd=REPO, capture_output=True, text=True, timeout=deadline(20)
+            )
+            assert (got.returncode, got.stdout.strip()) == (0, expect), (where, got.returncode, got.stderr[-300:])
+    finally:
+        subprocess.run(["umount", "-l", disk], check=False)
