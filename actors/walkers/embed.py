@@ -16,7 +16,9 @@ walker lowers its priority (``walkers.lowPriority``; Linux keeps nice per
 thread): a search waits neither for a backlog batch nor behind a niced
 thread. A model computed here (not Ollama's) computes the backlog's batches
 in a child process of the idle class (embed_compute.py), so a hook capture
-never waits for the writer behind them. A provider that cannot load
+never waits for the writer behind them; with ``walkers.lowPriority`` the
+walker's thread and its child step aside while the writer answers requests
+(memtree/runtime/foreground.py). A provider that cannot load
 (a package missing, Ollama away) leaves the walker idle with the reason in
 ``memtree ctl status``; queries then get an ``unavailable`` error at once.
 """
@@ -39,6 +41,7 @@ from memtree.actors.walkers.common import Walker
 from memtree.actors.walkers.embed_compute import ComputeChild
 from memtree.errors import MemtreeError
 from memtree.recall import embeddings
+from memtree.runtime import foreground
 from memtree.store import vectors
 from memtree.store.kinds import EMBED_KINDS
 
@@ -79,7 +82,7 @@ class EmbedWalker(Walker):
         self.unavailable = ""
         self._provider_tried = 0.0
         self.batch = max(1, int(self.config.walkers.embeddingBatchSize))
-        self.stats = {"embedded": 0, "copied": 0, "walks": 1}
+        self.stats = {"embedded": 0, "copied": 0, "walks": 1, "stepped_aside_ms": 0}
         self.cursor = START  # (created_at, id) of the last node taken from the backlog
         self._fresh: set[str] = set()  # ids that went live (NodesChanged) and may lack a vector
         self._walking = True  # a walk from START (the first one now) has not reached the newest chunk
@@ -94,6 +97,8 @@ class EmbedWalker(Walker):
         self._queries_done = threading.Event()
         self._queries_wake = os.pipe()  # on_stop writes a byte: the query thread's poll ends at once
         self._queries: threading.Thread | None = None
+        # The writer's batches of requests, stepped aside for before each read and PutVectors.
+        self._foreground = foreground.Watch(self.paths.store_dir) if self.config.walkers.lowPriority else None
 
     def on_start(self) -> None:
         # Each batch tokenized on the thread that asks, never on the tokenizer's pool: that
@@ -296,11 +301,21 @@ class EmbedWalker(Walker):
             self._walk_again = time.monotonic() + max(WALK_AGAIN_S, self._walk_s / WALK_SHARE)
         return [r[:3] for r in rows]
 
+    def _step_aside(self) -> None:
+        if self._foreground is not None:
+            self._foreground.wait()
+
+    def _stepped_aside_s(self) -> float:
+        """What the drain waited for the writer's batches so far (this thread's waits and the child's)."""
+        own = self._foreground.waited_s if self._foreground is not None else 0.0
+        return own + (self._compute.stepped_aside_s if self._compute is not None else 0.0)
+
     def _one_batch(self) -> bool:
         """Embed one batch of the backlog; True when it was full (there may be more)."""
         db = self.db()
         if db is None:
             return False
+        self._step_aside()
         model, dim = self.provider.name, self.provider.dim
         rows: list[tuple] = []
         while self._fresh and len(rows) < self.batch:  # what went live by an event first: one lookup an id
@@ -334,6 +349,7 @@ class EmbedWalker(Walker):
             )
         stored = 0
         for at in range(0, len(items), PUT_SLICE):
+            self._step_aside()
             try:
                 result = self.call_writer(protocol.PutVectors(model=model, dim=dim, items=items[at : at + PUT_SLICE]))
             except MemtreeError as e:
@@ -345,6 +361,7 @@ class EmbedWalker(Walker):
                 return False
             stored += result["stored"]
         self.stats["embedded"] += len(fresh)
+        self.stats["stepped_aside_ms"] = round(1000 * self._stepped_aside_s())
         self.stats["copied"] += sum(1 for _, d, _ in rows if d not in fresh)
         return len(rows) == self.batch and stored > 0
 

@@ -1,4 +1,4 @@
-"""The writer's foreground mark: background computation steps aside while the
+"""The writer's foreground mark: background work steps aside while the
 writer answers requests.
 
 The embed walker's idle-class child (actors/walkers/embed_compute.py) gives
@@ -7,15 +7,17 @@ and bandwidth, and the scheduler still pays it a tick now and then: a hook
 capture's p95 during a 100k backlog drain was 1.39-1.53x the same minutes
 with the walker stopped (eval/bench_scale --embed-backlog). So the writer
 marks each batch of ordinary requests (not the heavy ones, such as the
-walker's own PutVectors) in a small file beside the store, and the child,
-between two slices of a batch, waits while a mark is up.
+walker's own PutVectors) in a small file beside the store, and the embed
+walker waits while a mark is up: its child between two slices of a batch,
+its own thread before it reads the next batch and before each PutVectors.
 
 The file (``foreground.bin``, 8 bytes) holds the CLOCK_MONOTONIC time in ns
-at which the current batch began, 0 between batches; only the writer writes
-it, in place (mmap), so a reader never sees a torn value of an aligned word.
-A waiter gives up after WAIT_MAX_S (a steady stream of captures slows a
-drain, never stops it) and ignores a mark older than STALE_S (a writer
-killed mid-batch leaves its mark up).
+at which the current batch began, or minus the time it ended; only the
+writer writes it, in place (mmap), so a reader never sees a torn value of an
+aligned word. A waiter also waits LINGER_S past a batch's end (its replies
+still cross ZeroMQ's I/O threads and wake their callers), gives up after
+WAIT_MAX_S (a steady stream of captures slows a drain, never stops it), and
+ignores a mark up for longer than STALE_S (a writer killed mid-batch).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 FILE_NAME = "foreground.bin"
 STALE_S = 1.0
 WAIT_MAX_S = 0.05
+LINGER_S = 0.002
 POLL_S = 0.00025
 _WORD = struct.Struct("<q")
 
@@ -64,15 +67,17 @@ class Mark:
             log.warning("foreground mark unavailable (%s): background work will not step aside", e)
             self._map = None
         else:
-            self.down()  # a mark a killed writer left up
+            self._put(0)  # a mark a killed writer left up
 
     def up(self) -> None:
-        if self._map is not None:
-            _WORD.pack_into(self._map, 0, time.monotonic_ns())
+        self._put(time.monotonic_ns())
 
     def down(self) -> None:
+        self._put(-time.monotonic_ns())
+
+    def _put(self, value: int) -> None:
         if self._map is not None:
-            _WORD.pack_into(self._map, 0, 0)
+            _WORD.pack_into(self._map, 0, value)
 
     def close(self) -> None:
         if self._map is not None:
@@ -81,17 +86,19 @@ class Mark:
 
 
 class Watch:
-    """The background's side: ``wait()`` returns once no batch is marked.
-    The file is looked for again while it is missing (a store whose writer
-    has not started yet), at most once a second."""
+    """The background's side: ``wait()`` returns once no batch is marked and
+    ``linger_s`` passed since the last one ended. The file is looked for again
+    while it is missing (a store whose writer has not started yet), at most
+    once a second."""
 
-    def __init__(self, store_dir: str):
+    def __init__(self, store_dir: str, linger_s: float = LINGER_S):
         self._path = path_for(store_dir)
         self._map: mmap.mmap | None = None
         self._looked = float("-inf")
+        self._linger = int(linger_s * 1e9)
         self.waited_s = 0.0  # in total: what stepping aside cost the background
 
-    def _since(self) -> int:
+    def _value(self) -> int:
         if self._map is None:
             now = time.monotonic()
             if now - self._looked < 1.0:
@@ -104,21 +111,24 @@ class Watch:
         return _WORD.unpack_from(self._map, 0)[0]
 
     def marked(self) -> bool:
-        """Whether a batch is marked now (stale or not)."""
-        return bool(self._since())
+        """Whether a batch is marked up now (stale or not)."""
+        return self._value() > 0
+
+    def _busy(self, value: int, now: int) -> bool:
+        if value > 0:
+            return now - value < STALE_S * 1e9
+        return value < 0 and now + value < self._linger
 
     def wait(self, most_s: float = WAIT_MAX_S) -> float:
-        """Until the mark is down, stale, or ``most_s`` passed; the seconds waited."""
-        since = self._since()
-        if not since:
+        """Until no batch is marked or lingered after, or ``most_s`` passed; the seconds waited."""
+        value = self._value()
+        if not value:
             return 0.0
-        t0 = time.monotonic_ns()
+        t0 = now = time.monotonic_ns()
         give_up = t0 + int(most_s * 1e9)
-        stale = int(STALE_S * 1e9)
-        now = t0
-        while since and now - since < stale and now < give_up:
+        while self._busy(value, now) and now < give_up:
             time.sleep(POLL_S)
-            since = _WORD.unpack_from(self._map, 0)[0]
+            value = _WORD.unpack_from(self._map, 0)[0]
             now = time.monotonic_ns()
         waited = (now - t0) / 1e9
         self.waited_s += waited

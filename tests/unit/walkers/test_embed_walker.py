@@ -15,7 +15,7 @@ from memtree.errors import Unavailable
 from memtree.recall.embeddings import LOCAL_MODEL, StaticProvider
 from memtree.runtime.client import Caller
 from memtree.store.vectors import from_blob
-from tests.support import COLD_START_S, deadline_ms, make_paths, reap, wait_until
+from tests.support import COLD_START_S, deadline, deadline_ms, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 from tests.support.ollama_standin import OllamaStandIn, letter_vector
@@ -363,3 +363,46 @@ def test_a_walker_whose_embedding_child_was_killed_is_restarted_and_drains_the_b
     row = wait_until(lambda: s.actor("walker.embed", {"RUNNING"}), timeout=COLD_START_S, what="the walker running")
     assert row["pid"] != pid and row["restarts"] == 1
     assert len(psutil.Process(row["pid"]).children()) == 1
+
+
+def test_a_drain_steps_aside_while_the_writer_has_a_batch_marked_and_still_drains(system, tmp_path):
+    """While the writer's foreground mark is up (memtree/runtime/foreground.py), the
+    walker's thread waits before it reads a batch and before each PutVectors, and its
+    child before each slice; each wait gives up after WAIT_MAX_S, so a mark held up
+    without pause (here by the test, refreshed faster than the writer's own batches
+    put it down) slows the drain and does not stop it. The waits are counted."""
+    import struct
+    import threading
+
+    from memtree.runtime import foreground
+
+    sink = HeartbeatSink(make_paths(tmp_path))
+    stop = threading.Event()
+
+    def hold(path: str) -> None:
+        with open(path, "r+b", buffering=0) as f:
+            while not stop.is_set():
+                f.seek(0)
+                f.write(struct.pack("<q", time.monotonic_ns()))
+                time.sleep(0.0005)
+
+    try:
+        paths, w = system(sink=sink)
+        sink.wait_state("walker.embed")
+        holder = threading.Thread(target=hold, args=(foreground.path_for(paths.store_dir),))
+        holder.start()
+        try:
+            live = {add(w, f"def held_{i}(): embedded while the writer looks busy {i}") for i in range(8)}
+            wait_until(lambda: live <= set(vectors(paths)), timeout=COLD_START_S, what="vectors under the mark")
+        finally:
+            stop.set()
+            holder.join(deadline(10))
+        # Eight texts: four slices in the child, a read and a PutVectors in the walker.
+        beat = wait_until(
+            lambda: (b := _last_beat(sink, "walker.embed")) and b.info.get("stepped_aside_ms", 0) >= 300 and b,
+            timeout=COLD_START_S,
+            what="the waits counted",
+        )
+        assert set(vectors(paths)) == live, beat.info
+    finally:
+        sink.close()
