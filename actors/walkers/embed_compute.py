@@ -71,7 +71,7 @@ def _close_inherited(keep: int) -> None:
 # (memtree/runtime/foreground.py): a text of code takes about half a
 # millisecond, so a capture arriving mid-batch shares the machine with this
 # child for about a millisecond at most. Stepping aside, the drain of a 100k
-# backlog ran at 933-1,079 chunks/s, against 1,007-1,222 without.
+# backlog ran at 882-1,079 chunks/s, against 1,007-1,222 without.
 SLICE_TEXTS = 2
 
 
