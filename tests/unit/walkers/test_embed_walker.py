@@ -371,7 +371,6 @@ def test_a_drain_steps_aside_while_the_writer_has_a_batch_marked_and_still_drain
     child before each slice; each wait gives up after WAIT_MAX_S, so a mark held up
     without pause (here by the test, refreshed faster than the writer's own batches
     put it down) slows the drain and does not stop it. The waits are counted."""
-    import struct
     import threading
 
     from memtree.runtime import foreground
@@ -379,17 +378,19 @@ def test_a_drain_steps_aside_while_the_writer_has_a_batch_marked_and_still_drain
     sink = HeartbeatSink(make_paths(tmp_path))
     stop = threading.Event()
 
-    def hold(path: str) -> None:
-        with open(path, "r+b", buffering=0) as f:
+    def hold(store_dir: str) -> None:
+        mark = foreground.Mark(store_dir)  # a second writer of the file, up again before each wait could end
+        try:
             while not stop.is_set():
-                f.seek(0)
-                f.write(struct.pack("<q", time.monotonic_ns()))
+                mark.up()
                 time.sleep(0.0005)
+        finally:
+            mark.close()
 
     try:
         paths, w = system(sink=sink)
         sink.wait_state("walker.embed")
-        holder = threading.Thread(target=hold, args=(foreground.path_for(paths.store_dir),))
+        holder = threading.Thread(target=hold, args=(paths.store_dir,))
         holder.start()
         try:
             live = {add(w, f"def held_{i}(): embedded while the writer looks busy {i}") for i in range(8)}
