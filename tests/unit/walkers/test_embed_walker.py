@@ -369,41 +369,49 @@ def test_a_drain_steps_aside_while_the_writer_has_a_batch_marked_and_still_drain
     """While the writer's foreground mark is up (memtree/runtime/foreground.py), the
     walker's thread waits before it reads a batch and before each PutVectors, and its
     child before each slice; each wait gives up after WAIT_MAX_S, so a mark held up
-    without pause (here by the test, refreshed faster than the writer's own batches
-    put it down) slows the drain and does not stop it. The waits are counted."""
+    without pause (here by the test) slows the drain and does not stop it. The waits
+    are counted.
+
+    The writer puts the mark down after each of its own batches, and a wait that
+    sees it down goes on LINGER_S later; so the texts go live in one batch (one
+    SetStatus), the test puts the mark up again right after it, and the walker's
+    tick comes embeddingIdleMs later, with no batch of the writer's in between to
+    cut a wait short (the holder only keeps the mark from going stale)."""
     import threading
 
     from memtree.runtime import foreground
 
     sink = HeartbeatSink(make_paths(tmp_path))
     stop = threading.Event()
+    try:
+        paths, w = system({"walkers": {"embeddingIdleMs": 500}}, sink=sink)
+        sink.wait_state("walker.embed")
+        pending = [
+            add(w, f"def held_{i}(): embedded while the writer looks busy {i}", status="pending") for i in range(8)
+        ]
+        mark = foreground.Mark(paths.store_dir)  # a second writer of the file
 
-    def hold(store_dir: str) -> None:
-        mark = foreground.Mark(store_dir)  # a second writer of the file, up again before each wait could end
-        try:
+        def hold() -> None:
             while not stop.is_set():
                 mark.up()
                 time.sleep(0.0005)
-        finally:
-            mark.close()
 
-    try:
-        paths, w = system(sink=sink)
-        sink.wait_state("walker.embed")
-        holder = threading.Thread(target=hold, args=(paths.store_dir,))
+        holder = threading.Thread(target=hold)
         holder.start()
         try:
-            live = {add(w, f"def held_{i}(): embedded while the writer looks busy {i}") for i in range(8)}
-            wait_until(lambda: live <= set(vectors(paths)), timeout=COLD_START_S, what="vectors under the mark")
+            w.call(protocol.SetStatus(ids=pending, status="live"))
+            mark.up()
+            wait_until(lambda: set(pending) <= set(vectors(paths)), timeout=COLD_START_S, what="vectors under the mark")
         finally:
             stop.set()
             holder.join(deadline(10))
+            mark.close()
         # Eight texts: four slices in the child, a read and a PutVectors in the walker.
         beat = wait_until(
             lambda: (b := _last_beat(sink, "walker.embed")) and b.info.get("stepped_aside_ms", 0) >= 300 and b,
             timeout=COLD_START_S,
             what="the waits counted",
         )
-        assert set(vectors(paths)) == live, beat.info
+        assert set(vectors(paths)) == set(pending), beat.info
     finally:
         sink.close()
