@@ -170,7 +170,8 @@ _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 # The counters a Ping answers with (eval/bench_writer, eval/bench_scale and the tests
 # read them). heavy_batches/heavy_ms: the batches of one heavy request and the time
-# they held the writer (what a capture arriving meanwhile waited behind).
+# they held the writer (what a capture arriving meanwhile waited behind);
+# checkpoint_busy: a pass asked of the checkpoint thread is not done yet.
 PING_COUNTERS = ("requests", "batches", "checkpoints", "checkpoint_passes", "heavy_batches", "heavy_ms")
 
 
@@ -518,6 +519,7 @@ class Writer(Actor):
         self.stats["requests"] += 1
         if type(rec) is protocol.Ping:  # touches nothing: no savepoint (eval/bench_writer reads the counters)
             counters = {"pid": os.getpid(), **{k: self.stats.get(k, 0) for k in PING_COUNTERS}}
+            counters["checkpoint_busy"] = self.checkpointer is not None and self.checkpointer.busy
             return True, self._encode(req_id, counters)
         db = self.db
         tx = Tx(db, self.config, src, project_root=self.paths.project_root)

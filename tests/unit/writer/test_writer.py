@@ -440,9 +440,12 @@ def test_at_a_drains_pace_the_wal_starts_over_with_no_frame_copied_by_the_answer
     """Commits with pauses between them, as an embedding drain's: the thread's
     pass takes in every frame, and the next write starts the WAL over. The
     thread that answers copies none itself (two fsyncs a capture would wait
-    for), and the WAL file never grows to WAL_INLINE_PAGES."""
-    import time
+    for), and the WAL file never grows to WAL_INLINE_PAGES.
 
+    Each pause lasts until the thread's pass is done (Ping's checkpoint_busy):
+    the thread runs at background priority, and on a loaded machine a fixed
+    pause was sometimes shorter than its pass, whose commits then outpaced it.
+    With no pause at all the writer copies frames itself (checkpoints 4)."""
     from memtree.actors.writer import WAL_CHECKPOINT_PAGES, WAL_INLINE_PAGES
 
     paths, proc, caller = writer
@@ -450,7 +453,7 @@ def test_at_a_drains_pace_the_wal_starts_over_with_no_frame_copied_by_the_answer
     body = "".join(f"line {k}: iota kappa lambda mu {k}\n" for k in range(2500))[:80_000]
     for i in range(160):  # ~20 frames each: 3 x WAL_CHECKPOINT_PAGES in all
         caller.call(protocol.AddNode(kind="note", content=f"note {i}\n{body}"))
-        time.sleep(0.06)
+        wait_until(lambda: not caller.call(protocol.Ping())["checkpoint_busy"], what="the checkpoint pass done")
     got = caller.call(protocol.Ping())
     wal = os.path.getsize(paths.db + "-wal")
     assert got["checkpoint_passes"] >= 2 and got["checkpoints"] == 0, got
