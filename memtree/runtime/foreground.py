@@ -35,6 +35,7 @@ STALE_S = 1.0
 WAIT_MAX_S = 0.05
 LINGER_S = 0.002
 POLL_S = 0.00025
+LOOK_AGAIN_S = 1.0  # how often a waiter looks whether the file at the path is the one it mapped
 _WORD = struct.Struct("<q")
 
 
@@ -87,28 +88,39 @@ class Mark:
 
 class Watch:
     """The background's side: ``wait()`` returns once no batch is marked and
-    ``linger_s`` passed since the last one ended. The file is looked for again
-    while it is missing (a store whose writer has not started yet), at most
-    once a second."""
+    ``linger_s`` passed since the last one ended. At most once a second the
+    file is looked for again: while it is missing (a store whose writer has
+    not started yet), and once mapped, whether it is still the file at its
+    path (one deleted and made again by a new writer is another inode)."""
 
     def __init__(self, store_dir: str, linger_s: float = LINGER_S):
         self._path = path_for(store_dir)
         self._map: mmap.mmap | None = None
+        self._ino = 0
         self._looked = float("-inf")
         self._linger = int(linger_s * 1e9)
         self.waited_s = 0.0  # in total: what stepping aside cost the background
 
     def _value(self) -> int:
-        if self._map is None:
-            now = time.monotonic()
-            if now - self._looked < 1.0:
-                return 0
+        now = time.monotonic()
+        if now - self._looked >= LOOK_AGAIN_S:
             self._looked = now
+            self._look()
+        return _WORD.unpack_from(self._map, 0)[0] if self._map is not None else 0
+
+    def _look(self) -> None:
+        try:
+            ino = os.stat(self._path).st_ino
+        except OSError:
+            ino = 0
+        if self._map is not None and ino == self._ino:
+            return
+        self.close()
+        if ino:
             try:
-                self._map = _map(self._path, create=False)
-            except (OSError, ValueError):  # not there yet, or not 8 bytes yet
-                return 0
-        return _WORD.unpack_from(self._map, 0)[0]
+                self._map, self._ino = _map(self._path, create=False), ino
+            except (OSError, ValueError):  # gone again, or not 8 bytes yet
+                self._map = None
 
     def marked(self) -> bool:
         """Whether a batch is marked up now (stale or not)."""

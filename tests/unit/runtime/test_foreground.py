@@ -64,6 +64,27 @@ def test_no_wait_without_a_mark_up_or_without_the_file(tmp_path):
     mark.close()
 
 
+def test_a_watch_follows_the_file_a_new_writer_made_after_the_old_one_was_deleted(tmp_path):
+    """A mapping outlives its file's name: a watch still mapping a deleted
+    file would never see the marks of a writer that made the file again."""
+    old = foreground.Mark(str(tmp_path))
+    watch = foreground.Watch(str(tmp_path))
+    old.up()
+    assert watch.marked()  # positive control: mapped, and the old file's mark seen
+    old.down()
+    old.close()
+    os.unlink(foreground.path_for(str(tmp_path)))
+    new = foreground.Mark(str(tmp_path))
+    new.up()
+    try:
+        wait_until(watch.marked, timeout=deadline(5 * foreground.LOOK_AGAIN_S), what="the new file's mark")
+        new.down()
+        assert not watch.marked()
+    finally:
+        new.close()
+        watch.close()
+
+
 def test_a_wait_gives_up_after_most_s_and_a_stale_mark_is_not_waited_for(tmp_path):
     mark = foreground.Mark(str(tmp_path))
     watch = foreground.Watch(str(tmp_path))
