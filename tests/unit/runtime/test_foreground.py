@@ -150,6 +150,9 @@ def test_a_writer_marks_its_batches_of_ordinary_requests_and_not_its_heavy_ones(
     with running_writer(paths, make_config()) as caller:
         store = paths.store_dir
         for content, expect_up in (("x" * 40_000, False), ("a short note", True)):  # heavy, then ordinary
+            # The writer puts the mark down after it has answered a batch: the readiness
+            # Ping's (and the last phase's) may still be up as the reply comes back.
+            wait_until(lambda: _value(store) <= 0, timeout=deadline(10), what="the mark down before the phase")
             stop, seen = threading.Event(), []
             poller = threading.Thread(target=_watch_file, args=(store, stop, seen))
             poller.start()
