@@ -263,6 +263,8 @@ class EmbedWalker(Walker):
             self._walk_due = True
             self.provider, self.unavailable = None, e.message
             self.set_idle(e.message)
+        # Every wait counted, a sweep's that found nothing to embed too.
+        self.stats["stepped_aside_ms"] = round(1000 * self._stepped_aside_s())
         self.info = {"model": self.provider.name, **self.stats} if self.provider else self.info
 
     def _count_backlog(self) -> None:
@@ -361,7 +363,6 @@ class EmbedWalker(Walker):
                 return False
             stored += result["stored"]
         self.stats["embedded"] += len(fresh)
-        self.stats["stepped_aside_ms"] = round(1000 * self._stepped_aside_s())
         self.stats["copied"] += sum(1 for _, d, _ in rows if d not in fresh)
         return len(rows) == self.batch and stored > 0
 
