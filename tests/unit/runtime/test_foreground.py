@@ -39,17 +39,29 @@ def _value(store_dir: str) -> int:
 @pytest.mark.timeout(60)
 def test_a_waiter_in_another_process_waits_while_the_mark_is_up_and_goes_on_once_it_is_down(tmp_path):
     mark = foreground.Mark(str(tmp_path))
-    mark.up()
+    stop = threading.Event()
+
+    def hold() -> None:  # up again and again: a slow start of the waiter must not find it stale
+        while not stop.is_set():
+            mark.up()
+            stop.wait(0.05)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
     proc = subprocess.Popen([sys.executable, "-c", _WAITER, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
         with pytest.raises(subprocess.TimeoutExpired):  # still waiting: the mark is up
             proc.wait(timeout=0.3)
+        stop.set()
+        holder.join(deadline(10))
         mark.down()
         out, _ = proc.communicate(timeout=deadline(10))
         assert proc.returncode == 0
         assert 0.3 <= float(out) < 60
     finally:
+        stop.set()
+        holder.join(deadline(10))
         reap(proc)
         mark.close()
 
