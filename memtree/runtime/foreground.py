@@ -22,6 +22,7 @@ ignores a mark up for longer than STALE_S (a writer killed mid-batch).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
@@ -117,10 +118,8 @@ class Watch:
             return
         self.close()
         if ino:
-            try:
+            with contextlib.suppress(OSError, ValueError):  # gone again, or not 8 bytes yet: no map
                 self._map, self._ino = _map(self._path, create=False), ino
-            except (OSError, ValueError):  # gone again, or not 8 bytes yet
-                self._map = None
 
     def marked(self) -> bool:
         """Whether a batch is marked up now (stale or not)."""

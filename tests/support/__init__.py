@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -100,6 +102,28 @@ def wait_until(
         if time.monotonic() >= until:
             raise WaitTimeout(f"timed out after {timeout:g}s waiting for {what}; last saw: {last!r}")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def held_up(mark, most_s: float = 40.0):
+    """A foreground mark (memtree/runtime/foreground.py) up, and up again every
+    50 ms for at most ``most_s``: a test stalled on a loaded box never finds it
+    stale (STALE_S). A writer's own batch may still put it down meanwhile."""
+    stop = threading.Event()
+
+    def hold() -> None:
+        until = time.monotonic() + most_s
+        while not stop.wait(0.05) and time.monotonic() < until:
+            mark.up()
+
+    mark.up()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        holder.join(deadline(10))
 
 
 def _threads_stopped(pid: int) -> bool:

@@ -21,7 +21,7 @@ from memtree import protocol
 from memtree.actors.walkers.embed_compute import SLICE_TEXTS, embed_stepping_aside
 from memtree.recall.embeddings import StaticProvider
 from memtree.runtime import foreground
-from tests.support import REPO, deadline, make_paths, reap, wait_until
+from tests.support import REPO, deadline, held_up, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 from tests.support.actor_procs import running_writer
 
@@ -36,33 +36,12 @@ def _value(store_dir: str) -> int:
         return struct.unpack("<q", f.read(8))[0]
 
 
-@contextlib.contextmanager
-def _held_up(mark: foreground.Mark, most_s: float = 40.0):
-    """The mark up, and up again every 50 ms for at most ``most_s``: a test
-    stalled on a loaded box never finds it stale (STALE_S)."""
-    stop = threading.Event()
-
-    def hold() -> None:
-        until = time.monotonic() + most_s
-        while not stop.wait(0.05) and time.monotonic() < until:
-            mark.up()
-
-    mark.up()
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        holder.join(deadline(10))
-
-
 @pytest.mark.timeout(60)
 def test_a_waiter_in_another_process_waits_while_the_mark_is_up_and_goes_on_once_it_is_down(tmp_path):
     mark = foreground.Mark(str(tmp_path))
     proc = None
     try:
-        with _held_up(mark):  # a slow start of the waiter must not find it stale
+        with held_up(mark):  # a slow start of the waiter must not find it stale
             proc = subprocess.Popen(
                 [sys.executable, "-c", _WAITER, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True
             )
@@ -113,7 +92,7 @@ def test_a_watch_follows_the_file_a_new_writer_made_after_the_old_one_was_delete
 def test_a_wait_gives_up_after_most_s_and_a_stale_mark_is_not_waited_for(tmp_path):
     mark = foreground.Mark(str(tmp_path))
     watch = foreground.Watch(str(tmp_path))
-    with _held_up(mark, most_s=40):  # never stale: a wait that did not give up would last 40 s
+    with held_up(mark, most_s=40):  # never stale: a wait that did not give up would last 40 s
         waited = watch.wait(most_s=0.2)
     assert 0.2 <= waited < 30
     # A writer killed mid-batch left its mark up long ago: not waited for (60 s if it were).
@@ -154,7 +133,7 @@ def test_the_compute_child_embeds_the_same_vectors_a_slice_at_a_time_each_after_
     watch = foreground.Watch(str(tmp_path))
     assert np.array_equal(embed_stepping_aside(provider, texts, watch), whole)
     assert watch.waited_s == 0.0
-    with _held_up(mark):  # held for every slice: each waits its most
+    with held_up(mark):  # held for every slice: each waits its most
         assert np.array_equal(embed_stepping_aside(provider, texts, watch), whole)
     assert watch.waited_s >= 3 * foreground.WAIT_MAX_S
     assert np.array_equal(embed_stepping_aside(provider, texts[:1], watch), whole[:1])

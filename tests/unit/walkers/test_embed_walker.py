@@ -15,7 +15,7 @@ from memtree.errors import Unavailable
 from memtree.recall.embeddings import LOCAL_MODEL, StaticProvider
 from memtree.runtime.client import Caller
 from memtree.store.vectors import from_blob
-from tests.support import COLD_START_S, deadline, deadline_ms, make_paths, reap, wait_until
+from tests.support import COLD_START_S, deadline_ms, held_up, make_paths, reap, wait_until
 from tests.support import test_config as make_config
 from tests.support.actor_procs import HeartbeatSink, rows, start_actor, start_writer
 from tests.support.ollama_standin import OllamaStandIn, letter_vector
@@ -377,12 +377,9 @@ def test_a_drain_steps_aside_while_the_writer_has_a_batch_marked_and_still_drain
     SetStatus), the test puts the mark up again right after it, and the walker's
     tick comes embeddingIdleMs later, with no batch of the writer's in between to
     cut a wait short (the holder only keeps the mark from going stale)."""
-    import threading
-
     from memtree.runtime import foreground
 
     sink = HeartbeatSink(make_paths(tmp_path))
-    stop = threading.Event()
     try:
         paths, w = system({"walkers": {"embeddingIdleMs": 500}}, sink=sink)
         sink.wait_state("walker.embed")
@@ -390,21 +387,14 @@ def test_a_drain_steps_aside_while_the_writer_has_a_batch_marked_and_still_drain
             add(w, f"def held_{i}(): embedded while the writer looks busy {i}", status="pending") for i in range(8)
         ]
         mark = foreground.Mark(paths.store_dir)  # a second writer of the file
-
-        def hold() -> None:
-            while not stop.is_set():
-                mark.up()
-                time.sleep(0.0005)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
         try:
-            w.call(protocol.SetStatus(ids=pending, status="live"))
-            mark.up()
-            wait_until(lambda: set(pending) <= set(vectors(paths)), timeout=COLD_START_S, what="vectors under the mark")
+            with held_up(mark):
+                w.call(protocol.SetStatus(ids=pending, status="live"))
+                mark.up()  # the SetStatus batch put it down: up again before the walker's tick
+                wait_until(
+                    lambda: set(pending) <= set(vectors(paths)), timeout=COLD_START_S, what="vectors under the mark"
+                )
         finally:
-            stop.set()
-            holder.join(deadline(10))
             mark.close()
         # Eight texts: four slices in the child, a read and a PutVectors in the walker.
         beat = wait_until(
