@@ -599,16 +599,32 @@ def drain_usage(endpoint: str, procs: dict) -> dict:
 
     from memtree import protocol
     from memtree.runtime.client import Caller
-    from memtree.runtime.cpu import actor_cpu_seconds, cpu_seconds
+    from memtree.runtime.cpu import cpu_seconds
 
     caller = Caller(endpoint, src="bench", timeout_ms=60_000)
     try:
         got = caller.call(protocol.Ping())
     finally:
         caller.close()
-    cpu = {name: actor_cpu_seconds(psutil.Process(p.pid)) for name, p in procs.items() if p.poll() is None}
+    cpu = actors_cpu(procs)
     cpu["bench"] = cpu_seconds(psutil.Process())
     return {"heavy_batches": got.get("heavy_batches", 0), "heavy_ms": got.get("heavy_ms", 0), "cpu": cpu}
+
+
+def actors_cpu(procs: dict) -> dict[str, float]:
+    """CPU seconds of each running actor, its children's included."""
+    import psutil
+
+    from memtree.runtime.cpu import actor_cpu_seconds
+
+    return {name: actor_cpu_seconds(psutil.Process(p.pid)) for name, p in procs.items() if p.poll() is None}
+
+
+def actors_busy(before: dict, after: dict, seconds: float) -> str:
+    """Each actor's share of one core over ``seconds``, busiest first, and their sum."""
+    share = {k: (v - before.get(k, 0.0)) / seconds for k, v in after.items()}
+    ranked = sorted(share.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {v:.1%}" for k, v in ranked) + f"; sum {sum(share.values()):.1%}"
 
 
 def usage_delta(before: dict, after: dict, seconds: float) -> dict:
@@ -940,7 +956,12 @@ def main(argv: list[str] | None = None) -> int:
                     f"RERANK {vector_index.RERANK}, exact {vector_index.RERANK_EXACT}): recall@10 {rec['r10']:.3f}, recall@100 {rec['r100']:.3f}",
                     flush=True,
                 )
+                actors_before, t_lat = actors_cpu(procs), time.perf_counter()
                 lat = time_modes(conn, queries, provider, args.searches)
+                busy = actors_busy(actors_before, actors_cpu(procs), time.perf_counter() - t_lat)
+                # The searches share the box with the actors: a walker still at work
+                # after the build shows here, where a quiet store's actors sum to ~0.
+                print("  actors' CPU during the searches (share of one core): " + busy, flush=True)
             finally:
                 conn.close()
             raw = summary(lat["raw knn (sqlite-vec)"])["median"]

@@ -58,12 +58,28 @@ def matching_lines(node: dict, query: str, most: int = 2, width: int = 200) -> s
     snippet. Empty when no line holds a query word (a semantic-only hit)."""
     terms = {w.lower() for w in _WORD.findall(query or "")}
     tokens_ = [t.lower() for t in (query or "").split()]  # "8.0.0" whole outweighs its parts
+    content = node.get("content") or ""
+    if content.isascii():
+        # A line lacking every word and token as a substring scores 0: the
+        # chunk's lowercase rules most of them out at once, and a line holding
+        # none is not split into words (most lines of a hit hold none). ASCII
+        # only: elsewhere a word's lowercase can differ from its line's (Greek final sigma).
+        low_all = content.lower()
+        terms = {t for t in terms if t in low_all}
+        tokens_ = [t for t in tokens_ if t in low_all]
+        if not terms and not tokens_:
+            return ""
+        wanted = (*terms, *tokens_)
+    else:
+        wanted = None
 
     def score(ln: str) -> int:
         low = ln.lower()
+        if wanted is not None and not any(t in low for t in wanted):
+            return 0
         return len({w.lower() for w in _WORD.findall(ln)} & terms) + 2 * sum(t in low for t in tokens_)
 
-    lines = (node.get("content") or "").splitlines()
+    lines = content.splitlines()
     scored = [(-score(ln), i) for i, ln in enumerate(lines)]
     scored = [s for s in scored if s[0] < 0]
     if not scored:

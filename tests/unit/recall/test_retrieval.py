@@ -363,3 +363,68 @@ def test_a_hit_shows_its_best_matching_line_and_the_best_line_near_it_exactly():
     # In file order, with file line numbers: the match and its neighbour holding "width".
     assert render.matching_lines(chunk, "parent.width") == "41:if width is None:\n42:    width = parent.width"
     assert render.matching_lines(chunk, "pangolin") == ""  # control: no line holds a query word
+
+
+def _matching_lines_unfiltered(node: dict, query: str, most: int = 2, width: int = 200) -> str:
+    """render.matching_lines as it was before lines were ruled out by substring:
+    every line split into words and scored."""
+    from memtree.recall import render
+
+    terms = {w.lower() for w in re.findall(r"\w+", query)}
+    tokens_ = [t.lower() for t in query.split()]
+
+    def score(ln: str) -> int:
+        low = ln.lower()
+        return len({w.lower() for w in re.findall(r"\w+", ln)} & terms) + 2 * sum(t in low for t in tokens_)
+
+    lines = (node.get("content") or "").splitlines()
+    scored = [s for s in ((-score(ln), i) for i, ln in enumerate(lines)) if s[0] < 0]
+    if not scored:
+        return ""
+    top = min(scored)
+    near = sorted(
+        (s for s in scored if s != top and abs(s[1] - top[1]) <= 3),
+        key=lambda s: (s[0], s[1] < top[1], abs(s[1] - top[1])),
+    )
+    best = [top] + (near or sorted(s for s in scored if s != top))[: most - 1]
+    start = render.metadata(node).get("start") if node.get("kind") == "file_chunk" else None
+    out = []
+    for _s, i in sorted(best, key=lambda s: s[1]):
+        text = lines[i] if len(lines[i]) <= width else lines[i][: width - 1] + "…"
+        out.append(f"{start + i}:{text}" if isinstance(start, int) else text)
+    return "\n".join(out)
+
+
+def test_matching_lines_picks_what_scoring_every_line_picked():
+    """The lines shown for a hit are the same whether or not lines holding no
+    query word are ruled out first: over chunks of this repository's own
+    source and queries of their words, a mixed-case word, punctuation, a token
+    of no word, a word of no chunk, and non-ASCII text."""
+    import random
+
+    from memtree.recall import render
+
+    rng = random.Random(7)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    texts = []
+    for folder, _dirs, files in os.walk(os.path.join(root, "memtree")):
+        texts += [open(os.path.join(folder, f), encoding="utf-8").read() for f in sorted(files) if f.endswith(".py")]
+    texts.append("ΑΣ'Β όνομα\nΟΔΟΣ x = ΑΣ\nplain line\n")  # non-ASCII: scored line by line
+    words = sorted({w for t in texts for w in re.findall(r"\w+", t)})
+    shown = 0
+    for i in range(1500):
+        text = texts[i % len(texts)]
+        lines = text.splitlines()
+        at = rng.randrange(max(1, len(lines) - 40))
+        chunk = "\n".join(lines[at : at + 40])
+        picked = rng.sample(words, 3) + [rng.choice(re.findall(r"\w+", chunk) or ["x"])]
+        query = " ".join(w.upper() if rng.random() < 0.2 else w + rng.choice(["", ".", "()", ","]) for w in picked)
+        if i % 10 == 0:
+            query = "pangolinzz " + query.split()[0]
+        elif i % 7 == 0:  # a token of no word: it counts where it is a substring
+            query += " " + rng.choice(["==", "->", "()", ":", "#"])
+        node = {"content": chunk, "kind": "file_chunk", "metadata": f'{{"start": {at + 1}}}'}
+        got = render.matching_lines(node, query)
+        assert got == _matching_lines_unfiltered(node, query), (query, chunk[:200])
+        shown += bool(got)
+    assert shown > 1000  # most queries hold a word of their chunk: lines were compared, not only ""

@@ -117,10 +117,32 @@ def test_document_counts_are_exact_for_rare_words_and_estimated_from_the_newest_
         assert ix.rows == conn.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0] >= FILLERS + 11
         monkeypatch.setattr(reads, "DF_WINDOW", 40)
         monkeypatch.setattr(reads, "DF_EXACT_BELOW", 8)
+        monkeypatch.setattr(reads, "DF_EXACT_UPTO", 8)  # sampled past this many rows
         est, _ = reads.doc_counts(conn, ["common", "gizmo", "widget", "filler"])
         assert est["gizmo"] == 3 and est["widget"] == 4  # rare in the window: counted over the whole index
         assert abs(est["common"] - (FILLERS + 7)) <= 0.1 * (FILLERS + 7)
         assert est["filler"] < est["common"]
+    finally:
+        conn.close()
+
+
+def test_a_word_in_fewer_rows_than_the_bound_is_counted_exactly_past_the_window(store, monkeypatch):
+    """A word under DF_EXACT_UPTO rows is counted by one walk, stopped at the
+    bound, however many of them the sample would see: exact where the sample
+    would estimate. Only a word reaching the bound is sampled."""
+    paths, ids = store
+    conn = read_db(paths)
+    try:
+        truth = {"common": FILLERS + 7, "filler": FILLERS, "gizmo": 3, "zqxjunk": 0}
+        monkeypatch.setattr(reads, "DF_WINDOW", 40)
+        monkeypatch.setattr(reads, "DF_EXACT_BELOW", 8)
+        counted, ix = reads.doc_counts(conn, list(truth))
+        assert ix.spans and counted == truth
+        # Positive control: a bound under those counts samples the common words, an estimate.
+        monkeypatch.setattr(reads, "DF_EXACT_UPTO", 8)
+        sampled, _ = reads.doc_counts(conn, list(truth))
+        assert {w: sampled[w] for w in ("gizmo", "zqxjunk")} == {"gizmo": 3, "zqxjunk": 0}
+        assert sampled["common"] != truth["common"] or sampled["filler"] != truth["filler"], sampled
     finally:
         conn.close()
 
@@ -201,6 +223,7 @@ def test_a_phrase_is_estimated_from_the_newest_rows_not_walked(store, monkeypatc
         assert exact == {"get_in": 2, "gizmo": 3}  # an index inside the window: exact
         monkeypatch.setattr(reads, "DF_WINDOW", 40)
         monkeypatch.setattr(reads, "DF_EXACT_BELOW", 8)
+        monkeypatch.setattr(reads, "DF_EXACT_UPTO", 8)  # sampled past this many rows
         est, _ = reads.doc_counts(conn, ["get_in", "gizmo"])
         assert est == {"get_in": 1, "gizmo": 3}  # the rare word still exact (positive control)
         memo: dict = {}
@@ -278,6 +301,7 @@ def test_a_pruned_store_is_counted_by_its_rows_not_its_highest_rowid(pruned, mon
         assert ix.rows == KEPT < PRUNED < conn.execute("SELECT max(id) FROM nodes_fts_docsize").fetchone()[0]
         monkeypatch.setattr(reads, "DF_WINDOW", 20)
         monkeypatch.setattr(reads, "DF_EXACT_BELOW", 4)
+        monkeypatch.setattr(reads, "DF_EXACT_UPTO", 4)  # sampled past this many rows
         est, ix = reads.doc_counts(conn, ["sprocket", "axle"])
         assert est == {"sprocket": KEPT, "axle": KEPT}  # 20 of the newest 20, of 60 rows (not of PRUNED + KEPT)
 
@@ -323,6 +347,7 @@ def test_estimates_sample_the_whole_index_not_its_newest_rows(skewed, monkeypatc
         assert exact == {"widget": OLDER + NEWER // 10, "session": NEWER, "gear": OLDER} and ix.spans == []
         monkeypatch.setattr(reads, "DF_WINDOW", 40)
         monkeypatch.setattr(reads, "DF_EXACT_BELOW", 2)
+        monkeypatch.setattr(reads, "DF_EXACT_UPTO", 2)  # sampled past this many rows
         est, ix = reads.doc_counts(conn, ["widget", "session", "gear"])
         assert len(ix.spans) == reads.DF_SPANS and ix.spans[0][1] == ix.high
         assert ix.sampled == sum(
@@ -344,6 +369,7 @@ def test_the_sampled_rows_are_counted_again_after_every_write(tmp_path, monkeypa
     and counted again once a write moved the index: each estimate's scale is
     the rows its spans hold now, after added rows and after rows left it."""
     monkeypatch.setattr(reads, "DF_WINDOW", 40)
+    monkeypatch.setattr(reads, "DF_EXACT_UPTO", 8)  # sampled past this many rows
     paths = make_paths(tmp_path)
 
     def recount(conn, ix) -> int:
