@@ -124,11 +124,12 @@ class Front:
             limit = budget.check(args.get("budget_tokens"))
             svc = await self.services()
             impl = getattr(importlib.import_module(spec.module), spec.func)
-            text = await impl(svc, **args)
-            # The same call with room for all of it, named when the answer is cut.
-            again = call_repr(spec.name, **{**args, "budget_tokens": "{budget}"})
-            # Counting a long answer is work too: off the loop, like the tool's own.
-            return _ok(await anyio.to_thread.run_sync(budget.enforce, text, limit, again))
+            with svc.foreground.hold():  # the agent waits: background work steps aside
+                text = await impl(svc, **args)
+                # The same call with room for all of it, named when the answer is cut.
+                again = call_repr(spec.name, **{**args, "budget_tokens": "{budget}"})
+                # Counting a long answer is work too: off the loop, like the tool's own.
+                return _ok(await anyio.to_thread.run_sync(budget.enforce, text, limit, again))
         except MemtreeError as e:
             return _error(f"{spec.name}: {e.message}")
         except Exception:  # a bug: the traceback goes to the log, one line to the agent

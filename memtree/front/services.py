@@ -24,6 +24,7 @@ from memtree.config import Config
 from memtree.errors import CallTimeout, MemtreeError, Unavailable
 from memtree.ids import ulid
 from memtree.paths import StorePaths, socket_path
+from memtree.runtime import foreground
 from memtree.runtime.client import NOT_OURS, dealer, match_reply
 from memtree.store import db as store_db
 
@@ -116,6 +117,8 @@ class Services:
         # (freshness marks) go there so an answer never waits on them.
         self.task_group = None
         self._call_lock = anyio.Lock()
+        # Up while a tool call is answered: the embed walker's drain steps aside.
+        self.foreground = foreground.Mark(paths.store_dir, front=True)
 
     def background(self, fn, *args) -> None:
         """Run ``await fn(*args)`` without making the current answer wait
@@ -214,6 +217,7 @@ class Services:
 
     def close(self) -> None:
         self._caller.reset()
+        self.foreground.close()
         with self._dbs_lock:
             conns, self._dbs = list(self._dbs.values()), {}
         for conn in conns:

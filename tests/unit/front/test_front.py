@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import subprocess
 
 import pytest
@@ -11,7 +12,7 @@ import zmq
 
 from memtree import protocol
 from memtree.actors.base import ActorContext
-from tests.support import COLD_START_S, PYTHON, close_bound, make_paths, reap, spawn, wait_until
+from tests.support import COLD_START_S, PYTHON, close_bound, deadline, make_paths, reap, spawn, wait_until
 from tests.support import test_config as make_config
 from tests.support.front_harness import Front, ids_in
 
@@ -147,6 +148,35 @@ def test_get_shows_a_hidden_node_only_when_its_status_is_named(front):
     assert "ibis deploy flag" in front.ok("recall", {"ids": [nid], "filters": {"status": ["stale"]}})
     assert 'opts="status=stale"' in err
     assert "ibis deploy flag" in front.ok("recall", {"ids": nid, "opts": "status=stale"})  # the call the error names
+
+
+def test_a_tool_call_holds_the_fronts_foreground_mark_up_until_it_is_answered(front):
+    """The embed walker's drain steps aside while a front answers a tool call
+    (memtree/runtime/foreground.py): a bash call of a second is marked while
+    it runs, and down once it is answered."""
+    import threading
+
+    from memtree.runtime import foreground
+
+    store = front.paths.store_dir
+    watch = foreground.Watch(store, linger_s=0)
+    try:
+        front.ok("recall", {"op": "recent"})  # the front's services (and its mark) exist from its first call
+        assert not watch.marked()  # control: no call running
+        answered = []
+        call = threading.Thread(target=lambda: answered.append(front.ok("bash", {"command": "sleep 1; echo slept"})))
+        call.start()
+        try:
+            wait_until(watch.marked, timeout=deadline(10), what="the front's mark up during the call")
+        finally:
+            call.join(deadline(30))
+        assert answered and "slept" in answered[0]
+        assert not watch.marked()
+        with open(foreground.path_for(store), "rb") as f:
+            words = struct.unpack(f"<{foreground.SLOTS}q", f.read(foreground.FILE_BYTES))
+        assert any(w < 0 for w in words[1:])  # a front's word, put down at the call's end
+    finally:
+        watch.close()
 
 
 def test_with_the_writer_down_writes_say_read_only_and_reads_keep_working(tmp_path):

@@ -1,8 +1,10 @@
-"""The writer's foreground mark (memtree/runtime/foreground.py): a waiter in
-another process waits while it is up and goes on once it is down, never
-longer than asked, and never for a mark a dead writer left; the embed
-walker's child computes the same vectors a slice at a time behind it; a real
-writer puts it up for its batches of ordinary requests only."""
+"""The foreground marks (memtree/runtime/foreground.py): a waiter in another
+process waits while the writer's mark or a front's is up and goes on once it
+is down, never longer than asked, and never for a mark a dead holder left;
+each front holds a word of its own, and a dead front's word is taken again;
+the embed walker's child computes the same vectors a slice at a time behind
+it; a real writer puts its mark up for its batches of ordinary requests only,
+and a real front for the tool call it is answering."""
 
 from __future__ import annotations
 
@@ -198,3 +200,93 @@ def test_a_writer_starting_on_a_full_disk_runs_without_the_mark(tmp_path):
             assert (got.returncode, got.stdout.strip()) == (0, expect), (where, got.returncode, got.stderr[-300:])
     finally:
         subprocess.run(["umount", "-l", disk], check=False)
+
+
+_FRONT = (
+    "import sys; from memtree.runtime import foreground; m = foreground.Mark(sys.argv[1], front=True);"
+    " m.up(); print(m.slot, flush=True); sys.stdin.read()"
+)
+
+
+def _words(store_dir: str) -> tuple[int, ...]:
+    with open(foreground.path_for(store_dir), "rb") as f:
+        return struct.unpack(f"<{foreground.SLOTS}q", f.read(foreground.FILE_BYTES))
+
+
+def _front(store_dir: str) -> tuple[subprocess.Popen, int]:
+    """A process holding a front's mark up: (it, its word)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FRONT, store_dir], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    line = proc.stdout.readline().strip()
+    assert line.isdigit(), (line, proc.poll())
+    return proc, int(line)
+
+
+@pytest.mark.timeout(60)
+def test_each_front_holds_a_word_of_its_own_and_a_dead_fronts_word_is_taken_again(tmp_path):
+    store = str(tmp_path)
+    writer = foreground.Mark(store)
+    watch = foreground.Watch(store, linger_s=0)
+    first = second = None
+    try:
+        assert writer.slot == foreground.WRITER_SLOT and not watch.marked()  # control: nothing up yet
+        first, a = _front(store)
+        second, b = _front(store)
+        assert {a, b} == {1, 2}
+        words = _words(store)
+        assert words[a] > 0 and words[b] > 0 and words[foreground.WRITER_SLOT] == 0
+        assert watch.marked() and watch.wait(most_s=0.2) >= 0.2  # a front's mark alone is waited for
+        first.kill()  # with its mark up: its word's lock goes with it
+        reap(first)
+        third, c = _front(store)
+        try:
+            assert c == a  # the dead front's word, put down and up again by its new holder
+            assert _words(store)[b] > 0
+        finally:
+            third.stdin.close()
+            reap(third)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.stdin.close()
+                reap(proc)
+        writer.close()
+        watch.close()
+
+
+def test_a_fronts_nested_holds_put_the_mark_down_with_the_last(tmp_path):
+    store = str(tmp_path)
+    mark = foreground.Mark(store, front=True)
+    watch = foreground.Watch(store, linger_s=0)
+    try:
+        with mark.hold():
+            with mark.hold():
+                assert watch.marked()
+            assert watch.marked()  # the outer call still runs
+        assert not watch.marked() and _words(store)[mark.slot] < 0
+    finally:
+        mark.close()
+        watch.close()
+
+
+def test_a_watch_waits_for_no_file_of_an_older_release_and_a_writer_grows_it(tmp_path):
+    """A foreground.bin of one word (an older release's writer) is not mapped
+    until a writer of this one grows it; that writer's word is kept."""
+    store = str(tmp_path)
+    with open(foreground.path_for(store), "wb") as f:
+        f.write(struct.pack("<q", -5))
+    watch = foreground.Watch(store)
+    try:
+        assert watch.wait(most_s=5) == 0.0 and not watch.marked()
+        fd = foreground._open(foreground.path_for(store))
+        os.close(fd)
+        assert os.path.getsize(foreground.path_for(store)) == foreground.FILE_BYTES and _value(store) == -5
+        mark = foreground.Mark(store)
+        try:
+            mark.up()
+            wait_until(watch.marked, timeout=deadline(5 * foreground.LOOK_AGAIN_S), what="the grown file's mark")
+        finally:
+            mark.close()
+    finally:
+        watch.close()
