@@ -128,8 +128,8 @@ class Mark:
             if not front:
                 self._map = _map(path, create=True)
             elif (slot := self._claim(path)) is not None:
-                # Mapped through the locked descriptor: closing another one of this
-                # file would drop every lock this process holds on it (POSIX locks).
+                # Mapped through the locked descriptor: with the lockf fallback, closing
+                # another one of this file drops every lock this process holds on it.
                 self.slot, self._map = slot, mmap.mmap(self._lock_fd, FILE_BYTES, access=mmap.ACCESS_WRITE)
             else:
                 self.slot = None
@@ -144,12 +144,15 @@ class Mark:
     def _claim(self, path: str) -> int | None:
         """A front's word: the first whose bytes no other front has locked."""
         fd = _open(path)
-        for slot in range(WRITER_SLOT + 1, SLOTS):
-            if _lock_word(fd, slot):
-                self._lock_fd = fd
-                return slot
-        os.close(fd)
-        return None
+        try:
+            for slot in range(WRITER_SLOT + 1, SLOTS):
+                if _lock_word(fd, slot):
+                    self._lock_fd, fd = fd, None
+                    return slot
+            return None
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     def up(self) -> None:
         self._put(time.monotonic_ns())

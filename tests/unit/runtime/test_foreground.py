@@ -203,8 +203,9 @@ def test_a_writer_starting_on_a_full_disk_runs_without_the_mark(tmp_path):
 
 
 _FRONT = (
-    "import sys; from memtree.runtime import foreground; m = foreground.Mark(sys.argv[1], front=True);"
-    " m.up(); print(m.slot, flush=True); sys.stdin.read()"
+    "import fcntl, sys; from memtree.runtime import foreground\n"
+    "if sys.argv[2] == 'lockf': del fcntl.F_OFD_SETLK  # a system without open-file-description locks\n"
+    "m = foreground.Mark(sys.argv[1], front=True); m.up(); print(m.slot, flush=True); sys.stdin.read()"
 )
 
 
@@ -213,10 +214,14 @@ def _words(store_dir: str) -> tuple[int, ...]:
         return struct.unpack(f"<{foreground.SLOTS}q", f.read(foreground.FILE_BYTES))
 
 
-def _front(store_dir: str) -> tuple[subprocess.Popen, int]:
+def _front(store_dir: str, locks: str) -> tuple[subprocess.Popen, int]:
     """A process holding a front's mark up: (it, its word)."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", _FRONT, store_dir], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _FRONT, store_dir, locks],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     line = proc.stdout.readline().strip()
     assert line.isdigit(), (line, proc.poll())
@@ -224,22 +229,23 @@ def _front(store_dir: str) -> tuple[subprocess.Popen, int]:
 
 
 @pytest.mark.timeout(60)
-def test_each_front_holds_a_word_of_its_own_and_a_dead_fronts_word_is_taken_again(tmp_path):
+@pytest.mark.parametrize("locks", ["ofd", "lockf"])
+def test_each_front_holds_a_word_of_its_own_and_a_dead_fronts_word_is_taken_again(tmp_path, locks):
     store = str(tmp_path)
     writer = foreground.Mark(store)
     watch = foreground.Watch(store, linger_s=0)
     first = second = None
     try:
         assert writer.slot == foreground.WRITER_SLOT and not watch.marked()  # control: nothing up yet
-        first, a = _front(store)
-        second, b = _front(store)
+        first, a = _front(store, locks)
+        second, b = _front(store, locks)
         assert {a, b} == {1, 2}
         words = _words(store)
         assert words[a] > 0 and words[b] > 0 and words[foreground.WRITER_SLOT] == 0
         assert watch.marked() and watch.wait(most_s=0.2) >= 0.2  # a front's mark alone is waited for
         first.kill()  # with its mark up: its word's lock goes with it
         reap(first)
-        third, c = _front(store)
+        third, c = _front(store, locks)
         try:
             assert c == a  # the dead front's word, put down and up again by its new holder
             assert _words(store)[b] > 0
