@@ -398,16 +398,18 @@ def candidates(db, model: str, dim: int, query_vector, filters: dict, n: int | N
             return None
         slots = nearest(idx, q, mask, n)
         if keep is not None and keep < len(slots):
-            slots = slots[by_fine(idx, slots, query_vector, dim)[:keep]]
+            slots = slots[by_fine(idx, slots, query_vector, dim, keep=keep)]
         return idx.rowids[slots].tolist()
 
 
-def by_fine(idx: _Codes, slots, query_vector, dim: int, step: int = 1024):
+def by_fine(idx: _Codes, slots, query_vector, dim: int, step: int = 1024, keep: int | None = None):
     """``slots`` reordered best first by the query's dot product with each
     slot's 4-bit code (fine_of: the vector to within half its scale a
-    dimension), so the exact rerank needs only the few best. The codes of
-    ``step`` slots at a time: in slices that stay in cache, 4,000 codes took
-    0.3 ms, in one 1.6 ms."""
+    dimension), so the exact rerank needs only the few best; with ``keep``,
+    only the best ``keep`` of them (partitioned, then only those sorted: a
+    sort of all 4,000 was a quarter of this pass). The codes of ``step``
+    slots at a time: in slices that stay in cache, 4,000 codes took 0.3 ms,
+    in one 1.6 ms."""
     np = idx.np
     q = np.zeros(idx.fine_bytes * 2, np.float32)
     q[:dim] = _floats(np, query_vector)[:dim]
@@ -418,7 +420,12 @@ def by_fine(idx: _Codes, slots, query_vector, dim: int, step: int = 1024):
         c = idx.fine[slots[i : i + step]]
         est[i : i + step] = (c >> 4).astype(np.float32) @ high + (c & 15).astype(np.float32) @ low - offset
     est *= idx.scale[slots]
-    return np.argsort(-est, kind="stable")
+    if keep is None or keep >= len(est):
+        return np.argsort(-est, kind="stable")
+    if keep <= 0:
+        return np.empty(0, np.intp)
+    best = np.argpartition(-est, keep - 1)[:keep]
+    return best[np.lexsort((best, -est[best]))]  # best first, the lower slot index first on a tie
 
 
 def nearest(idx: _Codes, q, mask, n: int):

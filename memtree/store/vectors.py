@@ -133,7 +133,7 @@ def knn(db, query_vector, k: int, filters: dict | None = None, model: str | None
 def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: int) -> list[tuple[str, float]]:
     """Exact cosine of the first pass's candidates (one integer lookup each,
     nodes never read), then the live predicate and filters on the nearest,
-    ``2k`` at a time, until ``k`` pass: what a read returns is decided here."""
+    ``k`` and a quarter at a time, until ``k`` pass: what a read returns is decided here."""
     where, params = _filters_sql(filters)
     scored = db.execute(
         "SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM json_each(?) j "
@@ -142,7 +142,9 @@ def _rerank(db, blob: bytes, rowids: list[int], filters: dict, model: str, k: in
     ).fetchall()
     scored = [r for r in scored if r[1] is not None]  # a zero vector has no cosine (NULL)
     out: list[tuple[str, float]] = []
-    step = max(2 * k, 32)
+    # The first pass filtered by the same predicate, so nearly all pass: a quarter more
+    # than asked is checked first (twice as many was as many lookups again, for nothing).
+    step = max(k + k // 4, 32)
     for i in range(0, len(scored), step):
         part = scored[i : i + step]
         ok = dict(

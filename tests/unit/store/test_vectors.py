@@ -443,6 +443,8 @@ def test_by_fine_orders_slots_by_the_query_against_their_4bit_codes():
         got = vector_index.by_fine(idx, slots, q.tobytes(), dim, step=step)
         assert got[:50].tolist() == want[:50].tolist()
         assert sorted(got.tolist()) == list(range(300))
+        # The best 50 only: the same 50, in the same order.
+        assert vector_index.by_fine(idx, slots, q.tobytes(), dim, step=step, keep=50).tolist() == want[:50].tolist()
     # Same signs everywhere, so the same Hamming distance: the 4-bit codes put the
     # vector that leans the query's way first.
     q2 = np.array([3.0, 0.1] + [0.0] * 62, np.float32)
