@@ -276,7 +276,7 @@ def test_a_fronts_nested_holds_put_the_mark_down_with_the_last(tmp_path):
         watch.close()
 
 
-def test_a_watch_waits_for_no_file_of_an_older_release_and_a_writer_grows_it(tmp_path):
+def test_an_older_releases_one_word_file_is_not_mapped_until_a_writer_grows_it(tmp_path):
     """A foreground.bin of one word (an older release's writer) is not mapped
     until a writer of this one grows it; that writer's word is kept."""
     store = str(tmp_path)
