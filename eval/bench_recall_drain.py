@@ -25,6 +25,7 @@ kept store).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import shutil
@@ -54,19 +55,9 @@ def backlog_store(src: str, work: str, share: float) -> str:
     return db_path
 
 
-def stop_group(pid: int) -> None:
-    from memtree.eval.bench_scale import PAUSE_SETTLE_S, group_states
-
-    os.killpg(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 10.0
-    while not group_states(pid) <= {"T", "t"} and time.monotonic() < deadline:
-        time.sleep(0.001)
-    time.sleep(PAUSE_SETTLE_S)
-
-
 def main(argv: list[str] | None = None) -> int:
     from memtree.eval import recall_eval
-    from memtree.eval.bench_scale import PRUNER_INTERVAL_MS, _ReadOnlyServices, bench_config, load
+    from memtree.eval.bench_scale import PRUNER_INTERVAL_MS, _ReadOnlyServices, bench_config, load, stop_group
     from memtree.eval.recall_queries import QUERIES
     from memtree.eval.stats import summary
     from memtree.recall import retrieval
@@ -119,10 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 for _ in range(args.block):
                     k = i % len(queries)
                     t = time.perf_counter()
-                    if arm == "marked":
-                        with mark.hold():
-                            retrieval._search(tool, queries[k], "hybrid", 10, {}, embs[k], None)
-                    else:
+                    with mark.hold() if arm == "marked" else contextlib.nullcontext():
                         retrieval._search(tool, queries[k], "hybrid", 10, {}, embs[k], None)
                     lat[arm].append(time.perf_counter() - t)
                     i += 1

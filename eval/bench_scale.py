@@ -439,6 +439,18 @@ def group_states(pid: int) -> set[str]:
     return states
 
 
+def stop_group(pid: int) -> None:
+    """SIGSTOP to the process group led by ``pid``; returns once every thread
+    of it is stopped (kill() only queues the signal) and PAUSE_SETTLE_S more."""
+    import signal
+
+    os.killpg(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10.0
+    while not group_states(pid) <= {"T", "t"} and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(PAUSE_SETTLE_S)
+
+
 def paired_probes(
     endpoint: str, project: str, first: int, walker_pid: int, stop, busy: list, paused: list, halts: list
 ) -> None:
@@ -460,11 +472,7 @@ def paired_probes(
                 halted = took is paused
                 if halted:
                     t_stop = time.monotonic()
-                    os.killpg(walker_pid, signal.SIGSTOP)
-                    deadline = t_stop + 10.0
-                    while not group_states(walker_pid) <= {"T", "t"} and time.monotonic() < deadline:
-                        time.sleep(0.001)
-                    time.sleep(PAUSE_SETTLE_S)
+                    stop_group(walker_pid)
                 try:
                     end = time.monotonic() + length
                     while time.monotonic() < end and not stop.is_set():

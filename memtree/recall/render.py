@@ -80,7 +80,12 @@ def matching_lines(node: dict, query: str, most: int = 2, width: int = 200) -> s
         return len({w.lower() for w in _WORD.findall(ln)} & terms) + 2 * sum(t in low for t in tokens_)
 
     lines = content.splitlines()
-    scored = [(-score(ln), i) for i, ln in enumerate(lines)]
+    return shown_lines(node, lines, [(-score(ln), i) for i, ln in enumerate(lines)], most, width)
+
+
+def shown_lines(node: dict, lines: list[str], scored: list[tuple[int, int]], most: int = 2, width: int = 200) -> str:
+    """``matching_lines``' choice among ``lines`` scored (``(-score, index)``
+    each; a line scoring 0 is never shown)."""
     scored = [s for s in scored if s[0] < 0]
     if not scored:
         return ""

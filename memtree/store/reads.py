@@ -459,7 +459,8 @@ def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], Indexed]:
     counts = {}
     for w in words:
         match = '"' + w.replace('"', '""') + '"'
-        if ix.spans and not is_phrase(w):
+        phrase = is_phrase(w)
+        if ix.spans and not phrase:
             upto = conn.execute(  # the walk stops at the bound
                 "SELECT count(*) FROM (SELECT 1 FROM nodes_fts WHERE nodes_fts MATCH ? LIMIT ?)", (match, DF_EXACT_UPTO)
             ).fetchone()[0]
@@ -468,7 +469,7 @@ def doc_counts(conn, words: list[str]) -> tuple[dict[str, int], Indexed]:
                 continue
         if ix.spans:
             seen = conn.execute(f"SELECT {in_spans}", [match, *bounds]).fetchone()[0]
-            if seen >= DF_EXACT_BELOW or is_phrase(w):
+            if seen >= DF_EXACT_BELOW or phrase:
                 counts[w] = max(1, min(ix.rows, round(seen * ix.rows / ix.sampled)))
                 continue
         counts[w] = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]

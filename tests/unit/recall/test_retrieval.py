@@ -365,9 +365,9 @@ def test_a_hit_shows_its_best_matching_line_and_the_best_line_near_it_exactly():
     assert render.matching_lines(chunk, "pangolin") == ""  # control: no line holds a query word
 
 
-def _matching_lines_unfiltered(node: dict, query: str, most: int = 2, width: int = 200) -> str:
+def _matching_lines_unfiltered(node: dict, query: str) -> str:
     """render.matching_lines as it was before lines were ruled out by substring:
-    every line split into words and scored."""
+    every line split into words and scored (the choice among them is render's)."""
     from memtree.recall import render
 
     terms = {w.lower() for w in re.findall(r"\w+", query)}
@@ -378,21 +378,7 @@ def _matching_lines_unfiltered(node: dict, query: str, most: int = 2, width: int
         return len({w.lower() for w in re.findall(r"\w+", ln)} & terms) + 2 * sum(t in low for t in tokens_)
 
     lines = (node.get("content") or "").splitlines()
-    scored = [s for s in ((-score(ln), i) for i, ln in enumerate(lines)) if s[0] < 0]
-    if not scored:
-        return ""
-    top = min(scored)
-    near = sorted(
-        (s for s in scored if s != top and abs(s[1] - top[1]) <= 3),
-        key=lambda s: (s[0], s[1] < top[1], abs(s[1] - top[1])),
-    )
-    best = [top] + (near or sorted(s for s in scored if s != top))[: most - 1]
-    start = render.metadata(node).get("start") if node.get("kind") == "file_chunk" else None
-    out = []
-    for _s, i in sorted(best, key=lambda s: s[1]):
-        text = lines[i] if len(lines[i]) <= width else lines[i][: width - 1] + "…"
-        out.append(f"{start + i}:{text}" if isinstance(start, int) else text)
-    return "\n".join(out)
+    return render.shown_lines(node, lines, [(-score(ln), i) for i, ln in enumerate(lines)])
 
 
 def test_matching_lines_picks_what_scoring_every_line_picked():
