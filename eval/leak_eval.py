@@ -4,7 +4,7 @@ come back unchanged.
 
 The test fixtures (tests/support/leaky_cases.py, leak_variants.py) hold the
 cases the gate was built against. This crosses more: 25 names (what a secret
-is kept under), 5 value shapes of random length, 55 syntaxes (assignments,
+is kept under), 5 value shapes of random length, 83 syntaxes (assignments,
 declarations, commands, headers, URLs, connection strings, logs), each case a
 fresh value from ``--seed``; and 23 vendors' token formats under no name, in 4
 kinds of line. A seed is no fixture: run another and the
@@ -126,11 +126,44 @@ SYNTAXES = {
     "bearer": lambda k, v: f"Authorization: Bearer {v}",
     "netrc": lambda k, v: f"machine api.example.com login deploy password {v}",
     "redis_conf": lambda k, v: f"bind 127.0.0.1\nrequirepass {v}",
+    # gate v8: prose, URL-encoded, a psql row, an attribute naming the key, a lookup's literal fallback
+    "prose": lambda k, v: f"Note: the {k} is {v} until the rotation",
+    "url_encoded": lambda k, v: f"redirect_uri=https%3A%2F%2Fapp%2Fcb%3F{k}%3D{v}%26x%3D1",
+    "psql_row": lambda k, v: f" {k:<20} | {v}",
+    "xml_entry": lambda k, v: f'<entry key="{k}">{v}</entry>',
+    "laravel_env": lambda k, v: f"'{k}' => env('{k.upper()}', '{v}'),",
+    "pydantic_default": lambda k, v: f"    {k}: SecretStr = Field(default='{v}')",
+    # gate v8: programs' password options and arguments
+    "zip": lambda k, v: f"zip -P {v} out.zip report.pdf",
+    "sevenzip": lambda k, v: f"7za x -p{v} dump.7z",
+    "sqlcmd": lambda k, v: f"sqlcmd -S tcp:db,1433 -U sa -P '{v}' -i init.sql",
+    "mongosh": lambda k, v: f"mongosh 'mongodb://db:27017' -u root -p {v}",
+    "ldapwhoami": lambda k, v: f"ldapwhoami -H ldaps://ldap -D uid=svc,ou=people,dc=x -w '{v}'",
+    "keytool": lambda k, v: f"keytool -genkeypair -alias app -keystore app.p12 -storepass {v} -keypass {v}",
+    "gpg": lambda k, v: f"gpg --pinentry-mode loopback --passphrase '{v}' --decrypt backup.gpg",
+    "htpasswd": lambda k, v: f"htpasswd -nbB admin '{v}'",
+    "smbclient": lambda k, v: f"smbclient -U admin%{v} //nas/share",
+    "sqlplus": lambda k, v: f"sqlplus 'system/\"{v}\"@localhost:1521/XEPDB1'",
+    "sudo_pipe": lambda k, v: f"echo '{v}' | sudo -S -k whoami",
+    "stdin_login": lambda k, v: f"printf '%s' '{v}' | helm registry login reg.io -u ci --password-stdin",
+    "requests_auth": lambda k, v: f"requests.get(url, auth=('svc', '{v}'))",
+    "cf_login": lambda k, v: f"cf login -a https://api.cf.example.com -u ci -p {v}",
+    "ssh_keygen_new": lambda k, v: f"ssh-keygen -q -t rsa -b 4096 -N '{v}' -f id_deploy",
+    "openssl_enc": lambda k, v: f"openssl aes-256-cbc -salt -pbkdf2 -pass pass:{v} -in dump.sql -out dump.enc",
+    "rabbitmqctl": lambda k, v: f"rabbitmqctl change_password admin '{v}'",
+    "mysqladmin": lambda k, v: f"mysqladmin -u root password '{v}'",
+    "cargo_login": lambda k, v: f"cargo login --registry internal '{v}'",
+    "gh_secret": lambda k, v: f"gh secret set {k.upper()} -b '{v}' -R org/app",
+    "ssm_parameter": lambda k, v: f"aws ssm put-parameter --name /prod/{k} --type SecureString --value '{v}'",
+    "here_string": lambda k, v: f"gcloud secrets versions add {k} --data-file=- <<< '{v}'",
 }
 # Syntaxes whose value is a secret whatever the name beside it (the command or format says so).
 NAMELESS = {
     "connection_string", "url_credentials", "url_srv_dotted_user", "url_no_user", "url_in_code", "sql_identified", "sql_password", "registry_login", "mysql_cli",
-    "basic_auth", "bearer", "netrc", "redis_conf",
+    "basic_auth", "bearer", "netrc", "redis_conf", "zip", "sevenzip", "sqlcmd", "mongosh", "ldapwhoami", "keytool",
+    "gpg", "htpasswd", "smbclient", "sqlplus", "sudo_pipe", "stdin_login", "requests_auth", "cf_login",
+    "ssh_keygen_new", "openssl_enc", "rabbitmqctl", "mysqladmin", "cargo_login", "gh_secret", "ssm_parameter",
+    "here_string",
 }  # fmt: skip
 
 

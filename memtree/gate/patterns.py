@@ -26,7 +26,7 @@ NEAR_WORDS = r"(?:secret|token|passw(?:or)?d|api[_\-\s]?key|credential|signature
 # Secret-named words for value-level rules: the value is a secret whatever it looks like.
 # The words before ``key`` in a secret key name (access_key, signing-key, ...).
 KEY_WORDS = ("access", "private", "client", "master", "signing", "encryption", "session", "auth", "secret", "nonce")
-_NAMED_WORDS = r"(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
+_NAMED_WORDS = r"(?:passw(?:or)?d|passphrase|passcode|secret|token|api[_\-]?key|apikey|salt|credentials?|pwd|pass|"
 NAMED = _NAMED_WORDS + r"(?:" + "|".join(KEY_WORDS) + r"|logged[_\-]?in)[_\-]?key|key[_\-]?data)"
 # The same words with no group first in any branch: ``re`` then skips ahead by
 # first character when searching for candidates (the keyed rule's starts).

@@ -258,6 +258,35 @@ def make(rule, tags: set):
 _LATER_FLAG = re.compile(r"(?<=\s)-p(?!\[REDACTED)[^\s'\"]{3,}")
 
 
+def option(rule, tags: set):
+    """A program's password option or argument: its value (group ``v1`` when
+    quoted, else ``v``) becomes ``[REDACTED:<tag>]``, whatever it looks like:
+    the program says what it is."""
+    label = f"[REDACTED:{rule.tag}]"
+
+    def repl(m):
+        tags.add(rule.tag)
+        return put(m, "v1" if "v1" in m.re.groupindex and m.group("v1") is not None else "v", label)
+
+    return repl
+
+
+def program_values(rule, tags: set):
+    """A program's command line (groups ``prog`` and ``rest``): every value
+    its entry in memtree/gate/programs.py finds there, as ``option`` does."""
+    from memtree.gate.programs import follows
+
+    value = option(rule, tags)
+
+    def repl(m):
+        rest = m.group("rest")
+        for rx in follows(m.group("prog")):
+            rest = rx.sub(value, rest)
+        return m.string[m.start() : m.start("rest")] + rest
+
+    return repl
+
+
 def each_flag(rule, tags: set):
     """Group 1 (a ``-pSECRET``) and every later ``-pSECRET`` in group ``rest`` (the rest of its command)."""
     label = f"[REDACTED:{rule.tag}]"

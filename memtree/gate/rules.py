@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from memtree.gate import programs
 from memtree.gate import replace as rp
 from memtree.gate.lazy import Lazy
 from memtree.gate.patterns import (
@@ -39,11 +40,13 @@ from memtree.gate.patterns import (
     named_pair_trigger,
 )
 
-# 7: a URL's password holding '/' or '@', a JWT whatever its payload, redis's requirepass, an INI
+# 8: programs' password options and arguments (zip -P, ldap* -w, keytool -storepass, htpasswd -b,
+# -U user%x, user/x@db, piped into sudo -S), auth tuples, <entry key=...>, a token as a URL's user, prose,
+# %3D pairs, any-case table rows; 7: a URL's password holding '/' or '@', a JWT whatever its payload, redis's requirepass, an INI
 # file's bare word, Notion, Telegram, Discord and Terraform Cloud tokens; 6: typed declarations,
 # #define / ENV, header directives, config set, SQL passwords, registry logins, key flags;
 # 5: mysql's every -p; 4: escaped JSON, subscripts, XML, other separators, YAML blocks; 3: glued -p'x', ...
-REDACTION_VERSION = 7
+REDACTION_VERSION = 8
 
 # A name that starts with a secret word but names something about the secret, not
 # the secret (PASSWORD_MIN_LENGTH, SECRET_NAME, password_file, secretArn): its value
@@ -58,6 +61,10 @@ _ABOUT = (
 NAME_OR_WEAK = r"(?:" + SECRET_NAME + r"|(?P<weak>[A-Za-z0-9_.\-]*?" + WEAK_END + r"))(?![A-Za-z0-9_])"
 WEAK_VALUE = r"(?(weak)(?=[\"']?" + CREDENTIAL + r"))"
 NOT_ABOUT = "".join(rf"(?<![_.\-]{w})(?<!(?-i:[a-z0-9]{w.title()}))" for w in _ABOUT)  # and passwordMinLength
+# A secret-named name or a weak one, matched from its secret word on (``db_`` of db_password is not
+# looked at: the match starts where a literal finder finds "password", and a leading
+# ``[A-Za-z0-9_.-]*?`` tried at every offset of a megabyte line cost seconds).
+NAME_END_OR_WEAK = r"(?:" + NAMED + r"|(?P<weak>" + WEAK_END + r"))(?![A-Za-z0-9_])"
 
 
 class Rule:
@@ -248,7 +255,7 @@ RULES = [
     # curl -u user:password, netrc "login x password y"
     Rule(
         "basic_auth",
-        r"(?:^|\s)(?:-[A-Za-z]*u|--user|-a|--auth)\s*['\"]?[^\s:'\"[]+:((?!\[REDACTED)[^\s'\"]{3,})",
+        r"(?:^|\s)(?:-[A-Za-z]*u|--user|-a|--auth)\s*['\"]?[^\s:'\"[]*:((?!\[REDACTED)[^\s'\"]{3,})",
         ("-", "--user", "--auth"),
         group=1,
         starts=r"-(?:[a-z]*u|-user|a|-auth)",
@@ -281,11 +288,12 @@ RULES = [
     # --password x, --token=x, mysql -pSECRET
     Rule(
         "cli_secret",
-        r"(?i)(?:^|\s)--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|"
-        r"auth-token)(?:=|\s+)['\"]?((?!\[REDACTED|-)[^\s'\"]{3,})",
+        r"(?i)(?:^|\s)--(?:[a-z0-9]+-)*(?:password|passwd|pass|passphrase|passcode|token|api-key|apikey|secret|"
+        r"client-secret|auth-token)(?:=|[ \t]+)['\"]?((?!\[REDACTED|-)[^\s'\"]{3,})",
         ("--",),
         group=1,
-        starts=r"--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)",
+        starts=r"--(?:[a-z0-9]+-)*(?:password|passwd|pass|passphrase|passcode|token|api-key|apikey|secret|client-secret"
+        r"|auth-token)",
         back=1,
     ),
     # --private-key x, --signing-key=x (not a key file's path: --private-key ~/.ssh/id_rsa); a weak
@@ -293,7 +301,7 @@ RULES = [
     Rule(
         "cli_secret",
         r"(?i)(?:^|\s)--(?:[a-z0-9]+-)*(?:pwd|credentials?|(?:private|secret|signing|encryption|master|access|"
-        r"session|client|auth|api|app)-key|(?P<weak>key|token))(?:=|\s+)['\"]?"
+        r"session|client|auth|api|app)-key|(?P<weak>key|token))(?:=|[ \t]+)['\"]?"
         + WEAK_VALUE
         + r"((?!\[REDACTED|-|[/~$<]"
         r"|\.\.?/|[^\s'\"]*\.(?:pem|key|p12|pfx|json|crt|der|txt|ppk|jks|gpg|asc)(?![^\s'\"]))[^\s'\"]{3,})",
@@ -550,7 +558,7 @@ RULES = [
     # `config set <name> <value>`: aws configure set, npm/yarn/pnpm config set, git config's secret keys.
     Rule(
         "secret_value",
-        r"(?i)\bconfig(?:ure)?[ \t]+set[ \t]+(?:-\S+[ \t]+)*"
+        r"(?i)\bconfig(?:ure)?[ \t]+set[ \t]+(?:-\S+[ \t]+)*(?:[^\s'\"]*[:/])?"  # npm's //registry/:_authToken
         + NAME_OR_WEAK
         + r"[\"']?[ \t]+"
         + WEAK_VALUE
@@ -572,11 +580,191 @@ RULES = [
     # A registry login's -p (docker, podman, helm, ...): `docker login -u x -p y host`.
     Rule(
         "cli_secret",
-        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl)\b[^\n|;&]{0,100}?\blogin\b"
-        r"[^\n|;&]{0,200}?[ \t]-p(?:[ \t]+|=)['\"]?((?!\[REDACTED|\$)[^\s'\"]{3,})",
+        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|az|cf|oc|ibmcloud|odo)\b[^\n|;&]{0,100}?"
+        r"\blogin\b[^\n|;&]{0,200}?[ \t]-p(?:[ \t]+|=)['\"]?((?!\[REDACTED|\$)[^\s'\"]{3,})",
         ("login",),
         group=1,
-        starts="docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl",
+        starts="docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|az|cf|oc|ibmcloud|odo",
+    ),
+    # -- programs that take a password as an option or an argument (gate v8): the program says what
+    # the value is, so it is a secret whatever it looks like (memtree/gate/programs.py: zip -P x, ldapsearch
+    # -w x, keytool -storepass x, ssh-keygen -N x, rabbitmqctl add_user bob x, sqlplus scott/x@db, ...).
+    # Found by str.find of the programs' names; every value on the command line goes.
+    Rule(
+        "cli_secret",
+        programs.COMMAND,
+        (" ",),
+        starts=programs.STARTS,
+        lits=programs.LITS,
+        replace=rp.program_values,
+    ),
+    # htpasswd -b file user x, htpasswd -nbB user x: the last word is the password, whatever its first character.
+    Rule(
+        "cli_secret",
+        r"\bhtpasswd\b(?=[^\n|;&]*[ \t]-[A-Za-z]*b)[^\n|;&]*[ \t]"
+        + programs.VALUE.replace("|\\$|-)", "|\\$)")
+        + r"(?=[ \t]*(?:$|[|;&]))",
+        ("htpasswd",),
+        flags=re.M,
+        starts="htpasswd",
+        replace=rp.option,
+    ),
+    # Samba's -U user%x (smbclient, rpcclient, net, smbcacls, ...); lftp -u user,x.
+    Rule(
+        "cli_secret",
+        r"(?:^|[ \t])(?:-U|--user(?:name)?)(?:[ \t]+|=)['\"]?[^\s%'\"]+%(?P<v>(?!\[REDACTED|\$)[^\s'\"]+)",
+        ("%",),
+        starts=r"-u[ \t=]|--user",
+        back=1,
+        replace=rp.option,
+    ),
+    # Oracle's user/x@db beyond the command's first: RMAN's catalog rman/x@db, SQL*Plus's connect scott/x@db
+    # (the programs' own user/x are programs.py's).
+    Rule(
+        "cli_secret",
+        r"(?i)\b(?:conn(?:ect)?|target|catalog|auxiliary)[ \t]+['\"]?[A-Za-z][\w$#.]*/"
+        + programs.ORACLE_PASSWORD
+        + r"@",
+        ("@",),
+        starts="conn|target|catalog|auxiliary",
+        lits=("conn", "target", "catalog", "auxiliary"),
+        replace=rp.option,
+    ),
+    # A password piped into the program that reads it: echo x | sudo -S, | docker login --password-stdin,
+    # | passwd --stdin, | gh auth login --with-token, | openssl passwd -stdin, | chpasswd, | kinit,
+    # | cryptsetup, | a command about a secret (gcloud secrets create x --data-file=-, docker secret create).
+    Rule(
+        "cli_secret",
+        r"\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)*(?:(?P<fq>['\"])%s(?:\\n)?(?P=fq)[ \t]+)?"
+        + programs.VALUE
+        + r"[ \t]*\|[ \t]*(?:sudo\b[^|\n;&]*?[ \t]-[A-Za-z]*S\b|[^|\n;&]*?(?:--password-stdin|--with-token"
+        r"|[ \t]-stdin|--stdin|/dev/stdin)\b|[^|\n;&]*?\bsecrets?\b|chpasswd\b|kinit\b|cryptsetup\b)",
+        ("echo", "printf"),
+        starts="echo|printf",
+        lits=("echo", "printf"),
+        replace=rp.option,
+    ),
+    # A here-string fed to a command about a secret: vercel env add X production <<< x, gcloud secrets ... <<< x.
+    Rule(
+        "cli_secret",
+        r"(?i)\b(?:secrets?|env[ \t]+add|token|login|passw(?:or)?d)\b[^\n|;&]*?<<<[ \t]*" + programs.VALUE,
+        ("<<<",),
+        ops=("<<<",),
+        replace=rp.option,
+    ),
+    # PowerShell: ConvertTo-SecureString 'x' -AsPlainText (a plain-text password made a SecureString).
+    Rule(
+        "cli_secret",
+        r"(?i)\bConvertTo-SecureString[ \t]+(?:-String[ \t]+)?" + programs.VALUE + r"(?=[^\n]*-AsPlainText)",
+        ("convertto-securestring",),
+        starts="convertto-securestring",
+        replace=rp.option,
+    ),
+    # -- credentials a call, a markup or prose names (gate v8) ------------------------------------------------
+    # requests' auth=('user', 'x'), HTTPBasicAuth('user', 'x'), .NET's NetworkCredential("user", "x").
+    Rule(
+        "secret_value",
+        r"(?i)(?:\b(?:basic_|http_|proxy_)?auth[ \t]*=[ \t]*[(\[]|\b(?:HTTPBasicAuth|HTTPDigestAuth|HTTPProxyAuth"
+        r"|BasicAuth|DigestAuth|NetworkCredential|UsernamePasswordCredentials|PasswordAuthentication)[ \t]*\()"
+        r"[ \t]*(?:\w+[ \t]*=[ \t]*)?(?P<uq>['\"])[^'\"\n]*(?P=uq)[ \t]*,[ \t]*(?:\w+[ \t]*=[ \t]*)?"
+        r"(?P<q>['\"])(?P<v>(?!\[REDACTED)[^'\"\n]{1,})(?P=q)",
+        ("auth", "credential"),
+        starts=r"auth[ \t]*=|basic_auth|http_auth|proxy_auth|httpbasicauth|httpdigestauth|httpproxyauth|basicauth"
+        r"|digestauth|networkcredential|usernamepasswordcredentials|passwordauthentication",
+        lits=(
+            "auth",
+            "basic_",
+            "http_",
+            "proxy_",
+            "httpbasic",
+            "httpdigest",
+            "httpproxy",
+            "basicauth",
+            "digestauth",
+            "networkcredential",
+            "usernamepassword",
+            "passwordauth",
+        ),
+        replace=rp.literal,
+    ),
+    # XML naming the secret in an attribute: <entry key="db.password">x</entry>, <property name="password">x<...
+    Rule(
+        "secret_value",
+        r"(?i)<(?P<tag>[A-Za-z][\w:.\-]*)[ \t][^<>\n]*?\b(?:key|name)[ \t]*=[ \t]*(?P<kq>[\"'])"
+        + NAME_OR_WEAK
+        + r"(?P=kq)[^<>\n]*>"
+        + WEAK_VALUE
+        + r"(?P<v>(?!\[REDACTED)[^<>\n]{2,}?)</(?P=tag)[ \t]*>",
+        NAMED_HINTS,
+        lines="</",
+        replace=rp.literal,
+    ),
+    # A token as a URL's whole user part: https://<token>@github.com/o/r (shaped like one: 20 or more
+    # letters, digits, '_' or '-', with a digit and a letter; no user name is).
+    Rule(
+        "secret_value",
+        r"://(?P<v>(?!\[REDACTED)(?=[A-Za-z0-9_\-]{0,200}\d)(?=[A-Za-z0-9_\-]{0,200}[A-Za-z])"
+        r"[A-Za-z0-9_\-]{20,})@(?=[A-Za-z0-9][A-Za-z0-9.\-]*(?::\d{1,5})?(?:[/\s'\"]|$))",
+        ("://",),
+        flags=re.M,
+        starts="://",
+        replace=rp.value,
+    ),
+    # Prose and prompts: "the password is x", "db_password is: x" (shaped like a credential: "is required"
+    # is not; a weak name's value as a credential).
+    Rule(
+        "secret_value",
+        r"(?i)"
+        + NAME_END_OR_WEAK
+        + r"[ \t]+is[ \t]*:?[ \t]+(?P<q>['\"`]?)"
+        + WEAK_VALUE
+        + r"(?P<v>(?!\[REDACTED)"
+        + SECRETISH
+        + r")",
+        NAMED_HINTS,
+        ops=(" is ", " is:", " IS ", " Is "),
+        replace=rp.literal,
+    ),
+    # A URL-encoded pair: ?next=%2Flogin%3Fpassword%3Dx%26..., password%3Dx.
+    Rule(
+        "secret_value",
+        r"(?i)" + NAME_END_OR_WEAK + r"%3D" + WEAK_VALUE + r"(?P<v>(?!\[REDACTED)(?:(?!%26)[^\s&\"'<>])+)",
+        NAMED_HINTS,
+        ops=("%3D", "%3d"),
+        replace=rp.value,
+    ),
+    # A table row of any case, the name its first cell and the value its second: ` db_password | x`
+    # (psql), `| api_key | x |` (markdown); not a template's filter (`{{ .Values.password | b64enc }}`).
+    # A strong name's value holds a capital or a digit and is no type (varchar(255), TEXT) or word; a
+    # weak name's is credential-shaped.
+    Rule(
+        "secret_value",
+        r"(?im)^(?:[^\s:|]*:\d+[:\-])?[ \t]*(?:\|[ \t]*)?" + NAME_OR_WEAK + r"[ \t]*\|[ \t]*"
+        r"(?(weak)(?=" + CREDENTIAL + r")|(?-i:(?=[^\s|'\"()]{0,200}[A-Z0-9])(?![A-Z]+(?![^\s|'\"()]))))"
+        r"(?P<v>(?!\[REDACTED|\$)[^\s|'\"()]{6,})[ \t]*(?=\||$)",
+        NAMED_HINTS,
+        lines=r"\|",
+        replace=rp.value,
+    ),
+    # A secret-named name given a call with a literal default: password: str = Field(default='x'),
+    # api_key = config.get('api', 'key', fallback='x') (a lookup whose key is secret-named, env('DB_PASSWORD',
+    # 'x'), is the named pair's above).
+    Rule(
+        "secret_value",
+        r"(?i)" + NAME_END_OR_WEAK + r"[\"']?[ \t]*(?::[ \t]*[\w\[\]., |]{1,40}?[ \t]*)?(?:=>|:=|=|:)[ \t]*"
+        r"[\w.]*[ \t]*\([^()\n]*?\b(?:default|fallback)[ \t]*=[ \t]*"
+        r"(?P<q>[\"'])" + WEAK_VALUE + r"(?P<v>(?!\[REDACTED)[^\"'\n]{2,})(?P=q)",
+        NAMED_HINTS,
+        ops=("default", "fallback"),
+        replace=rp.literal,
+    ),
+    # SQL's PASSWORD('x') (MySQL's SET PASSWORD ... = PASSWORD('x'), OLD_PASSWORD('x')).
+    Rule(
+        "secret_value",
+        r"(?i)\b(?:old_)?password[ \t]*\([ \t]*'(?P<v>(?!\[REDACTED)[^'\n]{2,})'[ \t]*\)",
+        ("password",),
+        ops=("PASSWORD(", "password(", "Password("),
+        replace=rp.literal,
     ),
 ]
 

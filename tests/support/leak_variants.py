@@ -102,6 +102,52 @@ SYNTAXES = {
     "sql_identified": lambda k, v: f"ALTER USER 'app'@'%' IDENTIFIED BY '{v}';",
     "sql_with_password": lambda k, v: f"CREATE ROLE app WITH LOGIN PASSWORD '{v}';",
     "registry_login": lambda k, v: f"docker login -u deploy -p {v} registry.example.com",
+    # gate v8: a secret-named key in prose, URL-encoded, in a lower-case table row, an attribute, a default
+    # (env_default: the named pair's rule, in Laravel's config syntax)
+    "prose_is": lambda k, v: f"The {_lower(k)} is {v} for now.",
+    "url_encoded": lambda k, v: f"GET /login?next=%2Fhome%3F{_lower(k)}%3D{v}%26lang%3Den HTTP/1.1",
+    "table_lower": lambda k, v: f" {_lower(k)} | {v}",
+    "xml_entry_key": lambda k, v: f'  <entry key="{_lower(k)}">{v}</entry>',
+    "xml_property_name": lambda k, v: f'<property name="{_camel(k)}">{v}</property>',
+    "env_default": lambda k, v: f"        '{_lower(k)}' => env('{k}', '{v}'),",
+    "field_default": lambda k, v: f'    {_lower(k)}: str = Field(default="{v}")',
+    # gate v8: no name at all: a program's password option or argument says what the value is
+    "auth_tuple": lambda k, v: f'r = requests.post(url, json=body, auth=("deploy", "{v}"))',
+    "basic_auth_class": lambda k, v: f'session.auth = HTTPBasicAuth("deploy", "{v}")',
+    "zip_password": lambda k, v: f"zip -P {v} -q -r backup.zip src/",
+    "unzip_password": lambda k, v: f"unzip -o -P '{v}' backup.zip -d out",
+    "sevenzip_password": lambda k, v: f"7z a -t7z -p{v} -mhe=on backup.7z src",
+    "sqlcmd_password": lambda k, v: f"sqlcmd -S db.internal -U sa -P {v} -Q 'SELECT 1'",
+    "mongo_password": lambda k, v: f"mongodump --host db -u admin -p {v} --out /backup",
+    "ldap_password": lambda k, v: f'ldapsearch -x -D "cn=admin,dc=example,dc=com" -w {v} -b dc=example,dc=com',
+    "ldappasswd_new": lambda k, v: f"ldappasswd -x -D cn=admin,dc=example,dc=com -W -s '{v}' uid=bob,dc=example,dc=com",
+    "keytool_password": lambda k, v: f"keytool -importcert -file ca.crt -keystore trust.jks -storepass {v} -noprompt",
+    "gpg_passphrase": lambda k, v: f"gpg --batch --yes --passphrase {v} -d secrets.tar.gpg",
+    "htpasswd_batch": lambda k, v: f"htpasswd -b -B /etc/nginx/.htpasswd admin {v}",
+    "samba_user": lambda k, v: f"smbclient //fs.internal/share -U 'CORP\\svc_backup%{v}' -c ls",
+    "lftp_user": lambda k, v: f"lftp -u deploy,{v} sftp://files.internal",
+    "vault_login": lambda k, v: f"vault login -no-print {v}",
+    "oracle_user": lambda k, v: f"sqlplus -s app_owner/{v}@//db.internal:1521/ORCL @migrate.sql",
+    "oracle_quoted": lambda k, v: f"rman target 'sys/\"{v}@x\"@prod' catalog rman/{v}@rcat",
+    "piped_sudo": lambda k, v: f"echo '{v}' | sudo -S systemctl restart app",
+    "piped_stdin": lambda k, v: f"echo {v} | docker login -u deploy --password-stdin registry.example.com",
+    "cloud_login": lambda k, v: f"oc login https://api.cluster.internal:6443 -u developer -p {v}",
+    "sql_password_function": lambda k, v: f"SET PASSWORD FOR 'app'@'%' = PASSWORD('{v}');",
+    "ssh_keygen": lambda k, v: f"ssh-keygen -p -f ~/.ssh/deploy -P 'old{v}' -N '{v}'",
+    "openssl_k": lambda k, v: f"openssl enc -aes-256-cbc -pbkdf2 -k {v} -in db.sql -out db.sql.enc",
+    "openssl_pass": lambda k, v: f"/usr/bin/openssl pkcs12 -export -in c.pem -out c.p12 -passout pass:{v}",
+    "rabbitmq_user": lambda k, v: f"rabbitmqctl add_user deploy '{v}'",
+    "net_user": lambda k, v: f'net user svc_backup "{v}" /add /y',
+    "cargo_login": lambda k, v: f'cargo login "{v}"',
+    "poetry_basic": lambda k, v: f"poetry config http-basic.internal deploy {v}",
+    "gh_secret": lambda k, v: f"gh secret set {k} --repo org/app --body '{v}'",
+    "az_keyvault": lambda k, v: f"az keyvault secret set --vault-name kv --name {_kebab(k)} --value {v}",
+    "aws_secret_string": lambda k, v: f"aws secretsmanager put-secret-value --secret-id prod/app --secret-string '{v}'",
+    "powershell_securestring": lambda k, v: f"$pw = ConvertTo-SecureString '{v}' -AsPlainText -Force",
+    "here_string": lambda k, v: f"vercel env add {k} production <<< '{v}'",
+    "piped_with_token": lambda k, v: f"echo '{v}' | gh auth login --with-token",
+    "npm_config_auth": lambda k, v: f"npm config set //npm.internal.example.com/:_authToken '{v}'",
+    "curl_empty_user": lambda k, v: f"curl -fsS -u ':{v}' https://api.example.com/v1/me",
 }
 
 # Look-alikes in the same syntaxes: not secret-named, a reference, a placeholder,
@@ -145,6 +191,37 @@ BENIGN = [
     '{"passwordMinLength": "12", "secretName": "prod/db"}',
     "SECRET_NAME=prod/app/db",
     "password_file: /run/secrets/db_password",
+    # the v8 syntaxes with no secret in them: an archive, a prompt, a variable, a name, prose
+    "zip -r backup.zip src/ -x '*.pyc'",
+    "unzip -p archive.zip README.md | head",
+    "7z x archive.7z -p",
+    "mongosh --host db -u admin -p --authenticationDatabase admin",
+    "ldapsearch -x -W -D cn=admin -b dc=example,dc=com",
+    "keytool -list -keystore ks.jks -storepass:env KS_PASS",
+    "htpasswd -c /etc/nginx/.htpasswd admin",
+    "smbclient -L fs.internal -U guest -N",
+    "vault login -method=oidc",
+    "sqlplus / as sysdba",
+    "sqlplus -s @scripts/report.sql",
+    "echo $PASSWORD | sudo -S apt-get update",
+    "printf '%s' \"$REGISTRY_TOKEN\" | docker login -u ci --password-stdin ghcr.io",
+    "r = requests.get(url, auth=(user, password))",
+    "session.auth = HTTPBasicAuth(user, os.environ['PW'])",
+    '<entry key="password.min.length">12</entry>',
+    '<property name="passwordEncoder">bcrypt</property>',
+    "The password is required and must be 12 characters long.",
+    "the token is valid for 3600 seconds",
+    "| password | string | The user's password |",
+    "        'password' => env('DB_PASSWORD', ''),",
+    "    password: str = Field(default=None)",
+    "git clone ssh://git@github.com/org/repo.git",
+    "ssh-keygen -t ed25519 -N '' -f key",
+    "openssl enc -d -aes-256-cbc -pass env:BACKUP_PASS -in db.sql.enc",
+    "net user svc_backup * /add",
+    "gh secret set API_KEY < key.txt",
+    "az keyvault secret set --vault-name kv --name api --file ./secret.txt",
+    'cat <<< "$TOKEN" | gh auth login --with-token',
+    "rabbitmqctl list_users",
 ]
 
 
@@ -242,6 +319,39 @@ URL_BENIGN = [
     "see https://user@example.com/path and git@github.com:acme/app.git",
     "http://[::1]:8080/@home",
 ]
+
+
+# A token as a URL's whole user part (gate v8): git's https://<token>@host/..., in the token
+# shapes hosts hand out; and user names in the same place, which stay.
+URL_TOKENS = {
+    "hex40": lambda r: _rand(r, 40, _HEX),
+    "alnum36": lambda r: _rand(r, 30, _AN) + _rand(r, 6, string.digits),
+    "dashed": lambda r: _rand(r, 8, _AN) + "-" + _rand(r, 12, _AN) + "_" + _rand(r, 4, string.digits),
+}
+URL_TOKEN_LINES = [
+    lambda t: f"git clone https://{t}@github.com/org/repo.git",
+    lambda t: f"remote: https://{t}@gitlab.example.com:8443/group/app.git (fetch)",
+    lambda t: f'url = "https://{t}@raw.githubusercontent.com/org/repo/main/setup.sh"',
+    lambda t: f"pip install git+https://{t}@github.com/org/private-lib@v1.2",
+]
+URL_TOKEN_BENIGN = [
+    "git clone https://deploy@github.com/org/repo.git",
+    "git clone https://john.doe@bitbucket.org/team/repo.git",
+    "ssh://git@github.com/org/repo.git",
+    "https://svc-build-2024@example.com/",
+]
+
+
+def url_token_cases(seed: int = 37, per: int = 2) -> list[dict]:
+    """Every token shape in every line: ``{id, text, secret}``."""
+    r = random.Random(seed)
+    return [
+        {"id": f"{shape}/{n}/{i}", "text": line(secret), "secret": secret}
+        for shape, make in URL_TOKENS.items()
+        for n, line in enumerate(URL_TOKEN_LINES)
+        for i in range(per)
+        for secret in (make(r),)
+    ]
 
 
 def url_cases(seed: int = 29, per: int = 3) -> list[dict]:

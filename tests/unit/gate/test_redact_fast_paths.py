@@ -26,7 +26,8 @@ from tests.support.leaky_more_cases import tokens
 
 
 def _texts() -> list[str]:
-    return case_strings("/project") + soup(6000, 11)
+    variants = [c["text"] for c in leak_variants.cases()] + leak_variants.BENIGN  # the v8 syntaxes among them
+    return case_strings("/project") + soup(6000, 11) + variants
 
 
 TEXTS = _texts()
@@ -38,6 +39,7 @@ PREFIXLESS = [
     for k, t in tokens().items()
     if k in ("telegram", "discord", "terraform")
 ] + [f"port 700{i}\nrequirepass pw{i}x\n--masterauth 'p {i}'" for i in range(5)]
+PREFIXLESS += [c["text"] for c in leak_variants.url_token_cases()] + leak_variants.URL_TOKEN_BENIGN
 
 
 def test_the_corpus_reaches_every_fast_path():  # positive control for the checks below
@@ -115,7 +117,7 @@ def _plain_on_lines(text: str, rule, repl) -> str:
 
 
 def test_the_rules_tried_on_their_ops_lines_are_all_checked():
-    assert len(OPS_RULES) == 6
+    assert len(OPS_RULES) == 11
 
 
 @pytest.mark.parametrize("rule", OPS_RULES, ids=[f"{i}-{rule.tag}" for i, rule in enumerate(OPS_RULES)])
@@ -165,7 +167,7 @@ BACK_RULES = [rule for rule in RULES if rule.back]
 
 
 def test_the_rules_found_one_character_back_are_all_checked():
-    assert [rule.tag for rule in BACK_RULES] == ["basic_auth", "cli_secret", "cli_secret"]
+    assert [rule.tag for rule in BACK_RULES] == ["basic_auth", "cli_secret", "cli_secret", "cli_secret"]
 
 
 @pytest.mark.parametrize("rule", BACK_RULES, ids=[f"{i}-{rule.tag}" for i, rule in enumerate(BACK_RULES)])
@@ -183,7 +185,7 @@ IDS = [f"{i}-{rule.tag}" for i, rule in enumerate(WORD_RULES)]
 
 
 def test_the_word_rules_with_literal_starts_are_all_checked():
-    assert len(WORD_RULES) == 8
+    assert len(WORD_RULES) == 12
 
 
 @pytest.mark.parametrize("rule", WORD_RULES, ids=IDS)

@@ -47,6 +47,18 @@ def test_a_url_password_leaks_in_no_form_a_driver_takes():
     assert out == "redis://:[REDACTED:conn_password]@localhost/0"
 
 
+def test_a_token_as_a_urls_whole_user_part_leaks_in_no_line():
+    cases = lv.url_token_cases()
+    assert len(cases) == len(lv.URL_TOKENS) * len(lv.URL_TOKEN_LINES) * 2
+    leaking = {c["id"] for c in cases if lv.leaked(redact_text(c["text"])[0], c["secret"])}
+    assert leaking == set()
+    # a user name there stays (positive control: the same line with a token is redacted)
+    assert {t for t in lv.URL_TOKEN_BENIGN if redact_text(t)[0] != t} == set()
+    assert redact_text("git clone https://9f8e7d6c5b4a39281706f5e4d3c2b1a0ffee1234@github.com/o/r")[0] == (
+        "git clone https://[REDACTED:secret_value]@github.com/o/r"
+    )
+
+
 def test_an_address_with_a_port_and_an_at_sign_in_its_path_is_kept():
     changed = {text for text in lv.URL_BENIGN if redact_text(text)[0] != text}
     assert changed == set()
