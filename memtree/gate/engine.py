@@ -15,10 +15,13 @@ decodes to a secret. Redacted spans keep their newlines.
 
 from __future__ import annotations
 
+import ast
 import functools
 import heapq
+import json
 
 from memtree.gate import replace as rp
+from memtree.gate.lazy import Lazy
 from memtree.gate.rules import ANSI, BASE64, KEY_LINE, KEY_TAIL, RULES
 
 # The ``cased`` patterns of the rules, searched in the text itself.
@@ -276,9 +279,17 @@ def _apply(rule, text: str, low_of, tags: set) -> str:
 def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     if not text:
         return text, []
+    if "\r\n" in text:
+        return _crlf(text, depth)
+    if text[:8].lstrip(" ")[:1].isdigit() and _NUMBERED.rx().match(text):
+        numbered = _numbered(text, depth)
+        if numbered is not None:
+            return numbered
     tags: set[str] = set()
     if "\x1b" in text:  # colour codes split "KEY:\x1b[39m value"; they carry nothing worth storing
         text = ANSI.rx().sub("", text)
+    if depth < MAX_DEPTH:  # before the rules, which would see (and cut) a literal's escapes
+        text = _escaped_strings(text, tags, depth)
     low = folded(text)
     present = hints_in(text.lower() if low is None else low, text)
     seen = [text, low]  # the folded text, taken again only when a rule changed the text
@@ -294,6 +305,72 @@ def _redact(text: str, depth: int) -> tuple[str, list[str]]:
     if depth == 0:
         text = _encoded_secrets(text, tags)
     return text, sorted(tags)
+
+
+def _crlf(text: str, depth: int) -> tuple[str, list[str]]:
+    """A text with Windows line ends, redacted as its lines without the ``\r``
+    (the rules end a value at a line's end: ``\r`` is no space, so
+    ``password: x\r`` or a key line ending in one went unseen), each line's
+    ``\r`` put back after."""
+    lines = text.split("\n")
+    ends = [line.endswith("\r") for line in lines]
+    clean, tags = _redact("\n".join(line[:-1] if e else line for line, e in zip(lines, ends)), depth)
+    out = clean.split("\n")
+    if len(out) != len(lines):  # the rules keep every newline; never expected
+        return clean, tags
+    return "\n".join(line + "\r" if e else line for line, e in zip(out, ends)), tags
+
+
+# A numbered listing: `cat -n`, `nl`, Claude Code's Read (`     1\t...`, `    12→...`): every
+# line's number is taken off, the text redacted as the file it shows, and the numbers put back
+# (a rule anchored at a line's start, a key's bare lines, `NAME ?= x`, saw the number first).
+_NUMBERED = Lazy(r" *\d+(?:\t|→)")
+
+
+def _numbered(text: str, depth: int) -> tuple[str, list[str]] | None:
+    lines = text.split("\n")
+    rx = _NUMBERED.rx()
+    heads = [rx.match(line) for line in lines]
+    if not all(h or not line for h, line in zip(heads, lines)):
+        return None  # not every line numbered: not a listing
+    cut = [h.end() if h else 0 for h in heads]
+    clean, tags = _redact("\n".join(line[c:] for line, c in zip(lines, cut)), depth)
+    out = clean.split("\n")
+    if len(out) != len(lines):
+        return clean, tags
+    return "\n".join(line[:c] + o for line, c, o in zip(lines, cut, out)), tags
+
+
+# A string literal holding escapes (JSON's "...\n...\"...", Python's '...\n...'): a file or a
+# command's output inside a JSON value (kubectl get -o json, docker inspect, an API's answer, a
+# log line) or a repr. Its text is redacted as the text it encodes, to MAX_DEPTH levels (JSON in
+# a JSON string), and encoded again when that changed anything: inside the literal every
+# quote is \" and every line one line, so no rule saw `SECRET_KEY = \"x\"` or a key's lines.
+MAX_DEPTH = 3
+_LITERAL = Lazy(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'")
+
+
+def _escaped_strings(text: str, tags: set, depth: int) -> str:
+    if "\\n" not in text and '\\"' not in text and "\\'" not in text:
+        return text
+
+    def repl(m):
+        lit = m.group(0)
+        if "\\" not in lit:
+            return lit
+        try:
+            inner = json.loads(lit) if lit[0] == '"' else ast.literal_eval(lit)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return lit
+        if not isinstance(inner, str):
+            return lit
+        clean, found = _redact(inner, depth + 1)
+        if not found:
+            return lit
+        tags.update(found)
+        return json.dumps(clean, ensure_ascii=False) if lit[0] == '"' else repr(clean)
+
+    return _LITERAL.rx().sub(repl, text)
 
 
 # A capture's chunks repeat the same short strings (session id, tool input,

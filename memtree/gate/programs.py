@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 
 # An option's value: quoted (any characters but its quote), or one word that is no flag,
-# shell reference or label.
-VALUE = r"(?:(?P<q>['\"])(?P<v1>(?!\[REDACTED|\$)[^'\"\n]{1,200})(?P=q)|(?P<v>(?!\[REDACTED|\$|-)[^\s'\";&|]{2,}))"
+# shell reference or label (and holds no backslash: a quote escaped inside a JSON string).
+VALUE = r"(?:(?P<q>['\"])(?P<v1>(?!\[REDACTED|\$)[^'\"\n]{1,200})(?P=q)|(?P<v>(?!\[REDACTED|\$|-)[^\s'\";&|\\]{2,}))"
 _GLUED = VALUE.replace("{2,}", "{1,}")  # 7z -px: one character is a password there (a bare -p asks)
 _ANY_WORD = VALUE.replace("|\\$|-)", "|\\$)")  # a positional argument: whatever its first character
 # Oracle's user/password: quoted (it may hold '@' then), or up to the '@' of the database.

@@ -4,10 +4,14 @@ in the same syntaxes come back unchanged."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from memtree.gate import redact_text
 from tests.support import leak_variants as lv
 from tests.support.gate_corpus import soup
-from tests.support.leaky_cases import case_strings
+from tests.support.leaky_cases import case_strings, load_cases
 
 
 def test_no_generated_variant_leaks():
@@ -139,3 +143,77 @@ def test_redaction_holds_when_applied_again():
     moved = {t for t, r in once.items() if redact_text(r)[0] != r}
     assert moved == set()
     assert sum(r != t for t, r in once.items()) > 500  # positive control: many were redacted once
+
+
+# The same texts as a tool shows them wrapped (gate v8): Windows line ends, a JSON value
+# (kubectl get -o json, an API's answer, JSON in a JSON string), a Python repr, a numbered
+# listing (cat -n, Claude Code's Read). Each wrapping kept every secret from the rules before.
+WRAPPINGS = {
+    "crlf": lambda t: t.replace("\n", "\r\n"),
+    "json_value": lambda t: json.dumps({"data": {"app.conf": t}}),
+    "json_in_json": lambda t: json.dumps({"SecretString": json.dumps({"file": t})}),
+    "repr": repr,
+    "cat_n": lambda t: "\n".join(f"{i + 1:6d}\t{line}" for i, line in enumerate(t.split("\n"))),
+    "read_arrows": lambda t: "\n".join(f"{i + 1:>6}→{line}" for i, line in enumerate(t.split("\n"))),
+}
+
+
+def _fixture_texts() -> list[tuple[str, str, str]]:
+    """(id, text, secret): every generated variant, and every string of the leaky fixture's
+    stored cases that holds one of its secrets and loses it to the gate unwrapped (a line of
+    a secret file in a grep hit goes by the file's path, not by a rule)."""
+    out = [(c["id"], c["text"], c["secret"]) for c in lv.cases(per=1)]
+    for case in load_cases("/project"):
+        if case["expect"] != "stored":
+            continue
+        strings: list[str] = []
+        _strings(case["payload"], strings)
+        for s in strings:
+            out += [
+                (case["name"], s, sec)
+                for sec in case["secrets"]
+                if len(sec) >= 10 and sec in s and not lv.leaked(redact_text(s)[0], sec)
+            ]
+    return out
+
+
+# A build file's `NAME ?= x` alone on a line inside a JSON string (no escape in the string, so it
+# is not decoded, and the rule anchors at the line's start): the known limit of a JSON wrapping.
+WRAPPED_LIMIT = {"json_value": {"make_native_grep"}, "json_in_json": {"make_native_grep"}}
+
+
+def _strings(v, out: list) -> None:
+    if isinstance(v, str):
+        out.append(v)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _strings(x, out)
+    elif isinstance(v, list):
+        for x in v:
+            _strings(x, out)
+
+
+@pytest.mark.parametrize("wrap", WRAPPINGS, ids=list(WRAPPINGS))
+def test_no_secret_leaks_from_a_wrapped_text(wrap):
+    texts = _fixture_texts()
+    assert len(texts) > 600
+    leaking = set()
+    for name, text, secret in texts:
+        wrapped = WRAPPINGS[wrap](text)
+        out = redact_text(wrapped)[0]
+        if lv.leaked(out, secret):
+            leaking.add(name)
+        if wrap in ("crlf", "cat_n", "read_arrows"):  # the wrapping itself stays
+            assert out.count("\n") == wrapped.count("\n") and out.count("\r\n") == wrapped.count("\r\n"), name
+    assert leaking == WRAPPED_LIMIT.get(wrap, set())
+
+
+def test_a_wrapped_text_without_a_secret_comes_back_as_it_was():
+    """Positive control beside the test above: the look-alikes, wrapped, are kept byte for byte
+    (a JSON string is decoded and encoded again only when something in it was redacted)."""
+    changed = {
+        (wrap, text) for wrap, f in WRAPPINGS.items() for text in lv.BENIGN if redact_text(f(text))[0] != f(text)
+    }
+    assert changed == set()
+    listing = "     1\tDEBUG = True\n     2\tAPI_TOKEN ?= 9f8e7d6c5b4a39281706\n     3\t"
+    assert redact_text(listing)[0] == "     1\tDEBUG = True\n     2\tAPI_TOKEN ?= [REDACTED:secret_value]\n     3\t"
