@@ -276,12 +276,13 @@ def _apply(rule, text: str, low_of, tags: set) -> str:
     return sub_from(rule.pattern, rule.starts, text, low_of(text), repl, rule.back, rule.lits)
 
 
-def _redact(text: str, depth: int) -> tuple[str, list[str]]:
+def _redact(text: str, depth: int, listing: bool = True) -> tuple[str, list[str]]:
+    """``listing``: a numbered listing is looked for (once: its lines, numbers off, are not again)."""
     if not text:
         return text, []
     if "\r\n" in text:
         return _crlf(text, depth)
-    if text[:8].lstrip(" ")[:1].isdigit() and _NUMBERED.rx().match(text):
+    if listing and text[:8].lstrip(" ")[:1].isdigit() and _NUMBERED.rx().match(text):
         numbered = _numbered(text, depth)
         if numbered is not None:
             return numbered
@@ -334,7 +335,7 @@ def _numbered(text: str, depth: int) -> tuple[str, list[str]] | None:
     if not all(h or not line for h, line in zip(heads, lines)):
         return None  # not every line numbered: not a listing
     cut = [h.end() if h else 0 for h in heads]
-    clean, tags = _redact("\n".join(line[c:] for line, c in zip(lines, cut)), depth)
+    clean, tags = _redact("\n".join(line[c:] for line, c in zip(lines, cut)), depth, listing=False)
     out = clean.split("\n")
     if len(out) != len(lines):
         return clean, tags

@@ -217,3 +217,23 @@ def test_a_wrapped_text_without_a_secret_comes_back_as_it_was():
     assert changed == set()
     listing = "     1\tDEBUG = True\n     2\tAPI_TOKEN ?= 9f8e7d6c5b4a39281706\n     3\t"
     assert redact_text(listing)[0] == "     1\tDEBUG = True\n     2\tAPI_TOKEN ?= [REDACTED:secret_value]\n     3\t"
+
+
+def test_a_wrapping_nested_without_end_is_unwrapped_a_bounded_number_of_times():
+    """Input shaped to make each unwrapping reveal another: 3,000 numbered columns (each
+    line's number off, the rest is numbered again), JSON strings nested 10 deep (each level
+    doubles the backslashes before it: 10 is 11 KB, 50 would not fit in memory), both with
+    Windows line ends. Each is undone a bounded number of times (a listing once, a JSON
+    string 3 levels deep): no recursion runs away, and the secret at the bottom of what is
+    undone still goes."""
+    columns = "\t".join(["1"] * 3000) + "\tpassword: hunter22x"
+    out, tags = redact_text(columns)
+    assert tags == ["secret_value"] and out.endswith("password: [REDACTED:secret_value]")
+    nested = "API_TOKEN=Xk9mP2vQ7rT4wZ8nB3cF6hJ1"
+    for _ in range(10):
+        nested = json.dumps({"v": nested + "\n"})
+    assert len(nested) < 100_000
+    out, _ = redact_text(nested.replace("\\n", "\\r\\n") + "\r\n" + columns)
+    assert "hunter22x" not in out
+    shallow = json.dumps(json.dumps({"v": "API_TOKEN=Xk9mP2vQ7rT4wZ8nB3cF6hJ1\n"}))  # 2 levels: undone
+    assert "Xk9mP2vQ7rT4wZ8nB3cF6hJ1" not in redact_text(shallow)[0]
