@@ -369,7 +369,14 @@ def _escaped_strings(text: str, tags: set, depth: int) -> str:
         if not found:
             return lit
         tags.update(found)
-        return json.dumps(clean, ensure_ascii=False) if lit[0] == '"' else repr(clean)
+        if lit[0] != '"':
+            return repr(clean)
+        out = json.dumps(clean, ensure_ascii=False)
+        try:
+            out.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800") stays an escape: the store takes UTF-8
+            out = json.dumps(clean)
+        return out
 
     return _LITERAL.rx().sub(repl, text)
 

@@ -237,3 +237,12 @@ def test_a_wrapping_nested_without_end_is_unwrapped_a_bounded_number_of_times():
     assert "hunter22x" not in out
     shallow = json.dumps(json.dumps({"v": "API_TOKEN=Xk9mP2vQ7rT4wZ8nB3cF6hJ1\n"}))  # 2 levels: undone
     assert "Xk9mP2vQ7rT4wZ8nB3cF6hJ1" not in redact_text(shallow)[0]
+
+
+def test_a_decoded_string_is_encoded_again_as_text_the_store_takes():
+    """A JSON string escaping a lone surrogate ("\\ud800", which UTF-8 cannot hold) and a
+    secret: the secret goes, the surrogate stays an escape (SQLite is given UTF-8)."""
+    text = '{"log": "x\\ud800 \\nAPI_TOKEN=Xk9mP2vQ7rT4wZ8nB3cF6hJ1\\n"}'
+    out, tags = redact_text(text)
+    assert tags == ["secret_value"] and "Xk9mP2vQ7rT4wZ8nB3cF6hJ1" not in out
+    assert out.encode("utf-8") and "\\ud800" in out
