@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import os
 import shutil
 import signal
@@ -40,11 +39,12 @@ ARMS = ("marked", "unmarked", "stopped")
 
 def backlog_store(src: str, work: str, share: float) -> str:
     """The kept store copied to ``work``, with the vectors of ``share`` of its chunks deleted."""
+    from memtree.eval.bench_scale import kept_store
     from memtree.store import db as store_db
 
     shutil.copytree(os.path.join(src, "home"), os.path.join(work, "home"))
     os.makedirs(os.path.join(work, "project"), exist_ok=True)
-    db_path = sorted(glob.glob(f"{work}/home/*/store.db"))[0]
+    db_path = kept_store(work)
     conn = store_db.open_write(db_path)
     try:
         with conn:
@@ -57,7 +57,14 @@ def backlog_store(src: str, work: str, share: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from memtree.eval import recall_eval
-    from memtree.eval.bench_scale import PRUNER_INTERVAL_MS, _ReadOnlyServices, bench_config, load, stop_group
+    from memtree.eval.bench_scale import (
+        PRUNER_INTERVAL_MS,
+        _ReadOnlyServices,
+        bench_config,
+        kept_store,
+        load,
+        stop_group,
+    )
     from memtree.eval.recall_queries import QUERIES
     from memtree.eval.stats import summary
     from memtree.recall import retrieval
@@ -72,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--block", type=int, default=20, help="searches a block, one arm at a time")
     ap.add_argument("--most-s", type=float, default=600, help="stop measuring after this long even if not drained")
     args = ap.parse_args(argv)
-    if not glob.glob(f"{args.store}/home/*/store.db"):
-        raise SystemExit(f"no store under {args.store}/home (make one with bench_scale --keep {args.store})")
+    kept_store(args.store)  # there is one to copy
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the actors below are stopped on a kill too
     config = bench_config(PRUNER_INTERVAL_MS)
     provider = load_provider(config)

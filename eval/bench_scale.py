@@ -216,6 +216,14 @@ def payloads(files, vocab, project: str, skip: int = 0):
         v, first = v + 1, 0
 
 
+def kept_store(keep: str) -> str:
+    """The store.db a ``--keep`` directory holds; exits saying how to make one if none."""
+    found = sorted(glob.glob(f"{keep}/home/*/store.db"))
+    if not found:
+        raise SystemExit(f"no store under {keep}/home (make one with bench_scale --keep {keep})")
+    return found[0]
+
+
 def node_count(db_path: str) -> int:
     from memtree.store import db as store_db
 

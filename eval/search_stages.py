@@ -16,7 +16,6 @@ are set on the functions for the run only. A diagnostic, not in ``make bench``.
 from __future__ import annotations
 
 import argparse
-import glob
 import sys
 import time
 from collections import defaultdict
@@ -76,7 +75,7 @@ class Timer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from memtree.eval.bench_scale import PRUNER_INTERVAL_MS, bench_config
+    from memtree.eval.bench_scale import PRUNER_INTERVAL_MS, bench_config, kept_store
     from memtree.eval.recall_queries import QUERIES
     from memtree.eval.stats import summary
     from memtree.recall import search
@@ -88,15 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="passes over the queries")
     ap.add_argument("--worst", type=int, default=8, help="slowest queries shown with their FTS5 calls")
     args = ap.parse_args(argv)
-    found = sorted(glob.glob(f"{args.store}/home/*/store.db"))
-    if not found:
-        raise SystemExit(f"no store under {args.store}/home (make one with bench_scale --keep {args.store})")
-    conn = store_db.open_read(found[0])
+    db_path = kept_store(args.store)
+    conn = store_db.open_read(db_path)
     provider = load_provider(bench_config(PRUNER_INTERVAL_MS))
     queries = [q[1] for q in QUERIES]
     embs = {q: {"model": provider.name, "dim": provider.dim, "vector": provider.embed([q])[0]} for q in queries}
     nodes = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
-    print(f"{found[0]}: {nodes} nodes; {len(queries)} queries x {args.rounds}, hybrid, one thread")
+    print(f"{db_path}: {nodes} nodes; {len(queries)} queries x {args.rounds}, hybrid, one thread")
     search.run(conn, queries[0], "hybrid", {}, 10, query_vector=embs[queries[0]])  # loads the vector index
     timer = Timer()
     timer.wrap()

@@ -308,18 +308,24 @@ def _redact(text: str, depth: int, listing: bool = True) -> tuple[str, list[str]
     return text, sorted(tags)
 
 
+def _inside_lines(lines: list[str], heads: list[int], tails: list[int], depth: int, listing: bool = True):
+    """``lines`` redacted as one text without each line's first ``heads[i]`` and
+    last ``tails[i]`` characters, which are put back after (the rules keep every
+    newline, so the lines still pair up)."""
+    clean, tags = _redact("\n".join(s[h : len(s) - t] for s, h, t in zip(lines, heads, tails)), depth, listing)
+    out = clean.split("\n")
+    if len(out) != len(lines):  # never expected
+        return clean, tags
+    return "\n".join(s[:h] + o + s[len(s) - t :] for s, h, t, o in zip(lines, heads, tails, out)), tags
+
+
 def _crlf(text: str, depth: int) -> tuple[str, list[str]]:
     """A text with Windows line ends, redacted as its lines without the ``\r``
     (the rules end a value at a line's end: ``\r`` is no space, so
     ``password: x\r`` or a key line ending in one went unseen), each line's
     ``\r`` put back after."""
     lines = text.split("\n")
-    ends = [line.endswith("\r") for line in lines]
-    clean, tags = _redact("\n".join(line[:-1] if e else line for line, e in zip(lines, ends)), depth)
-    out = clean.split("\n")
-    if len(out) != len(lines):  # the rules keep every newline; never expected
-        return clean, tags
-    return "\n".join(line + "\r" if e else line for line, e in zip(out, ends)), tags
+    return _inside_lines(lines, [0] * len(lines), [int(s.endswith("\r")) for s in lines], depth)
 
 
 # A numbered listing: `cat -n`, `nl`, Claude Code's Read (`     1\t...`, `    12→...`): every
@@ -334,12 +340,7 @@ def _numbered(text: str, depth: int) -> tuple[str, list[str]] | None:
     heads = [rx.match(line) for line in lines]
     if not all(h or not line for h, line in zip(heads, lines)):
         return None  # not every line numbered: not a listing
-    cut = [h.end() if h else 0 for h in heads]
-    clean, tags = _redact("\n".join(line[c:] for line, c in zip(lines, cut)), depth, listing=False)
-    out = clean.split("\n")
-    if len(out) != len(lines):
-        return clean, tags
-    return "\n".join(line[:c] + o for line, c, o in zip(lines, cut, out)), tags
+    return _inside_lines(lines, [h.end() if h else 0 for h in heads], [0] * len(lines), depth, listing=False)
 
 
 # A string literal holding escapes (JSON's "...\n...\"...", Python's '...\n...'): a file or a

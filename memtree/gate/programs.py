@@ -22,7 +22,7 @@ import re
 # shell reference or label (and holds no backslash: a quote escaped inside a JSON string).
 VALUE = r"(?:(?P<q>['\"])(?P<v1>(?!\[REDACTED|\$)[^'\"\n]{1,200})(?P=q)|(?P<v>(?!\[REDACTED|\$|-)[^\s'\";&|\\]{2,}))"
 _GLUED = VALUE.replace("{2,}", "{1,}")  # 7z -px: one character is a password there (a bare -p asks)
-_ANY_WORD = VALUE.replace("|\\$|-)", "|\\$)")  # a positional argument: whatever its first character
+ANY_WORD = VALUE.replace("|\\$|-)", "|\\$)")  # a positional argument: whatever its first character
 # Oracle's user/password: quoted (it may hold '@' then), or up to the '@' of the database.
 ORACLE_PASSWORD = r"(?:\"(?P<v1>(?!\[REDACTED)[^\"\n]+)\"|(?P<v>(?!\[REDACTED)[^\s@'\"]+))"
 _SP = r"[ \t]"
@@ -76,9 +76,9 @@ PROGRAMS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("doctl",), (_SP + r"(?:-t|--access-token)" + _ARG + VALUE,)),
     (("lftp",), (_SP + r"-u[ \t]+['\"]?[^\s,'\"]+,(?P<v>(?!\[REDACTED|\$)[^\s'\"]+)",)),
     (("mkpasswd",), (r"(?:[ \t]+-[msRS][ \t]+\S+|[ \t]+-\S+)*[ \t]+" + VALUE,)),
-    (("rabbitmqctl",), (_SP + r"(?:add_user|change_password)[ \t]+\S+[ \t]+" + _ANY_WORD,)),
-    (("mysqladmin",), (_SP + r"password[ \t]+" + _ANY_WORD,)),
-    (("neo4j-admin", "neo4j"), (r"set-initial-password[ \t]+" + _ANY_WORD,)),
+    (("rabbitmqctl",), (_SP + r"(?:add_user|change_password)[ \t]+\S+[ \t]+" + ANY_WORD,)),
+    (("mysqladmin",), (_SP + r"password[ \t]+" + ANY_WORD,)),
+    (("neo4j-admin", "neo4j"), (r"set-initial-password[ \t]+" + ANY_WORD,)),
     (("net user", "net use"), (r"[ \t]+\S+[ \t]+(?![/*])" + VALUE,)),  # net user bob x /add; a * asks
     (("cargo login",), (r"[ \t]+" + VALUE + r"[ \t]*$",)),  # the token is its last word (--registry r x)
     (("poetry config",), (r"[ \t]+(?:http-basic\.\S+[ \t]+\S+|pypi-token\.\S+)[ \t]+" + VALUE,)),
@@ -110,9 +110,8 @@ COMMAND = (
 STARTS = "|".join(re.escape(n) for n in NAMES)
 # What the engine looks for with str.find: the names' first four characters, none a prefix of
 # another ("ldap" for every ldap* program); a scan of the text each.
-LITS = tuple(
-    sorted(p for p in {n[:4] for n in NAMES} if not any(q != p and p.startswith(q) for q in {n[:4] for n in NAMES}))
-)
+_HEADS = {n[:4] for n in NAMES}
+LITS = tuple(sorted(p for p in _HEADS if not any(q != p and p.startswith(q) for q in _HEADS)))
 
 
 def follows(prog: str) -> tuple[re.Pattern, ...]:

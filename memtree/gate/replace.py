@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from memtree.gate import programs
 from memtree.gate.lazy import Lazy
 
 SECRET = "[REDACTED:secret_value]"
@@ -274,13 +275,11 @@ def option(rule, tags: set):
 def program_values(rule, tags: set):
     """A program's command line (groups ``prog`` and ``rest``): every value
     its entry in memtree/gate/programs.py finds there, as ``option`` does."""
-    from memtree.gate.programs import follows
-
     value = option(rule, tags)
 
     def repl(m):
         rest = m.group("rest")
-        for rx in follows(m.group("prog")):
+        for rx in programs.follows(m.group("prog")):
             rest = rx.sub(value, rest)
         return m.string[m.start() : m.start("rest")] + rest
 

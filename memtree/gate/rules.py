@@ -601,15 +601,13 @@ RULES = [
     # htpasswd -b file user x, htpasswd -nbB user x: the last word is the password, whatever its first character.
     Rule(
         "cli_secret",
-        r"\bhtpasswd\b(?=[^\n|;&]*[ \t]-[A-Za-z]*b)[^\n|;&]*[ \t]"
-        + programs.VALUE.replace("|\\$|-)", "|\\$)")
-        + r"(?=[ \t]*(?:$|[|;&]))",
+        r"\bhtpasswd\b(?=[^\n|;&]*[ \t]-[A-Za-z]*b)[^\n|;&]*[ \t]" + programs.ANY_WORD + r"(?=[ \t]*(?:$|[|;&]))",
         ("htpasswd",),
         flags=re.M,
         starts="htpasswd",
         replace=rp.option,
     ),
-    # Samba's -U user%x (smbclient, rpcclient, net, smbcacls, ...); lftp -u user,x.
+    # Samba's -U user%x (smbclient, rpcclient, net, smbcacls, ...).
     Rule(
         "cli_secret",
         r"(?:^|[ \t])(?:-U|--user(?:name)?)(?:[ \t]+|=)['\"]?[^\s%'\"]+%(?P<v>(?!\[REDACTED|\$)[^\s'\"]+)",

@@ -335,30 +335,18 @@ def _pool(rng: random.Random) -> list[str]:
     return out
 
 
-def _strings(v, out: list) -> None:
-    if isinstance(v, str):
-        out.append(v)
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            _strings(k, out)
-            _strings(x, out)
-    elif isinstance(v, list):
-        for x in v:
-            _strings(x, out)
-
-
 def inputs() -> list[tuple[str, list]]:
     """(function name, argument list) for every call the corpus makes."""
     import base64
 
-    from tests.support.leaky_cases import load_cases
+    from tests.support.leaky_cases import load_cases, strings
 
     rng = random.Random(15)
     cases = load_cases("/srv/project")
     calls: list[tuple[str, list]] = []
     texts: list[str] = []
     for c in cases:
-        _strings(c, texts)
+        texts += strings(c)
         calls.append(("redact_value", [c["payload"]]))
         cmd = (c["payload"].get("tool_input") or {}).get("command")
         if cmd:

@@ -907,8 +907,8 @@ def load_cases(project: str) -> list[dict]:
     return out
 
 
-def case_strings(project: str) -> list[str]:
-    """Every string of every case (keys included), in order: texts the gate sees."""
+def strings(value) -> list[str]:
+    """Every string inside a JSON-like value (dict keys included), in order."""
     out: list[str] = []
 
     def walk(v):
@@ -922,9 +922,13 @@ def case_strings(project: str) -> list[str]:
             for x in v:
                 walk(x)
 
-    for case in load_cases(project):
-        walk(case)
+    walk(value)
     return out
+
+
+def case_strings(project: str) -> list[str]:
+    """Every string of every case (keys included), in order: texts the gate sees."""
+    return [s for case in load_cases(project) for s in strings(case)]
 
 
 def write_files(project: str, cases: list[dict]) -> None:

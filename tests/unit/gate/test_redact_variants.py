@@ -11,7 +11,7 @@ import pytest
 from memtree.gate import redact_text
 from tests.support import leak_variants as lv
 from tests.support.gate_corpus import soup
-from tests.support.leaky_cases import case_strings, load_cases
+from tests.support.leaky_cases import case_strings, load_cases, strings
 
 
 def test_no_generated_variant_leaks():
@@ -166,9 +166,7 @@ def _fixture_texts() -> list[tuple[str, str, str]]:
     for case in load_cases("/project"):
         if case["expect"] != "stored":
             continue
-        strings: list[str] = []
-        _strings(case["payload"], strings)
-        for s in strings:
+        for s in strings(case["payload"]):
             out += [
                 (case["name"], s, sec)
                 for sec in case["secrets"]
@@ -180,17 +178,6 @@ def _fixture_texts() -> list[tuple[str, str, str]]:
 # A build file's `NAME ?= x` alone on a line inside a JSON string (no escape in the string, so it
 # is not decoded, and the rule anchors at the line's start): the known limit of a JSON wrapping.
 WRAPPED_LIMIT = {"json_value": {"make_native_grep"}, "json_in_json": {"make_native_grep"}}
-
-
-def _strings(v, out: list) -> None:
-    if isinstance(v, str):
-        out.append(v)
-    elif isinstance(v, dict):
-        for x in v.values():
-            _strings(x, out)
-    elif isinstance(v, list):
-        for x in v:
-            _strings(x, out)
 
 
 @pytest.mark.parametrize("wrap", WRAPPINGS, ids=list(WRAPPINGS))
